@@ -39,12 +39,13 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
 from . import config, judge
-from .items import ITEMS, GROUPS, UnknownItemError, group_slug, item, spelling_of
+from .items import GROUPS, ITEMS, UnknownItemError, group_slug, item, spelling_of
 
 PARTS = {"": 1, "_2": 2}
 BENCHMARK_STEM = "50_cases_for_benchmarking"
@@ -100,6 +101,9 @@ class Release:
         return out
 
 
+_SPELLINGS: dict = {}  # item spelling -> (Item, is_variant), shared across loads
+
+
 @dataclass
 class _Builder:
     root: Path
@@ -109,32 +113,36 @@ class _Builder:
 
     # ---------- bookkeeping ----------
     def rel(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
+        text, prefix = str(path), str(self.root) + os.sep
+        if text.startswith(prefix):  # every path is built from root: avoid pathlib's slow relative_to
+            return text[len(prefix):].replace(os.sep, "/")
+        return os.path.relpath(path, self.root).replace(os.sep, "/")
 
     def defect(self, path: Path | str, defect: str, record: str = "", detail: str = "") -> None:
         assert defect in DEFECTS, defect
-        f = path if isinstance(path, str) else self.rel(path)
+        f = self.rel(path) if os.path.isabs(path) else str(path)
         self.rows["audit"].append({"file": f, "record": record, "defect": defect, "detail": detail})
 
     def file_row(self, path: Path, kind: str, status: str, model: str = "", part: int | None = None,
-                 records: int = 0, meta: dict | None = None) -> None:
-        meta = meta or {}
+                 records: int = 0, meta: dict | None = None, size: int | None = None) -> None:
+        meta = meta if isinstance(meta, dict) else {}
         self.rows["files"].append({
             "file": self.rel(path), "kind": kind, "model": model, "part": part, "status": status,
-            "bytes": path.stat().st_size if path.exists() else None, "records": records,
-            "inference_model": meta.get("inference_model", ""),
-            "settings": json.dumps(settings_from_name(path.stem), sort_keys=True),
+            "bytes": size, "records": records, "inference_model": meta.get("inference_model", ""),
+            "settings": _settings_json(os.path.splitext(os.path.basename(path))[0]),
         })
 
     def read_json(self, path: Path, kind: str, model: str = "", part: int | None = None):
         """Parsed JSON, or a salvaged dict, or None; the file's state is recorded either way."""
-        if not path.exists():
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
             self.file_row(path, kind, "absent", model, part)
             self.defect(path, "absent_file")
             return None
-        raw = path.read_bytes()
         if not raw.strip():
-            self.file_row(path, kind, "empty", model, part)
+            self.file_row(path, kind, "empty", model, part, size=len(raw))
             self.defect(path, "empty_file")
             return None
         try:
@@ -143,25 +151,30 @@ class _Builder:
             salvaged = salvage_truncated(raw.decode("utf-8", errors="replace"))
             if salvaged is not None and salvaged.get("results"):
                 n = len(salvaged["results"])
-                self.file_row(path, kind, "truncated", model, part, records=n, meta=salvaged.get("meta_data"))
-                self.defect(path, "truncated_file", detail=f"{len(raw)} bytes; {err.msg} at char {err.pos}; "
+                self.file_row(path, kind, "truncated", model, part, records=n, meta=salvaged.get("meta_data"),
+                              size=len(raw))
+                self.defect(path, "truncated_file", detail=f"{len(raw)} bytes; JSON breaks at char {err.pos} ({err.msg}); "
                                                             f"{n} complete cases salvaged")
                 return salvaged
-            self.file_row(path, kind, "invalid", model, part)
+            self.file_row(path, kind, "invalid", model, part, size=len(raw))
             self.defect(path, "invalid_json", detail=f"{err}")
             return None
         n = len(data.get("results", data)) if isinstance(data, dict) else len(data)
         self.file_row(path, kind, "ok", model, part, records=n,
-                      meta=data.get("meta_data") if isinstance(data, dict) else None)
+                      meta=data.get("meta_data") if isinstance(data, dict) else None, size=len(raw))
         return data
 
     def item_key(self, path: Path, name: str, record: str) -> str | None:
-        try:
-            it = item(name)
-        except (UnknownItemError, TypeError):
-            self.defect(path, "unknown_item", record, repr(name))
-            return None
-        if spelling_of(name) == "variant":
+        known = _SPELLINGS.get(name)
+        if known is None:
+            try:
+                known = (item(name), spelling_of(name) == "variant")
+            except (UnknownItemError, TypeError):
+                self.defect(path, "unknown_item", record, repr(name))
+                return None
+            _SPELLINGS[name] = known
+        it, variant = known
+        if variant:
             self.defect(path, "item_variant", record, f"{name!r} read as {it.name!r}")
         return it.key
 
@@ -172,6 +185,7 @@ class _Builder:
         if not isinstance(by_item, dict):
             self.defect(path, "malformed_record", record, f"checklist is {type(by_item).__name__}")
             return
+        rel_path = self.rel(path)
         seen = set()
         for name, entry in by_item.items():
             key = self.item_key(path, name, f"{record}, item {name!r}")
@@ -217,7 +231,7 @@ class _Builder:
                         "evidence_spans": v.get("evidences_indices"),
                     })
             self.rows["checklist_items"].append({**ident, "case_id": case_id, "item": key, "n_values": kept,
-                                                 "spelling": name, "file": self.rel(path)})
+                                                 "spelling": name, "file": rel_path})
         if expected is not None:
             missing = [k for k in expected if k not in seen]
             if missing:
@@ -227,6 +241,7 @@ class _Builder:
     # ---------- judge outputs ----------
     def add_judgments(self, path: Path, data: dict, ident: dict) -> None:
         results = data.get("results", {})
+        rel_path = self.rel(path)
         orientations = Counter()
         for case_id, by_item in results.items():
             if not isinstance(by_item, dict):
@@ -238,14 +253,14 @@ class _Builder:
                 if key is None:
                     continue
                 try:
-                    j = judge.parse_answer(answer, f"{self.rel(path)}: {record}")
+                    j = judge.parse_answer(answer, f"{rel_path}: {record}")
                 except judge.JudgeParseError as err:
                     self.defect(path, "degenerate_answer" if err.degenerate else "unreadable_answer", record,
                                 str(err).split(": ", 2)[-1][:200])
                     self.rows["judgments"].append({**ident, "case_id": case_id, "item": key, "kind": "unreadable",
                                                    "orientation": None, "relation": None, "pairs": [],
                                                    "only_in_model": [], "only_in_reference": [],
-                                                   "problems": "unreadable answer", "file": self.rel(path)})
+                                                   "problems": "unreadable answer", "file": rel_path})
                     continue
                 orientations[j.orientation] += 1
                 if j.salvaged_from_text:
@@ -256,7 +271,7 @@ class _Builder:
                     **ident, "case_id": case_id, "item": key, "kind": j.kind, "orientation": j.orientation,
                     "relation": j.relation, "pairs": j.pairs, "only_in_model": j.only_in_model,
                     "only_in_reference": j.only_in_reference, "problems": "; ".join(j.problems),
-                    "file": self.rel(path)})
+                    "file": rel_path})
         if orientations.get("unknown"):
             self.defect(path, "unknown_orientation",
                         detail=f"{orientations['unknown']} of {sum(orientations.values())} answers in A/B wording")
@@ -301,6 +316,11 @@ def settings_from_name(stem: str) -> dict:
         parsed = {"True": True, "False": False}.get(val, int(val) if val.isdigit() else val)
         out.setdefault(key, []).append(parsed)
     return {k: (v[0] if len(v) == 1 else v) for k, v in out.items()}
+
+
+@cache
+def _settings_json(stem: str) -> str:
+    return json.dumps(settings_from_name(stem), sort_keys=True)
 
 
 def salvage_truncated(text: str) -> dict | None:
@@ -487,8 +507,8 @@ def _load_documents(b: _Builder) -> None:
         for case_id in case_ids:
             for configuration in AGENT_CONFIGURATIONS:
                 for unit, expected in units[configuration]:
-                    _load_agent_unit(b, doc / "gavel_agent" / name / case_id / configuration / unit,
-                                     name, case_id, configuration, unit, expected)
+                    folder = os.path.join(doc, "gavel_agent", name, case_id, configuration, unit)
+                    _load_agent_unit(b, folder, name, case_id, configuration, unit, expected)
     # judge outputs for document extraction
     ev = b.root / "evaluation_documents_checklist"
     runs = [("end_to_end", n, "", ev / "end_to_end" / f"{n}_thinking_False.json") for n in models["end_to_end"]]
@@ -503,23 +523,29 @@ def _load_documents(b: _Builder) -> None:
                                          "configuration": configuration, "part": None})
 
 
-def _load_agent_unit(b: _Builder, folder: Path, name: str, case_id: str, configuration: str, unit: str,
+def _load_agent_unit(b: _Builder, folder: str, name: str, case_id: str, configuration: str, unit: str,
                      expected: tuple[str, ...]) -> None:
+    """One agent sub-run; paths are plain strings here (pathlib is slow over 8,640 files)."""
     ident = {"origin": "document", "method": "agent", "model": name, "configuration": configuration,
              "unit": unit, "part": None}
-    data = b.read_json(folder / "checklist.json", "agent_checklist", name)
+    checklist = os.path.join(folder, "checklist.json")
+    data = b.read_json(checklist, "agent_checklist", name)
     if isinstance(data, dict):
-        b.add_checklist(folder / "checklist.json", ident, case_id, data, expected=expected)
-    stats = b.read_json(folder / "stats.json", "agent_stats", name)
-    ledger = folder / "ledger.jsonl"
+        b.add_checklist(checklist, ident, case_id, data, expected=expected)
+    stats_path = os.path.join(folder, "stats.json")
+    stats = b.read_json(stats_path, "agent_stats", name)
+    ledger = os.path.join(folder, "ledger.jsonl")
     ledger_lines = None
-    if not ledger.exists():
+    try:
+        with open(ledger, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
         b.file_row(ledger, "agent_ledger", "absent", name)
         b.defect(ledger, "absent_file")
     else:
-        raw = ledger.read_bytes()
         ledger_lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
-        b.file_row(ledger, "agent_ledger", "ok" if raw.strip() else "empty", name, records=ledger_lines)
+        b.file_row(ledger, "agent_ledger", "ok" if raw.strip() else "empty", name, records=ledger_lines,
+                   size=len(raw))
         if not raw.strip():
             b.defect(ledger, "empty_ledger")
     if isinstance(stats, dict):
@@ -531,7 +557,7 @@ def _load_agent_unit(b: _Builder, folder: Path, name: str, case_id: str, configu
             "steps": stats.get("steps"), "llm_calls": len(steps),
             "system_tokens": sys_t, "user_tokens": user_t, "output_tokens": out_t,
             "input_tokens": (sys_t or 0) + (user_t or 0), "ledger_events": ledger_lines,
-            "file": b.rel(folder / "stats.json")})
+            "file": b.rel(stats_path)})
 
 
 _COLUMNS = {
@@ -569,10 +595,12 @@ def _check_index_ranges(b: _Builder, judgments: pd.DataFrame, items: pd.DataFram
         else:
             n_model = doc.get((row.method, row.model, row.configuration, row.case_id, row.item))
             n_ref = ref.get((row.case_id, row.item))
+        if n_model is None and n_ref is None:
+            continue
         j = judge.Judgment(kind="matching", pairs=row.pairs, only_in_model=row.only_in_model,
                            only_in_reference=row.only_in_reference)
         for problem in judge.check_ranges(j, n_model, n_ref):
-            b.defect(row.file, "out_of_range_index", f"case {row.case_id}, item {row.item}", problem)
+            b.defect(row.file, "out_of_range_index", f"case {row.case_id}, item {item(row.item).name!r}", problem)
 
 
 def load_release(root: str | os.PathLike | None = None) -> Release:

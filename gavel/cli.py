@@ -1,0 +1,129 @@
+"""Command line: ``python -m gavel {data,audit}`` (the Makefile's targets call these)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import pandas as pd
+
+from . import config
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    """Locate the release, or clone the public repository into data/external/gavel."""
+    try:
+        root = config.release_root()
+        print(f"GAVEL release found: {root}")
+        return 0
+    except config.ReleaseNotFoundError as err:
+        if os.environ.get("GAVEL_RELEASE"):
+            print(err, file=sys.stderr)
+            return 2
+    target = config.DEFAULT_RELEASE_DIR
+    target.parent.mkdir(parents=True, exist_ok=True)
+    print(f"Cloning {config.RELEASE_URL} into {target} ...")
+    try:
+        done = subprocess.run(["git", "clone", "--depth", "1", config.RELEASE_URL, str(target)],
+                              timeout=args.timeout, check=False)
+        ok = done.returncode == 0
+    except (OSError, subprocess.TimeoutExpired) as err:
+        print(f"git clone failed: {err}", file=sys.stderr)
+        ok = False
+    if ok:
+        print(f"GAVEL release cloned: {config.release_root()}")
+        return 0
+    print("Could not download the release (no network?). Set GAVEL_RELEASE to a local copy of the "
+          "release (the folder holding data/summaries), e.g. `export GAVEL_RELEASE=../shared/gavel-release`, "
+          "or put it in .env.", file=sys.stderr)
+    return 2
+
+
+def audit_report(release) -> str:
+    """The audit as text: headline facts, then every defect class with its counts and files."""
+    lines = [f"GAVEL release audit: {release.root}", ""]
+    files = release.files
+    lines.append(f"files expected by the layout: {len(files)}; status: "
+                 + ", ".join(f"{k} {v}" for k, v in files["status"].value_counts().items()))
+    lines.append("")
+    lines.append("Headline facts (computed from the tables):")
+    for label, value in headline(release):
+        lines.append(f"  - {label}: {value}")
+    lines.append("")
+    summary = release.audit_summary()
+    with pd.option_context("display.max_colwidth", 90, "display.width", 200):
+        lines.append(summary.to_string(index=False))
+    lines.append("")
+    file_level = {"empty_file", "absent_file", "truncated_file", "invalid_json", "unknown_orientation",
+                  "empty_ledger"}
+    audit = release.audit
+    for defect in sorted(set(audit["defect"]) & file_level):
+        lines.append(f"[{defect}]")
+        for row in audit[audit["defect"] == defect].itertuples():
+            lines.append(f"  {row.file}" + (f"  ({row.detail})" if row.detail else ""))
+    return "\n".join(lines)
+
+
+def headline(release) -> list[tuple[str, str]]:
+    files, audit = release.files, release.audit
+    def status_of(kind, model=None):
+        sel = files[files["kind"] == kind]
+        if model == "human":
+            sel = sel[sel["model"] == "human"]
+        elif model == "models":
+            sel = sel[sel["model"] != "human"]
+        return sel
+    human_chk = status_of("summary_checklists", "human")
+    model_chk = status_of("summary_checklists", "models")
+    judges = files[files["kind"] == "summary_judgments"]
+    readable = judges[judges["status"] == "ok"]
+    unknown = set(audit.loc[audit["defect"] == "unknown_orientation", "file"])
+    truncated = files[files["status"] == "truncated"]
+    return [
+        ("human-summary checklists empty", f"{(human_chk['status'] == 'empty').sum()} of {len(human_chk)}"),
+        ("model summary-checklist files empty or absent",
+         f"{model_chk['status'].isin(['empty', 'absent']).sum()} of {len(model_chk)}"),
+        ("truncated files (complete cases salvaged)",
+         ", ".join(f"{r.file} ({r.records} cases)" for r in truncated.itertuples()) or "none"),
+        ("readable summary-judge files in A/B wording (orientation unknown)",
+         f"{len(set(readable['file']) & unknown)} of {len(readable)}"
+         f" (+{len(unknown - set(readable['file']))} truncated)"),
+        ("judge pairs with a null index", str((audit["defect"] == "null_index").sum())),
+        ("judge pairs with a list-valued index", str((audit["defect"] == "list_index").sum())),
+        ("agent runs (model x case x configuration unit)", str(len(release.agent_runs))),
+    ]
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from .release import load_release
+
+    release = load_release(args.release)
+    print(audit_report(release))
+    if args.csv:
+        release.audit.to_csv(args.csv, index=False)
+        print(f"\naudit table written to {args.csv}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
+    p.add_argument("--timeout", type=int, default=600)
+    p.set_defaults(func=cmd_data)
+    p = sub.add_parser("audit", help="print every defect of the release")
+    p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
+    p.add_argument("--csv", default=None, help="also write the audit table to this CSV file")
+    p.set_defaults(func=cmd_audit)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except config.ReleaseNotFoundError as err:
+        print(err, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Shared fixtures. The release tests need the public release (GAVEL_RELEASE); in CI (CI=true) its
+absence is an error, elsewhere those tests are skipped with the reason printed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import fixture_release  # noqa: E402
+
+from gavel import config  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def fixture_root(tmp_path_factory) -> Path:
+    return fixture_release.build(tmp_path_factory.mktemp("release"))
+
+
+@pytest.fixture(scope="session")
+def fixture_rel(fixture_root):
+    from gavel.release import load_release
+
+    return load_release(fixture_root)
+
+
+@pytest.fixture(scope="session")
+def shared_rel():
+    from gavel.release import load_release
+
+    try:
+        root = config.release_root()
+    except config.ReleaseNotFoundError as err:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
+        pytest.skip(f"release tests skipped: {err}")
+    return load_release(root)
