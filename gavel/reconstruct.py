@@ -1,0 +1,260 @@
+"""Item-level matching scores recomputed from the release, with bounds where the release is silent.
+
+One row per *cell* (run, case, item), where a run is a summary model (task ``summary``) or a
+document-extraction configuration (task ``document``). Each cell gets
+
+* ``best``  the best estimate of the matching score m_i (NaN = not applicable, left out of means);
+* ``low`` / ``high``  the lowest and highest value m_i can take given what the release says
+  (NaN = "not applicable" is possible and is the extreme for that side: it removes the cell from the mean);
+* ``status`` why: ``judged``, ``identical``, ``one_side_empty``, ``both_empty``, or an ambiguity class.
+
+Rules (each a switch in :class:`Rules`; defaults reproduce the released judgments, see
+``../shared/notes/release-facts.md``):
+
+1. The judge saw a pair only when both lists were non-empty and not identical: identical lists score 1,
+   one empty side scores 0, both empty is not applicable.
+2. A relation was asked only when both sides had exactly one value; otherwise a list matching (F1).
+3. Class Action or Individual Plaintiffs was (almost) never sent to the judge: an unjudged class-action cell
+   with both sides non-empty is left out of the best estimate, with bounds 0..1.
+4. An agent value of exactly "Not Applicable" counts as empty.
+5. Summary benchmark: the human-summary checklists are empty files, so whether the reference item is
+   non-empty is inferred: a judged pair by any of the 12 models proves it non-empty; a model with values
+   and no judgment where another model was judged must have been identical (1). Where no model was judged,
+   the reference is taken as empty (best), with bounds covering "non-empty".
+6. F1 denominators: the model's list length from its checklist when released, else the length the judgment
+   implies (largest index / distinct indices named); the reference length is the judgment's implied length,
+   raised to the consensus over models for the summary benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import scoring
+from .items import ITEM_KEYS
+
+NAN = math.nan
+
+
+@dataclass(frozen=True)
+class Rules:
+    strict_f1: bool = False  # one-to-one matching instead of distinct-index F1
+    not_applicable_is_empty: bool = True  # rule 4
+    class_action_unjudged_excluded: bool = True  # rule 3: best estimate leaves such cells out
+    infer_identical_from_other_models: bool = True  # rule 5
+
+
+def _implied_lengths(row) -> tuple[int, int]:
+    """(model, reference) list lengths a judgment implies."""
+    if row.kind == "relation":
+        return 1, 1
+    m_idx = {p[0] for p in row.pairs} | set(row.only_in_model)
+    r_idx = {p[1] for p in row.pairs} | set(row.only_in_reference)
+    return (max(len(m_idx), max(m_idx, default=0)), max(len(r_idx), max(r_idx, default=0)))
+
+
+def _score_judgment(row, n_model: int, n_ref: int, rules: Rules) -> float:
+    if row.kind == "relation":
+        return scoring.relation_score(row.relation)
+    n_model = max(n_model, 1)
+    n_ref = max(n_ref, 1)
+    return scoring.matching_f1(row.pairs, n_model, n_ref, strict=rules.strict_f1)
+
+
+def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:
+    """Number of values per (origin, method, model, configuration, case, item), agent units merged,
+    "Not Applicable" agent values dropped (rule 4)."""
+    values = rel.checklist_values
+    items = rel.checklist_items
+    keys = ["origin", "method", "model", "configuration", "case_id", "item"]
+    lengths = items.groupby(keys, dropna=False)["n_values"].sum()
+    if rules.not_applicable_is_empty:
+        na = values[(values["method"] == "agent") & (values["value"].str.strip() == "Not Applicable")]
+        if len(na):
+            lengths = lengths.sub(na.groupby(keys, dropna=False).size(), fill_value=0).astype(int)
+    return lengths.rename("n_values").reset_index()
+
+
+def _value_sets(rel) -> dict:
+    v = rel.checklist_values
+    keys = ["origin", "method", "model", "configuration", "case_id", "item"]
+    grouped = v.groupby(keys, dropna=False)["value"].apply(lambda s: tuple(sorted(x.strip() for x in s)))
+    return grouped.to_dict()
+
+
+def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
+    """Cells of document extraction vs. the human checklists (human.json) of the 40 meta-evaluation cases."""
+    lengths = checklist_lengths(rel, rules)
+    values = _value_sets(rel)
+    ref = lengths[(lengths["method"] == "human")].set_index(["case_id", "item"])["n_values"].to_dict()
+    doc_len = lengths[lengths["origin"] == "document"].set_index(
+        ["method", "model", "configuration", "case_id", "item"])["n_values"].to_dict()
+    jd = rel.judgments[rel.judgments["task"] == "document"]
+    judged = {(r.method, r.model, r.configuration, r.case_id, r.item): r for r in jd.itertuples(index=False)}
+    files = rel.files
+    cases = sorted(rel.cases.loc[rel.cases["set"] == "human_eval", "case_id"])
+    runs = sorted({(r.method, r.model, r.configuration) for r in jd.itertuples(index=False)})
+    # runs whose judge file is empty/absent are not scorable: list them with no cells
+    rows = []
+    for method, model, configuration in runs:
+        for case_id in cases:
+            for item in ITEM_KEYS:
+                key = (method, model, configuration, case_id, item)
+                n_ref = ref.get((case_id, item), 0)
+                n_model = doc_len.get(key)
+                j = judged.get(key)
+                identical = None
+                if n_model is not None and n_model > 0 and n_ref > 0:
+                    identical = values.get(("document", method, model, configuration, case_id, item)) == \
+                        values.get(("summary", "human", "human", "", case_id, item))
+                rows.append(_resolve(("document", method, model, configuration, case_id, item),
+                                     n_model, n_ref, True, j, identical, rules))
+    out = pd.DataFrame(rows, columns=CELL_COLUMNS)
+    del files
+    return out
+
+
+CELL_COLUMNS = ["task", "method", "model", "configuration", "case_id", "item", "n_model", "n_reference",
+                "best", "low", "high", "status", "judge_problems"]
+
+
+def _resolve(ident, n_model, n_ref, ref_known: bool, j, identical, rules: Rules, ref_nonempty=None):
+    """Score one cell. n_model/n_ref may be None (unknown). ref_nonempty: inferred (summary task)."""
+    task, method, model, configuration, case_id, item = ident
+    problems = ""
+    if j is not None and j.kind == "unreadable":
+        return (*ident, n_model, n_ref, NAN, 0.0, 1.0, "unreadable_judgment", j.problems)
+    if j is not None:
+        im, ir = _implied_lengths(j)
+        nm = n_model if (n_model and j.orientation == "model_reference") else im
+        nr = max(ir, n_ref or 0) if j.orientation == "model_reference" else ir
+        s = _score_judgment(j, nm, nr, rules)
+        return (*ident, n_model if n_model is not None else im, n_ref if n_ref is not None else nr,
+                s, s, s, "judged", j.problems or problems)
+    # no judgment
+    class_action = item == "class_action" and rules.class_action_unjudged_excluded
+    if n_model is not None and ref_known:
+        if n_model == 0 and n_ref == 0:
+            return (*ident, n_model, n_ref, NAN, NAN, NAN, "both_empty", "")
+        if n_model == 0 or n_ref == 0:
+            return (*ident, n_model, n_ref, 0.0, 0.0, 0.0, "one_side_empty", "")
+        if identical:
+            return (*ident, n_model, n_ref, 1.0, 1.0, 1.0, "identical", "")
+        return (*ident, n_model, n_ref, NAN if class_action else NAN, 0.0, 1.0,
+                "class_action_unjudged" if item == "class_action" else "missing_judgment", "")
+    if n_model is None and ref_known:  # model checklist not released
+        if n_ref == 0:
+            return (*ident, None, n_ref, NAN, 0.0, NAN, "model_unknown_ref_empty", "")
+        return (*ident, None, n_ref, NAN if class_action else 0.0, 0.0, 1.0, "model_unknown_ref_nonempty", "")
+    # reference unknown (summary benchmark)
+    if ref_nonempty:
+        if n_model == 0:
+            return (*ident, n_model, None, 0.0, 0.0, 0.0, "one_side_empty", "")
+        if n_model is None:
+            return (*ident, None, None, NAN if class_action else 0.0, 0.0, 1.0, "model_unknown_ref_nonempty", "")
+        if rules.infer_identical_from_other_models and not item == "class_action":
+            return (*ident, n_model, None, 1.0, 1.0, 1.0, "identical_inferred", "")
+        return (*ident, n_model, None, NAN if class_action else 1.0, 0.0, 1.0,
+                "class_action_unjudged" if item == "class_action" else "identical_or_empty", "")
+    if n_model == 0:
+        return (*ident, 0, None, NAN, 0.0, NAN, "ref_unknown_model_empty", "")
+    if n_model is None:
+        return (*ident, None, None, NAN, 0.0, 1.0, "both_unknown", "")
+    if item == "class_action":
+        return (*ident, n_model, None, NAN if class_action else 0.0, 0.0, 1.0, "class_action_unjudged", "")
+    return (*ident, n_model, None, 0.0, 0.0, 1.0, "ref_unknown_model_nonempty", "")
+
+
+def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
+    """Cells of the 12 models' summaries vs. the (unreleased) reference checklists, 100 benchmark cases.
+    Cases lost from a truncated judge file are not scored (listed by ``lost_cases``)."""
+    lengths = checklist_lengths(rel, rules)
+    llm = lengths[(lengths["origin"] == "summary") & (lengths["method"] == "llm")]
+    model_len = llm.set_index(["model", "case_id", "item"])["n_values"].to_dict()
+    released_models = set(llm["model"])
+    files = rel.files
+    chk_files = files[(files["kind"] == "summary_checklists") & (files["status"] == "ok")]
+    model_parts_known = {(r.model, r.part) for r in chk_files.itertuples()}
+    js = rel.judgments[rel.judgments["task"] == "summary"]
+    judged = {(r.model, r.case_id, r.item): r for r in js.itertuples(index=False)}
+    # reference non-emptiness and consensus length from every model's judgments
+    ref_nonempty = set()
+    implied = {}
+    for r in js.itertuples(index=False):
+        if r.kind == "unreadable":
+            continue
+        ref_nonempty.add((r.case_id, r.item))
+        if r.orientation == "model_reference":
+            implied.setdefault((r.case_id, r.item), []).append(_implied_lengths(r)[1])
+    consensus = {k: Counter(v).most_common(1)[0][0] for k, v in implied.items()}
+    cases = rel.cases[rel.cases["set"] == "benchmark"][["case_id", "part"]]
+    covered = _judged_cases(rel)
+    rows = []
+    del released_models
+    for model in sorted(set(js["model"])):
+        for case_id, part in cases.itertuples(index=False):
+            if case_id not in covered.get((model, part), set()):
+                continue
+            known = (model, part) in model_parts_known
+            for item in ITEM_KEYS:
+                n_model = model_len.get((model, case_id, item), 0) if known else None
+                j = judged.get((model, case_id, item))
+                n_ref = consensus.get((case_id, item))
+                row = _resolve(("summary", "llm", model, "", case_id, item), n_model, n_ref, False, j, None,
+                               rules, ref_nonempty=(case_id, item) in ref_nonempty)
+                rows.append(row)
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def _judged_cases(rel) -> dict:
+    """(model, part) -> cases the judge file covers: all cases of the part for a complete file, the
+    salvaged ones for a truncated file, none for an empty/absent file."""
+    files = rel.files[rel.files["kind"] == "summary_judgments"]
+    cases = rel.cases[rel.cases["set"] == "benchmark"]
+    js = rel.judgments[rel.judgments["task"] == "summary"]
+    out = {}
+    for f in files.itertuples():
+        part_cases = set(cases.loc[cases["part"] == f.part, "case_id"])
+        if f.status == "ok":
+            out[(f.model, f.part)] = part_cases
+        elif f.status == "truncated":
+            out[(f.model, f.part)] = set(js.loc[js["file"] == f.file, "case_id"]) & part_cases
+        else:
+            out[(f.model, f.part)] = set()
+    return out
+
+
+def lost_cases(rel) -> pd.DataFrame:
+    covered = _judged_cases(rel)
+    cases = rel.cases[rel.cases["set"] == "benchmark"]
+    rows = []
+    for (model, part), got in covered.items():
+        n = int((cases["part"] == part).sum())
+        if len(got) < n:
+            rows.append({"model": model, "part": part, "cases_scored": len(got), "cases_lost": n - len(got)})
+    return pd.DataFrame(rows, columns=["model", "part", "cases_scored", "cases_lost"])
+
+
+def aggregate(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """S_checklist per group (100 x mean of applicable item scores): best, and the lower and upper bound
+    (a NaN bound means that side's extreme leaves the cell out)."""
+    def s(col):
+        return cells.groupby(by, dropna=False)[col].apply(lambda x: 100 * np.nanmean(x) if x.notna().any()
+                                                          else np.nan)
+    out = pd.DataFrame({"s_checklist": s("best"), "s_checklist_low": s("low"), "s_checklist_high": s("high")})
+    out["cells"] = cells.groupby(by, dropna=False).size()
+    out["applicable"] = cells.groupby(by, dropna=False)["best"].apply(lambda x: int(x.notna().sum()))
+    out["ambiguous"] = cells.groupby(by, dropna=False).apply(
+        lambda g: int(((g["low"] != g["high"]) | (g["low"].isna() != g["high"].isna())).sum()),
+        include_groups=False)
+    return out.reset_index()
+
+
+def per_case_scores(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """S_checklist of each summary (run x case), best estimate."""
+    return aggregate(cells, by + ["case_id"])

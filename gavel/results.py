@@ -1,0 +1,231 @@
+"""Everything the release supports, computed from it: the tables behind ``make results``.
+
+``compute(rel)`` returns named DataFrames (numbers and labels only, no release text); ``write(tables)``
+stores them as CSV under ``data/results/``; ``gavel.reproduction`` turns them into docs/REPRODUCTION.md.
+
+Aggregation: S_checklist of one summary (or one extracted checklist) is 100 x the mean matching score of its
+applicable items; a model's S_checklist is the mean over its cases. Bounds are computed per case and then
+averaged, so they are the true extremes of the mean given the ambiguous cells (see gavel.reconstruct).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from . import config, reconstruct
+from .items import GROUPS, ITEMS
+
+BOOTSTRAP_SAMPLES = 2000
+SEED = 20251122
+LENGTH_BIN_ORDER = ["32K", "64K", "128K", "256K", "512K"]
+OVER_RELATIONS = {"model_contains_reference", "different"}
+UNDER_RELATIONS = {"reference_contains_model", "different"}
+
+
+def _round(df: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    return df.round(digits)
+
+
+def per_case(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    return reconstruct.aggregate(cells, by + ["case_id"])
+
+
+def mean_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    g = pc.groupby(by, dropna=False)
+    out = g[["s_checklist", "s_checklist_low", "s_checklist_high"]].mean()
+    out["cases"] = g["s_checklist"].count()
+    out["ambiguous_cells"] = g["ambiguous"].sum()
+    return out.reset_index()
+
+
+def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+    idx = rng.integers(0, len(values), size=(n, len(values)))
+    return values[idx].mean(axis=1)
+
+
+def summary_tables(rel) -> dict[str, pd.DataFrame]:
+    cells = reconstruct.summary_cells(rel)
+    cases = rel.cases[rel.cases["set"] == "benchmark"][["case_id", "length_bin", "part"]]
+    labels = {m.release_name: m.label for m in config.models()}
+    open_weights = {m.release_name: m.open_weights for m in config.models()}
+    pc = per_case(cells, ["model"]).merge(cases, on="case_id")
+    overall = mean_over_cases(pc, ["model"])
+    overall["length_bin"] = "all"
+    by_bin = mean_over_cases(pc, ["model", "length_bin"])
+    table = pd.concat([by_bin, overall], ignore_index=True)
+    table["label"] = table["model"].map(labels)
+    order = overall.sort_values("s_checklist", ascending=False)["model"].tolist()
+    table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(order)})
+    table = table.sort_values(["rank", "length_bin"], key=lambda s: s.map(
+        {b: i for i, b in enumerate(LENGTH_BIN_ORDER + ["all"])}) if s.name == "length_bin" else s)
+
+    # bootstrap 95% intervals over cases, and for differences between ranked neighbours (paired on cases)
+    rng = np.random.default_rng(SEED)
+    wide = pc.pivot_table(index="case_id", columns="model", values="s_checklist")
+    ci_rows = []
+    for m in order:
+        v = wide[m].dropna().to_numpy()
+        boots = bootstrap_means(v, rng)
+        ci_rows.append({"model": m, "label": labels[m], "s_checklist": v.mean(), "cases": len(v),
+                        "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5)})
+    ci = pd.DataFrame(ci_rows)
+    diff_rows = []
+    for a, b in zip(order, order[1:]):
+        both = wide[[a, b]].dropna()
+        d = (both[a] - both[b]).to_numpy()
+        boots = bootstrap_means(d, rng)
+        diff_rows.append({"higher": a, "lower": b, "cases": len(d), "difference": d.mean(),
+                          "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
+                          "separated": bool(np.percentile(boots, 2.5) > 0)})
+    diffs = pd.DataFrame(diff_rows)
+
+    # item-level matching scores (Figures 10-12) and groups (Figure 3)
+    item_scores = (cells.groupby(["model", "item"])
+                   .agg(score=("best", "mean"), low=("low", "mean"), high=("high", "mean"),
+                        applicable=("best", "count"))
+                   .reset_index())
+    item_scores["label"] = item_scores["model"].map(labels)
+    group_of = {it.key: it.group for it in ITEMS}
+    cells_g = cells.assign(group=cells["item"].map(group_of))
+    groups = (cells_g.groupby(["model", "group"]).agg(score=("best", "mean"), applicable=("best", "count"))
+              .reset_index())
+    groups["group_label"] = groups["group"].map({g.key: g.label for g in GROUPS})
+    groups["label"] = groups["model"].map(labels)
+
+    spec = specification_rates(rel, cells)
+
+    # summary length vs score (Figure 6, appendix E): S_checklist stands in for S_GAVEL-REF
+    words = rel.summaries[rel.summaries["set"] == "benchmark"][["model", "case_id", "words"]]
+    lengths = (words.merge(cases, on="case_id").groupby(["model", "length_bin"])["words"].mean()
+               .rename("mean_words").reset_index())
+    lengths["label"] = lengths["model"].map(labels).fillna("Human")
+    joined = pc.merge(words, on=["model", "case_id"]).dropna(subset=["s_checklist"])
+    corr_rows = []
+    for name, sel in (("all", joined),
+                      ("proprietary", joined[~joined["model"].map(open_weights)]),
+                      ("open_weights", joined[joined["model"].map(open_weights)])):
+        x, y = sel["words"].to_numpy(), sel["s_checklist"].to_numpy()
+        corr_rows.append({"models": name, "n": len(sel),
+                          "pearson": stats.pearsonr(x, y)[0], "spearman": stats.spearmanr(x, y)[0],
+                          "kendall": stats.kendalltau(x, y)[0]})
+    corr = pd.DataFrame(corr_rows)
+
+    status = cells.groupby(["model", "status"]).size().rename("cells").reset_index()
+    lost = reconstruct.lost_cases(rel)
+    return {"summary_s_checklist": _round(table), "summary_bootstrap": _round(ci),
+            "summary_neighbour_differences": _round(diffs), "summary_item_scores": _round(item_scores),
+            "summary_group_scores": _round(groups), "summary_specification": _round(spec),
+            "summary_lengths": _round(lengths), "summary_length_correlations": _round(corr),
+            "summary_cell_status": status, "summary_lost_cases": lost}
+
+
+def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
+    """Over- and under-specification per model and item.
+
+    A summary *over-specifies* an item when its checklist holds something the reference's does not: the
+    judge lists model-only values, or says the model's value contains the reference's or differs from it,
+    or the model has values where the reference has none. It *under-specifies* when the reference holds
+    something the model's does not (reference-only values, reference contains model, different, or the
+    model has nothing where the reference has values). Over-specification rate: share of all scored cases;
+    under-specification rate: share of the cases whose reference holds the item. Judge files in A/B wording
+    (orientation unknown) cannot say which side is which: their cases are left out (column ``cases``)."""
+    j = rel.judgments[rel.judgments["task"] == "summary"].set_index(["model", "case_id", "item"])
+    unknown = set(j.index[j["orientation"] == "unknown"].droplevel("item").unique())
+    rows = []
+    for c in cells.itertuples(index=False):
+        if (c.model, c.case_id) in unknown:
+            continue
+        over = under = False
+        ref_has = c.status not in ("both_empty", "ref_unknown_model_empty", "ref_unknown_model_nonempty",
+                                   "both_unknown")
+        if c.status == "judged":
+            jr = j.loc[(c.model, c.case_id, c.item)]
+            if jr["kind"] == "relation":
+                over, under = jr["relation"] in OVER_RELATIONS, jr["relation"] in UNDER_RELATIONS
+            else:
+                over, under = bool(len(jr["only_in_model"])), bool(len(jr["only_in_reference"]))
+        elif c.status == "ref_unknown_model_nonempty":
+            over = True
+        elif c.status == "one_side_empty":
+            under = True
+        rows.append((c.model, c.item, c.case_id, over, under, ref_has))
+    df = pd.DataFrame(rows, columns=["model", "item", "case_id", "over", "under", "ref_has"])
+    g = df.groupby(["model", "item"])
+    out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(),
+                        "reference_has_item": g["ref_has"].sum(),
+                        "under_rate": g.apply(lambda x: x.loc[x["ref_has"], "under"].mean()
+                                              if x["ref_has"].any() else np.nan, include_groups=False)})
+    return out.reset_index()
+
+
+def document_tables(rel) -> dict[str, pd.DataFrame]:
+    cells = reconstruct.document_cells(rel)
+    keys = ["method", "model", "configuration"]
+    pc = per_case(cells, keys)
+    scores = mean_over_cases(pc, keys)
+    # tokens per case: input + output, averaged over the 40 meta-evaluation cases
+    n_cases = int((rel.cases["set"] == "human_eval").sum())
+    agent = rel.agent_runs.groupby(["model", "configuration"])[["input_tokens", "output_tokens"]].sum().reset_index()
+    agent["method"] = "agent"
+    ts = rel.token_stats[(rel.token_stats["scope"] == "file") &
+                         rel.token_stats["kind"].isin(["end_to_end", "chunk_by_chunk"])]
+    other = ts.groupby(["kind", "model"])[["input_tokens", "output_tokens"]].sum().reset_index()
+    other = other.rename(columns={"kind": "method"})
+    other["configuration"] = ""
+    tokens = pd.concat([agent, other], ignore_index=True)
+    tokens["token_cases"] = n_cases
+    for col in ("input_tokens", "output_tokens"):
+        tokens[f"{col}_per_case"] = tokens[col] / n_cases
+    tokens["total_tokens_per_case"] = tokens["input_tokens_per_case"] + tokens["output_tokens_per_case"]
+    files = rel.files
+    complete = {}
+    for (method, model), sel in files[files["kind"] == "document_checklists"].groupby(
+            files["file"].str.split("/").str[1].to_frame().assign(model=files["model"]).apply(tuple, axis=1)
+            .rename("k")):
+        complete[(method, model)] = bool((sel["status"] == "ok").all())
+    tokens["token_files_complete"] = [
+        True if m == "agent" else complete.get((m, mod), False)
+        for m, mod in zip(tokens["method"], tokens["model"])]
+    table = scores.merge(tokens, on=keys, how="outer")
+    table["agents"] = table["configuration"].map({"all": 1, "grouped": 9, "individual": 26})
+    table["label"] = table["model"].map(config.model_label)
+    status = cells.groupby(keys + ["status"], dropna=False).size().rename("cells").reset_index()
+    return {"document_s_checklist": _round(table), "document_cell_status": status}
+
+
+def case_tables(rel) -> dict[str, pd.DataFrame]:
+    c = rel.cases[rel.cases["set"] == "benchmark"]
+    year = c["filing_date"].str[:4]
+    by_bin = c.assign(filed_2025=year == "2025").groupby("length_bin").agg(
+        cases=("case_id", "size"), filed_2025=("filed_2025", "sum"),
+        tokens_missing=("total_tokens", lambda s: int(s.isna().sum())), mean_tokens=("total_tokens", "mean"))
+    return {"benchmark_cases": _round(by_bin.reset_index())}
+
+
+def compute(rel) -> dict[str, pd.DataFrame]:
+    tables = {}
+    tables.update(case_tables(rel))
+    tables.update(summary_tables(rel))
+    tables.update(document_tables(rel))
+    audit = rel.audit_summary()[["defect", "records", "files"]]
+    tables["release_audit"] = audit
+    return tables
+
+
+def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
+    folder = folder or config.RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in sorted(tables.items()):
+        path = folder / f"{name}.csv"
+        df.to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
+        written.append(path)
+    return written
+
+
+def read(folder=None) -> dict[str, pd.DataFrame]:
+    """The committed result tables (what `make figures` works from)."""
+    folder = folder or config.RESULTS_DIR
+    return {p.stem: pd.read_csv(p, keep_default_na=True) for p in sorted(folder.glob("*.csv"))}
