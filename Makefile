@@ -34,8 +34,8 @@ data: $(STAMP) ## Find the release (GAVEL_RELEASE) or clone it into data/externa
 audit: $(STAMP) ## Print every defect of the release, with counts
 	$(PY) -m gavel audit
 
-results: $(STAMP) ## Recompute data/results/ from the release (issue #3)
-	@echo "make results: the scoring core lands with issue #3; nothing to compute yet." ; exit 1
+results: $(STAMP) ## Recompute data/results/ and docs/REPRODUCTION.md from the release
+	$(PY) -m gavel results
 
 figures: $(STAMP) ## Regenerate the figures (for now: the data audit; figures land with issue #4)
 	$(PY) -m gavel audit

@@ -107,6 +107,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results(args: argparse.Namespace) -> int:
+    """Recompute data/results/ and docs/REPRODUCTION.md from the release."""
+    from . import reproduction, results
+    from .release import load_release
+
+    release = load_release(args.release)
+    tables = results.compute(release)
+    for path in results.write(tables):
+        print(f"wrote {path.relative_to(config.REPO_ROOT)}")
+    # REPRODUCTION.md is rendered from the tables as written (what make figures also reads)
+    doc = reproduction.write(results.read())
+    print(f"wrote {doc.relative_to(config.REPO_ROOT)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -117,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
     p.add_argument("--csv", default=None, help="also write the audit table to this CSV file")
     p.set_defaults(func=cmd_audit)
+    p = sub.add_parser("results", help="recompute data/results/ and docs/REPRODUCTION.md from the release")
+    p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
+    p.set_defaults(func=cmd_results)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
