@@ -32,7 +32,6 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from . import scoring
@@ -81,10 +80,13 @@ def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:
 
 
 def _value_sets(rel) -> dict:
+    """(origin, method, model, configuration, case, item) -> sorted tuple of values (for identity tests)."""
     v = rel.checklist_values
-    keys = ["origin", "method", "model", "configuration", "case_id", "item"]
-    grouped = v.groupby(keys, dropna=False)["value"].apply(lambda s: tuple(sorted(x.strip() for x in s)))
-    return grouped.to_dict()
+    acc: dict = {}
+    cols = [v[c].to_numpy() for c in ("origin", "method", "model", "configuration", "case_id", "item", "value")]
+    for o, me, mo, co, ca, it, val in zip(*cols):
+        acc.setdefault((o, me, mo, co, ca, it), []).append(val.strip())
+    return {k: tuple(sorted(x)) for k, x in acc.items()}
 
 
 def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
@@ -243,15 +245,14 @@ def lost_cases(rel) -> pd.DataFrame:
 def aggregate(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """S_checklist per group (100 x mean of applicable item scores): best, and the lower and upper bound
     (a NaN bound means that side's extreme leaves the cell out)."""
-    def s(col):
-        return cells.groupby(by, dropna=False)[col].apply(lambda x: 100 * np.nanmean(x) if x.notna().any()
-                                                          else np.nan)
-    out = pd.DataFrame({"s_checklist": s("best"), "s_checklist_low": s("low"), "s_checklist_high": s("high")})
-    out["cells"] = cells.groupby(by, dropna=False).size()
-    out["applicable"] = cells.groupby(by, dropna=False)["best"].apply(lambda x: int(x.notna().sum()))
-    out["ambiguous"] = cells.groupby(by, dropna=False).apply(
-        lambda g: int(((g["low"] != g["high"]) | (g["low"].isna() != g["high"].isna())).sum()),
-        include_groups=False)
+    ambiguous = (cells["low"] != cells["high"]) | (cells["low"].isna() != cells["high"].isna())
+    frame = cells[by + ["best", "low", "high"]].assign(ambiguous=ambiguous.astype(int))
+    g = frame.groupby(by, dropna=False)
+    sums, counts = g[["best", "low", "high"]].sum(), g[["best", "low", "high"]].count()
+    means = 100 * sums / counts.where(counts > 0)
+    out = pd.DataFrame({"s_checklist": means["best"], "s_checklist_low": means["low"],
+                        "s_checklist_high": means["high"], "cells": g.size(),
+                        "applicable": counts["best"], "ambiguous": g["ambiguous"].sum()})
     return out.reset_index()
 
 

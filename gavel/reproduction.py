@@ -141,7 +141,9 @@ def evaluate(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             status = "not reproducible"
             note = c["missing"]
         elif value is None:
-            status, note = "not reproducible", "not computable from the release"
+            status = "not reproducible"
+            note = (f"no best estimate: the release holds no judgment for these cells; bounds {low:g}..{high:g}"
+                    if low is not None and high is not None else "not computable from the release")
         elif isinstance(paper, str) or isinstance(value, str):
             status = "reproduced" if str(value) == str(paper) else "differs"
             note = ""

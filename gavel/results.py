@@ -131,32 +131,27 @@ def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     model has nothing where the reference has values). Over-specification rate: share of all scored cases;
     under-specification rate: share of the cases whose reference holds the item. Judge files in A/B wording
     (orientation unknown) cannot say which side is which: their cases are left out (column ``cases``)."""
-    j = rel.judgments[rel.judgments["task"] == "summary"].set_index(["model", "case_id", "item"])
-    unknown = set(j.index[j["orientation"] == "unknown"].droplevel("item").unique())
-    rows = []
-    for c in cells.itertuples(index=False):
-        if (c.model, c.case_id) in unknown:
-            continue
-        over = under = False
-        ref_has = c.status not in ("both_empty", "ref_unknown_model_empty", "ref_unknown_model_nonempty",
-                                   "both_unknown")
-        if c.status == "judged":
-            jr = j.loc[(c.model, c.case_id, c.item)]
-            if jr["kind"] == "relation":
-                over, under = jr["relation"] in OVER_RELATIONS, jr["relation"] in UNDER_RELATIONS
-            else:
-                over, under = bool(len(jr["only_in_model"])), bool(len(jr["only_in_reference"]))
-        elif c.status == "ref_unknown_model_nonempty":
-            over = True
-        elif c.status == "one_side_empty":
-            under = True
-        rows.append((c.model, c.item, c.case_id, over, under, ref_has))
-    df = pd.DataFrame(rows, columns=["model", "item", "case_id", "over", "under", "ref_has"])
+    j = rel.judgments[rel.judgments["task"] == "summary"]
+    unknown = j.loc[j["orientation"] == "unknown", ["model", "case_id"]].drop_duplicates()
+    df = cells[["model", "case_id", "item", "status"]].merge(
+        unknown.assign(_ab=True), on=["model", "case_id"], how="left")
+    df = df[df["_ab"].isna()].drop(columns="_ab")
+    df = df.merge(j[["model", "case_id", "item", "kind", "relation", "only_in_model", "only_in_reference"]],
+                  on=["model", "case_id", "item"], how="left")
+    judged = df["status"] == "judged"
+    rel_kind = df["kind"] == "relation"
+    n_only_model = df["only_in_model"].map(lambda x: len(x) if isinstance(x, list) else 0)
+    n_only_ref = df["only_in_reference"].map(lambda x: len(x) if isinstance(x, list) else 0)
+    over = judged & ((rel_kind & df["relation"].isin(OVER_RELATIONS)) | (~rel_kind & (n_only_model > 0)))
+    over |= df["status"] == "ref_unknown_model_nonempty"
+    under = judged & ((rel_kind & df["relation"].isin(UNDER_RELATIONS)) | (~rel_kind & (n_only_ref > 0)))
+    under |= df["status"] == "one_side_empty"
+    ref_has = ~df["status"].isin(["both_empty", "ref_unknown_model_empty", "ref_unknown_model_nonempty",
+                                  "both_unknown"])
+    df = df.assign(over=over, under_ref=under & ref_has, ref_has=ref_has)
     g = df.groupby(["model", "item"])
-    out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(),
-                        "reference_has_item": g["ref_has"].sum(),
-                        "under_rate": g.apply(lambda x: x.loc[x["ref_has"], "under"].mean()
-                                              if x["ref_has"].any() else np.nan, include_groups=False)})
+    out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref_has"].sum()})
+    out["under_rate"] = g["under_ref"].sum() / out["reference_has_item"].where(out["reference_has_item"] > 0)
     return out.reset_index()
 
 

@@ -72,3 +72,15 @@ def test_judgment_vocabulary_is_normalised(shared_rel):
 def test_audit_report_prints(shared_rel):
     text = cli.audit_report(shared_rel)
     assert "unknown_orientation" in text and "6 of 24" in text
+
+
+def test_document_token_totals_match_the_paper(shared_rel):
+    """Agent and chunk-by-chunk token totals per case (input + output, 40 cases) equal the paper's."""
+    from gavel import results
+
+    doc = results.document_tables(shared_rel)["document_s_checklist"].fillna({"configuration": ""})
+    per_case = {(r.method, r.model, r.configuration): r.total_tokens_per_case for r in doc.itertuples()}
+    assert round(per_case[("agent", "Qwen3-30B-A3B-Thinking-2507", "individual")] / 1e6, 2) == 2.80
+    assert round(per_case[("agent", "Qwen3-30B-A3B-Thinking-2507", "all")] / 1e3, 2) == 588.60
+    assert round(per_case[("agent", "gpt-oss-20b-BF16", "individual")] / 1e6, 2) == 12.29
+    assert round(per_case[("chunk_by_chunk", "Qwen3-30B-A3B-Thinking-2507", "")] / 1e6, 2) == 6.79

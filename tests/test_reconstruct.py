@@ -1,0 +1,55 @@
+"""Cell reconstruction on the fixture release: judged cells scored, silent cells bounded."""
+
+import math
+
+from gavel import reconstruct
+
+
+def cell(cells, **kw):
+    sel = cells
+    for k, v in kw.items():
+        sel = sel[sel[k] == v]
+    assert len(sel) == 1, kw
+    return sel.iloc[0]
+
+
+def test_summary_cells(fixture_rel):
+    cells = reconstruct.summary_cells(fixture_rel)
+    m = "gpt-5-2025-08-07"
+    c = cell(cells, model=m, case_id="c1", item="filing_date")
+    assert (c["status"], c["best"]) == ("judged", 1.0)
+    # parties: pairs (1,2) kept, null pair reported; n_model = 2 from the checklist, reference implies 2
+    c = cell(cells, model=m, case_id="c1", item="parties")
+    assert c["status"] == "judged" and c["best"] == 0.5 and "null" in c["judge_problems"]
+    # unreadable answer: not scored, bounded 0..1
+    c = cell(cells, model=m, case_id="c1", item="remedy_sought")
+    assert c["status"] == "unreadable_judgment" and math.isnan(c["best"]) and (c["low"], c["high"]) == (0, 1)
+    # model has values, no judgment, nobody judged the reference: best 0 (reference empty), bounds 0..1
+    c = cell(cells, model=m, case_id="c1", item="related_cases")
+    assert (c["status"], c["best"], c["low"], c["high"]) == ("ref_unknown_model_nonempty", 0.0, 0.0, 1.0)
+    # model empty, nobody judged: best not applicable, low 0
+    c = cell(cells, model=m, case_id="c1", item="appeals")
+    assert c["status"] == "ref_unknown_model_empty" and math.isnan(c["best"]) and c["low"] == 0.0
+    # cases of the truncated A/B file that were lost are not scored
+    ab = cells[cells["model"] == "gemini-2.5-pro"]
+    assert set(ab["case_id"]) == {"c1", "c2"}
+
+
+def test_aggregate_bounds_bracket_best(fixture_rel):
+    cells = reconstruct.summary_cells(fixture_rel)
+    agg = reconstruct.aggregate(cells, ["model"])
+    for r in agg.itertuples():
+        assert r.s_checklist_low <= r.s_checklist + 1e-9
+        if not math.isnan(r.s_checklist_high):
+            assert r.s_checklist <= r.s_checklist_high + 1e-9
+
+
+def test_document_cells(fixture_rel):
+    cells = reconstruct.document_cells(fixture_rel)
+    c = cell(cells, method="agent", configuration="individual", case_id="h1", item="filing_date")
+    assert (c["status"], c["best"]) == ("judged", 1.0)
+    # reference (human.json) has a judge name, the model's value is unknown (no checklist): bounded
+    c = cell(cells, method="agent", configuration="individual", case_id="h1", item="judge_name")
+    assert c["status"] == "unreadable_judgment"
+    c = cell(cells, method="agent", configuration="individual", case_id="h1", item="trials")
+    assert c["status"] == "model_unknown_ref_empty" and c["low"] == 0.0 and math.isnan(c["high"])

@@ -1,0 +1,65 @@
+"""Eq. 1 and Eq. 2 on hand-built examples."""
+
+import math
+
+import pytest
+
+from gavel import scoring
+from gavel.scoring import ScoringError
+
+
+def test_single_value_relations():
+    assert scoring.item_score(1, 1, relation="equal") == 1.0
+    assert scoring.item_score(1, 1, relation="model_contains_reference") == 0.5
+    assert scoring.item_score(1, 1, relation="reference_contains_model") == 0.5
+    assert scoring.item_score(1, 1, relation="b_contains_a") == 0.5  # A/B wording: direction unknown, same score
+    assert scoring.item_score(1, 1, relation="different") == 0.0
+    with pytest.raises(ScoringError):
+        scoring.relation_score("similar")
+
+
+def test_gating_rules():
+    assert scoring.item_score(0, 0) is None  # not applicable
+    assert scoring.item_score(3, 0) == 0.0 and scoring.item_score(0, 2) == 0.0
+    assert scoring.item_score(2, 2, identical=True) == 1.0
+    with pytest.raises(ScoringError):
+        scoring.item_score(2, 2)  # needs a judgment
+
+
+def test_matching_f1_distinct_indices_and_strict():
+    # model 4 values, reference 3; model 1 and 2 both matched to reference 1; model 4 to reference 3
+    pairs = [(1, 1), (2, 1), (4, 3)]
+    # distinct: precision 3/4, recall 2/3 -> F1 = 2*(.75*.6667)/(.75+.6667)
+    assert scoring.matching_f1(pairs, 4, 3) == pytest.approx(2 * 0.75 * (2 / 3) / (0.75 + 2 / 3))
+    # strict one-to-one keeps 2 pairs: precision 2/4, recall 2/3
+    assert scoring.matching_f1(pairs, 4, 3, strict=True) == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))
+    assert scoring.matching_f1([], 2, 2) == 0.0
+    assert scoring.matching_f1([(1, 1), (2, 2)], 2, 2) == 1.0
+    # indices out of range are ignored, not counted as matches
+    assert scoring.matching_f1([(1, 1), (9, 2)], 2, 2) == pytest.approx(2 * 0.5 * 0.5 / 1.0)
+    assert scoring.one_to_one([(1, 1), (2, 1), (2, 2)]) == [(1, 1), (2, 2)]
+
+
+def test_s_checklist_averages_applicable_items_only():
+    assert scoring.s_checklist([1.0, 0.5, None, 0.0, None]) == pytest.approx(50.0)
+    assert math.isnan(scoring.s_checklist([None, None]))
+
+
+def test_residual_style_ratio_and_gavel_ref():
+    assert scoring.s_residual([(1, 1)], 2, 1) == pytest.approx(100 * 2 * 0.5 * 1 / 1.5)
+    assert scoring.s_residual([], 0, 3) == 0.0 and math.isnan(scoring.s_residual([], 0, 0))
+    assert scoring.s_style([5, 5, 5, 5, 5]) == 100.0
+    assert scoring.s_style([1, 1, 1, 1, 1]) == 0.0
+    assert scoring.s_style([3, 4, 2, 5, 1]) == pytest.approx(50.0)
+    with pytest.raises(ScoringError):
+        scoring.s_style([3, 4, 6, 5, 1])
+    with pytest.raises(ScoringError):
+        scoring.s_style([3, 4])
+    assert scoring.residual_ratio([(0, 10), (5, 20), (30, 40)], 100) == pytest.approx(0.30)
+    # Eq. 2 with the paper's alpha
+    s = scoring.s_gavel_ref(60.0, 20.0, 80.0, r=0.1)
+    assert s == pytest.approx(0.9 * 0.9 * 60 + 0.1 * 0.9 * 20 + 0.1 * 80)
+    assert scoring.s_gavel_ref(60.0, float("nan"), 80.0, r=0.0) == pytest.approx(0.9 * 60 + 0.1 * 80)
+    assert scoring.s_gavel_ref(60.0, 20.0, 80.0, r=0.1, alpha=1.0) == pytest.approx(0.9 * 60 + 0.1 * 20)
+    with pytest.raises(ScoringError):
+        scoring.s_gavel_ref(60, 20, 80, r=1.5)
