@@ -21,7 +21,16 @@ Rules (each a switch in :class:`Rules`; defaults reproduce the released judgment
    non-empty is inferred: a judged pair by any of the 12 models proves it non-empty; a model with values
    and no judgment where another model was judged must have been identical (1). Where no model was judged,
    the reference is taken as empty (best), with bounds covering "non-empty".
-6. F1 denominators: the model's list length from its checklist when released, else the length the judgment
+6. Cells whose model checklist is not released (empty or absent files) take the expected score of their
+   item, estimated from the cells of the same item and task whose checklists are released: with the
+   reference non-empty and no judgment, a released model was either identical (1) or empty (0), and the
+   share of identical ones is the estimate; with the reference empty or unknown, the more common of
+   "model empty" (not applicable) and "model non-empty" (0) is taken. Bounds stay 0..1.
+   Where no model was judged on a (case, item), every released non-empty list must equal the reference
+   or the reference is empty (rule 1): two different released lists prove it empty (their cells score 0
+   with no ambiguity); one list shared by two or more models makes it probably equal to that list
+   (best 1 for those models, 0 for empty ones; bounds cover "reference empty").
+7. F1 denominators: the model's list length from its checklist when released, else the length the judgment
    implies (largest index / distinct indices named); the reference length is the judgment's implied length,
    raised to the consensus over models for the summary benchmark.
 """
@@ -32,6 +41,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from . import scoring
@@ -118,15 +128,18 @@ def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                                      n_model, n_ref, True, j, identical, rules))
     out = pd.DataFrame(rows, columns=CELL_COLUMNS)
     del files
-    return out
+    return fill_unreleased(out)
 
 
 CELL_COLUMNS = ["task", "method", "model", "configuration", "case_id", "item", "n_model", "n_reference",
-                "best", "low", "high", "status", "judge_problems"]
+                "best", "low", "high", "status", "judge_problems"]  # + estimate_basis (rule 6)
 
 
-def _resolve(ident, n_model, n_ref, ref_known: bool, j, identical, rules: Rules, ref_nonempty=None):
-    """Score one cell. n_model/n_ref may be None (unknown). ref_nonempty: inferred (summary task)."""
+def _resolve(ident, n_model, n_ref, ref_known: bool, j, identical, rules: Rules, ref_nonempty=None,
+             ref_state=None):
+    """Score one cell. n_model/n_ref may be None (unknown). ref_nonempty / ref_state: what the summary
+    task infers about the unreleased reference ("empty" certain, "consensus" = probably equal to the
+    value every released model shares, None = unknown)."""
     task, method, model, configuration, case_id, item = ident
     problems = ""
     if j is not None and j.kind == "unreadable":
@@ -163,6 +176,18 @@ def _resolve(ident, n_model, n_ref, ref_known: bool, j, identical, rules: Rules,
             return (*ident, n_model, None, 1.0, 1.0, 1.0, "identical_inferred", "")
         return (*ident, n_model, None, NAN if class_action else 1.0, 0.0, 1.0,
                 "class_action_unjudged" if item == "class_action" else "identical_or_empty", "")
+    if ref_state == "empty" and item != "class_action":
+        if n_model == 0:
+            return (*ident, 0, 0, NAN, NAN, NAN, "both_empty_inferred", "")
+        if n_model is None:
+            return (*ident, None, 0, NAN, 0.0, NAN, "model_unknown_ref_empty", "")
+        return (*ident, n_model, 0, 0.0, 0.0, 0.0, "ref_empty_inferred", "")
+    if ref_state == "consensus" and item != "class_action":
+        if n_model == 0:
+            return (*ident, 0, None, 0.0, 0.0, NAN, "ref_consensus_model_empty", "")
+        if n_model is None:
+            return (*ident, None, None, NAN, 0.0, 1.0, "model_unknown_ref_consensus", "")
+        return (*ident, n_model, None, 1.0, 0.0, 1.0, "identical_consensus", "")
     if n_model == 0:
         return (*ident, 0, None, NAN, 0.0, NAN, "ref_unknown_model_empty", "")
     if n_model is None:
@@ -196,6 +221,20 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
     consensus = {k: Counter(v).most_common(1)[0][0] for k, v in implied.items()}
     cases = rel.cases[rel.cases["set"] == "benchmark"][["case_id", "part"]]
     covered = _judged_cases(rel)
+    # Where no model was judged, every released non-empty list was identical to the reference or the
+    # reference is empty: two different lists prove it empty; one list shared by >= 2 models suggests
+    # the reference equals it ("consensus"); otherwise it stays unknown.
+    values = _value_sets(rel)
+    shared: dict = {}
+    for (origin, method, model, _c, case_id, item), vals in values.items():
+        if origin == "summary" and method == "llm" and model != "human" and (case_id, item) not in ref_nonempty:
+            shared.setdefault((case_id, item), Counter())[vals] += 1
+    ref_state = {}
+    for key, counter in shared.items():
+        if len(counter) >= 2:
+            ref_state[key] = "empty"
+        elif sum(counter.values()) >= 2:
+            ref_state[key] = "consensus"
     rows = []
     del released_models
     for model in sorted(set(js["model"])):
@@ -208,9 +247,45 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                 j = judged.get((model, case_id, item))
                 n_ref = consensus.get((case_id, item))
                 row = _resolve(("summary", "llm", model, "", case_id, item), n_model, n_ref, False, j, None,
-                               rules, ref_nonempty=(case_id, item) in ref_nonempty)
+                               rules, ref_nonempty=(case_id, item) in ref_nonempty,
+                               ref_state=ref_state.get((case_id, item)))
                 rows.append(row)
-    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+    return fill_unreleased(pd.DataFrame(rows, columns=CELL_COLUMNS))
+
+
+def fill_unreleased(cells: pd.DataFrame) -> pd.DataFrame:
+    """Rule 6: best estimates for cells whose model checklist is unreleased, from the item's released
+    cells. Status and bounds are unchanged; the estimate's basis is counted in ``estimate_basis``."""
+    cells = cells.copy()
+    cells["estimate_basis"] = 0
+    known_model = cells["n_model"].notna()
+    no_judgment = cells["status"] != "judged"
+    # reference non-empty, no judgment: identical (1) vs model empty (0)
+    ident = cells["status"].isin(["identical", "identical_inferred"])
+    empty_vs_nonempty_ref = (cells["status"] == "one_side_empty") & (cells["n_model"] == 0)
+    base = cells[known_model & no_judgment & (ident | empty_vs_nonempty_ref)]
+    p_identical = base.assign(one=ident[base.index]).groupby("item")["one"].agg(["mean", "size"])
+    target = cells["status"] == "model_unknown_ref_nonempty"
+    for item, (p, n) in p_identical.iterrows():
+        sel = target & (cells["item"] == item) & ~(cells["item"] == "class_action")
+        cells.loc[sel, "best"] = p
+        cells.loc[sel, "estimate_basis"] = int(n)
+    # reference empty or unknown, model unknown: not applicable if most released models were empty there
+    st = cells["status"]
+    empty_side = st.isin(["both_empty", "ref_unknown_model_empty"]) | ((st == "one_side_empty") & (cells["n_model"] > 0))
+    base = cells[known_model & empty_side & no_judgment]
+    model_empty = (base["n_model"] == 0)
+    p_empty = model_empty.groupby(base["item"]).agg(["mean", "size"])
+    target = st.isin(["model_unknown_ref_empty", "both_unknown"])
+    consensus_unknown = st == "model_unknown_ref_consensus"
+    if consensus_unknown.any():
+        cells.loc[consensus_unknown, "best"] = (cells.loc[consensus_unknown, "item"]
+                                                .map(p_identical["mean"]).astype(float))
+    for item, (p, n) in p_empty.iterrows():
+        sel = target & (cells["item"] == item) & ~(cells["item"] == "class_action")
+        cells.loc[sel, "best"] = np.nan if p >= 0.5 else 0.0
+        cells.loc[sel, "estimate_basis"] = int(n)
+    return cells
 
 
 def _judged_cases(rel) -> dict:

@@ -158,6 +158,8 @@ def evaluate(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             status, note = "within our bounds", "upper bound open (cells may be not applicable)"
         else:
             status, note = "differs", ""
+        if c.get("note"):
+            note = f"{note}; {c['note']}" if note else c["note"]
         analogue = value if c.get("missing") and value is not None else None
         rows.append({"id": c["id"], "where": c["where"], "claim": c["claim"], "paper": paper,
                      "ours": None if c.get("missing") else value, "low": low, "high": high,

@@ -56,6 +56,9 @@ def summary_tables(rel) -> dict[str, pd.DataFrame]:
     by_bin = mean_over_cases(pc, ["model", "length_bin"])
     table = pd.concat([by_bin, overall], ignore_index=True)
     table["label"] = table["model"].map(labels)
+    chk = rel.files[(rel.files["kind"] == "summary_checklists") & (rel.files["model"] != "human")]
+    released = chk[chk["status"] == "ok"].groupby("model").size()
+    table["checklist_parts_released"] = table["model"].map(released).fillna(0).astype(int)
     order = overall.sort_values("s_checklist", ascending=False)["model"].tolist()
     table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(order)})
     table = table.sort_values(["rank", "length_bin"], key=lambda s: s.map(
@@ -143,11 +146,12 @@ def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     n_only_model = df["only_in_model"].map(lambda x: len(x) if isinstance(x, list) else 0)
     n_only_ref = df["only_in_reference"].map(lambda x: len(x) if isinstance(x, list) else 0)
     over = judged & ((rel_kind & df["relation"].isin(OVER_RELATIONS)) | (~rel_kind & (n_only_model > 0)))
-    over |= df["status"] == "ref_unknown_model_nonempty"
+    over |= df["status"].isin(["ref_unknown_model_nonempty", "ref_empty_inferred"])
     under = judged & ((rel_kind & df["relation"].isin(UNDER_RELATIONS)) | (~rel_kind & (n_only_ref > 0)))
-    under |= df["status"] == "one_side_empty"
-    ref_has = ~df["status"].isin(["both_empty", "ref_unknown_model_empty", "ref_unknown_model_nonempty",
-                                  "both_unknown"])
+    under |= df["status"].isin(["one_side_empty", "ref_consensus_model_empty"])
+    ref_has = ~df["status"].isin(["both_empty", "both_empty_inferred", "ref_unknown_model_empty",
+                                  "ref_unknown_model_nonempty", "both_unknown", "ref_empty_inferred",
+                                  "model_unknown_ref_empty", "class_action_unjudged"])
     df = df.assign(over=over, under_ref=under & ref_has, ref_has=ref_has)
     g = df.groupby(["model", "item"])
     out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref_has"].sum()})

@@ -1,0 +1,236 @@
+"""The paper's figures, drawn from the result tables in data/results/ (no release needed).
+
+Each ``fig_*`` function takes the tables (``gavel.results.read()``) and returns a matplotlib Figure;
+``save(fig, name)`` writes ``<name>.png`` and ``<name>.pdf`` under ``figures/`` (or ``GAVEL_FIGURES_DIR``).
+Colours come from colour-blind-safe palettes (seaborn's "colorblind" for categories, "cividis" for
+heatmaps); axes carry labels and models their display names.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from . import config  # noqa: E402
+from .items import GROUPS, ITEMS  # noqa: E402
+
+BINS = ["32K", "64K", "128K", "256K", "512K"]
+PALETTE = sns.color_palette("colorblind")
+HEATMAP = "cividis"
+ITEM_LABEL = {it.key: it.label for it in ITEMS}
+GROUP_LABEL = {g.key: g.label for g in GROUPS}
+METHOD_LABEL = {"end_to_end": "End-to-end", "chunk_by_chunk": "Chunk-by-chunk", "agent": "Gavel-Agent"}
+
+plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 200, "font.size": 9, "axes.titlesize": 10,
+                     "pdf.fonttype": 42, "svg.hashsalt": "gavel", "savefig.bbox": "tight"})
+
+
+def figures_dir() -> Path:
+    return Path(os.environ.get("GAVEL_FIGURES_DIR") or config.FIGURES_DIR)
+
+
+def save(fig, name: str) -> list[Path]:
+    """Write ``name``.png and ``name``.pdf; returns the paths."""
+    out = figures_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    fig.savefig(paths[0])
+    fig.savefig(paths[1], metadata={"CreationDate": None, "ModDate": None})
+    return paths
+
+
+def model_order(tables) -> list[str]:
+    s = tables["summary_s_checklist"]
+    s = s[s["length_bin"] == "all"].sort_values("s_checklist", ascending=False)
+    return s["model"].tolist()
+
+
+def fig_benchmark(tables) -> plt.Figure:
+    """Figure 2 layout: models x length bins heatmap of S_checklist (best, with [low, high] bounds), plus
+    each model's overall score with its bootstrap 95% interval."""
+    s = tables["summary_s_checklist"]
+    order = model_order(tables)
+    parts = s[s["length_bin"] == "all"].set_index("model")["checklist_parts_released"]
+    labels = [config.model_label(m) + ("" if parts[m] == 2 else " *" * (2 - parts[m])) for m in order]
+    cols = BINS + ["all"]
+    best = s.pivot(index="model", columns="length_bin", values="s_checklist").loc[order, cols]
+    low = s.pivot(index="model", columns="length_bin", values="s_checklist_low").loc[order, cols]
+    high = s.pivot(index="model", columns="length_bin", values="s_checklist_high").loc[order, cols]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5.6), gridspec_kw={"width_ratios": [2.3, 1]})
+    sns.heatmap(best, ax=ax, cmap=HEATMAP, annot=False, cbar_kws={"label": "S_checklist (best estimate)"},
+                vmin=np.nanmin(best.values) - 2, vmax=np.nanmax(best.values) + 2)
+    for i in range(len(order)):
+        for j in range(len(cols)):
+            b, lo, hi = best.iat[i, j], low.iat[i, j], high.iat[i, j]
+            colour = "black" if b > np.nanmean(best.values) else "white"
+            ax.text(j + 0.5, i + 0.42, f"{b:.1f}", ha="center", va="center", fontsize=8.5, color=colour,
+                    fontweight="bold")
+            ax.text(j + 0.5, i + 0.75, f"[{lo:.0f}, {hi:.0f}]", ha="center", va="center", fontsize=6.5,
+                    color=colour)
+    ax.set_yticklabels(labels, rotation=0)
+    ax.set_xticklabels(cols, rotation=0)
+    ax.set_xlabel("Case length bin (tokens)")
+    ax.set_ylabel("Model (ordered by overall S_checklist)")
+    ax.set_title("S_checklist by case length: best estimate, [lower, upper] bound")
+    ci = tables["summary_bootstrap"].set_index("model").loc[order]
+    y = np.arange(len(order))
+    ax2.errorbar(ci["s_checklist"], y, xerr=[ci["s_checklist"] - ci["ci_low"], ci["ci_high"] - ci["s_checklist"]],
+                 fmt="o", color=PALETTE[0], ecolor=PALETTE[0], capsize=3)
+    for yy, n in zip(y, ci["cases"]):
+        if n < 100:
+            ax2.annotate(f"{n} cases", (ci["ci_high"].iloc[yy], yy), xytext=(4, 0), textcoords="offset points",
+                         va="center", fontsize=7, color=PALETTE[3])
+    ax2.set_yticks(y, labels)
+    ax2.invert_yaxis()
+    ax2.set_xlabel("S_checklist, all cases (bootstrap 95% CI)")
+    fig.text(0.01, -0.02, "* one (** both) of the model's two summary-checklist files is empty or absent in the "
+             "release: its cells are estimated (rule 6), hence the wider bounds.", fontsize=7.5)
+    ax2.set_title("Overall, with 95% interval")
+    ax2.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def fig_groups(tables, models: list[str] | None = None) -> plt.Figure:
+    """Figure 3: mean matching score per checklist group for the top models."""
+    models = models or model_order(tables)[:5]
+    g = tables["summary_group_scores"]
+    g = g[g["model"].isin(models)]
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    width = 0.8 / len(models)
+    x = np.arange(len(GROUPS))
+    for k, m in enumerate(models):
+        sel = g[g["model"] == m].set_index("group").reindex([gr.key for gr in GROUPS])
+        ax.bar(x + k * width - 0.4 + width / 2, sel["score"], width, label=config.model_label(m), color=PALETTE[k])
+    ax.set_xticks(x, [GROUP_LABEL[gr.key] for gr in GROUPS], rotation=20, ha="right")
+    ax.set_ylabel("Mean matching score m_i")
+    ax.set_xlabel("Checklist group")
+    ax.set_ylim(0, 1)
+    ax.set_title("Matching score by checklist group (top models)")
+    ax.legend(ncol=len(models), fontsize=7.5, loc="upper right", frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def fig_item_analysis(tables, model: str, k: int = 5) -> plt.Figure:
+    """Figures 4 and 7: top/bottom items by matching score, and the most over-/under-specified items."""
+    items = tables["summary_item_scores"]
+    items = items[(items["model"] == model)].dropna(subset=["score"]).sort_values("score", ascending=False)
+    spec = tables["summary_specification"]
+    spec = spec[spec["model"] == model]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    top = pd.concat([items.head(k), items.tail(k)])
+    colours = [PALETTE[2]] * min(k, len(items)) + [PALETTE[3]] * (len(top) - min(k, len(items)))
+    axes[0].barh([ITEM_LABEL[i] for i in top["item"]], top["score"], color=colours)
+    axes[0].axvline(items["score"].median(), ls="--", color="grey", lw=1)
+    axes[0].invert_yaxis()
+    axes[0].set_xlabel("Matching score m_i")
+    axes[0].set_title(f"Top and bottom {k} items")
+    axes[0].set_xlim(0, 1)
+    for ax, col, title, colour in ((axes[1], "over_rate", "Most over-specified", PALETTE[1]),
+                                   (axes[2], "under_rate", "Most under-specified", PALETTE[4])):
+        sel = spec.dropna(subset=[col]).sort_values(col, ascending=False).head(k)
+        ax.barh([ITEM_LABEL[i] for i in sel["item"]], 100 * sel[col], color=colour)
+        ax.axvline(100 * spec[col].median(), ls="--", color="grey", lw=1)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("Share of cases (%)")
+        ax.set_title(title)
+    if spec.empty:
+        for ax in axes[1:]:
+            ax.text(50, 0.5, "orientation unknown\n(A/B judge files)", ha="center", va="center")
+    fig.suptitle(f"{config.model_label(model)}: item-level analysis (dashed: medians)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def fig_item_scores(tables) -> plt.Figure:
+    """Figures 10-12: matching score of every item for every model, as one heatmap."""
+    order = model_order(tables)
+    s = tables["summary_item_scores"].pivot(index="item", columns="model", values="score")
+    s = s.reindex(index=[it.key for it in ITEMS], columns=order)
+    fig, ax = plt.subplots(figsize=(11, 8))
+    sns.heatmap(s, ax=ax, cmap=HEATMAP, vmin=0, vmax=1, annot=True, fmt=".2f", annot_kws={"fontsize": 6.5},
+                cbar_kws={"label": "Matching score m_i (best estimate; blank = no estimate)"})
+    ax.set_yticklabels([ITEM_LABEL[i] for i in s.index], rotation=0)
+    ax.set_xticklabels([config.model_label(m) for m in s.columns], rotation=35, ha="right")
+    ax.set_xlabel("Model")
+    ax.set_ylabel("Checklist item")
+    ax.set_title("Item-level matching score of each model")
+    fig.tight_layout()
+    return fig
+
+
+def fig_summary_length(tables) -> plt.Figure:
+    """Figure 6: mean summary length per model and bin, against the human summaries."""
+    lengths = tables["summary_lengths"]
+    order = model_order(tables)
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    styles = ["-", "--", "-.", ":"]
+    for k, m in enumerate(order):
+        sel = lengths[lengths["model"] == m].set_index("length_bin").reindex(BINS)
+        ax.plot(BINS, sel["mean_words"], styles[k // len(PALETTE) % 4], marker="o", ms=3,
+                color=PALETTE[k % len(PALETTE)], label=config.model_label(m), lw=1.2)
+    human = lengths[lengths["model"] == "human"].set_index("length_bin").reindex(BINS)
+    ax.plot(BINS, human["mean_words"], color="black", lw=2.5, marker="s", label="Human reference")
+    ax.set_xlabel("Case length bin (tokens)")
+    ax.set_ylabel("Mean summary length (words)")
+    ax.set_title("Summary length by case length")
+    ax.legend(fontsize=7, ncol=2, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _doc_label(r) -> str:
+    if r.method == "agent":
+        return f"Agent ({int(r.agents)}) {config.model_label(r.model)}"
+    return f"{METHOD_LABEL[r.method]} {config.model_label(r.model)}"
+
+
+def fig_document_extraction(tables, measure: str = "total") -> plt.Figure:
+    """Figures 5/8: S_checklist of each extraction method against tokens per case (log axis)."""
+    d = tables["document_s_checklist"].dropna(subset=["s_checklist", f"{measure}_tokens_per_case"])
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    markers = {"end_to_end": "o", "chunk_by_chunk": "D", "agent": "^"}
+    models = sorted(d["model"].unique())
+    for r in d.itertuples():
+        colour = PALETTE[models.index(r.model)]
+        x = getattr(r, f"{measure}_tokens_per_case")
+        ax.errorbar(x, r.s_checklist, yerr=[[r.s_checklist - r.s_checklist_low], [r.s_checklist_high - r.s_checklist]],
+                    fmt=markers[r.method], color=colour, ms=7, capsize=3, alpha=0.9)
+        ax.annotate(_doc_label(r), (x, r.s_checklist), xytext=(6, 3), textcoords="offset points", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"{measure.capitalize()} tokens per case (log scale)")
+    ax.set_ylabel("S_checklist vs. human checklist (bars: bounds)")
+    ax.set_title(f"Document extraction: quality against {measure} tokens")
+    ax.grid(alpha=0.3, which="both")
+    handles = [plt.Line2D([], [], marker=mk, ls="", color="grey", label=METHOD_LABEL[mt]) for mt, mk in markers.items()]
+    handles += [plt.Line2D([], [], marker="s", ls="", color=PALETTE[i], label=config.model_label(m))
+                for i, m in enumerate(models)]
+    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def fig_release_audit(tables) -> plt.Figure:
+    a = tables["release_audit"].sort_values("records")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.barh(a["defect"], a["records"], color=PALETTE[0])
+    ax.set_xscale("log")
+    ax.set_xlabel("Records affected (log scale)")
+    ax.set_ylabel("Defect class")
+    ax.set_title("Defects found in the public GAVEL release")
+    for y, (n, f) in enumerate(zip(a["records"], a["files"])):
+        ax.text(n * 1.1, y, f"{n} ({f} files)", va="center", fontsize=7)
+    fig.tight_layout()
+    return fig
