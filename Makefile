@@ -14,7 +14,13 @@ include .env
 export
 endif
 
-.PHONY: help install data audit results figures test lint clean
+.PHONY: help install data audit results figures executed-notebooks reproduce test lint clean
+
+# Figure notebooks, executed by papermill into notebooks/executed/ (git-ignored). A notebook re-runs only
+# when it, the result tables or the plotting code changed. The item explorer needs the release: not a figure.
+FIGURE_NOTEBOOKS := $(filter-out notebooks/07_item_explorer.ipynb,$(sort $(wildcard notebooks/[0-9]*.ipynb)))
+EXECUTED := $(patsubst notebooks/%.ipynb,notebooks/executed/%.ipynb,$(FIGURE_NOTEBOOKS))
+RESULT_TABLES := $(wildcard data/results/*.csv)
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,11 +43,21 @@ audit: $(STAMP) ## Print every defect of the release, with counts
 results: $(STAMP) ## Recompute data/results/ and docs/REPRODUCTION.md from the release
 	$(PY) -m gavel results
 
-figures: $(STAMP) ## Regenerate the figures (for now: the data audit; figures land with issue #4)
-	$(PY) -m gavel audit
+figures: $(STAMP) ## Regenerate every figure (PNG + PDF in figures/) from data/results/, no release needed
+	@$(MAKE) --no-print-directory -j2 executed-notebooks
+	@echo "figures up to date in figures/"
 
-test: $(STAMP) ## Run the test suite (fixtures, and the release when GAVEL_RELEASE is set)
-	$(PY) -m pytest -q
+executed-notebooks: $(EXECUTED)
+
+notebooks/executed/%.ipynb: notebooks/%.ipynb $(RESULT_TABLES) gavel/figures.py gavel/results.py | $(STAMP)
+	@mkdir -p notebooks/executed
+	$(VENV)/bin/papermill --log-level WARNING --no-progress-bar -k python3 $< $@.tmp.ipynb
+	@mv $@.tmp.ipynb $@
+
+reproduce: data results figures ## Everything from the release: data, results, figures
+
+test: $(STAMP) ## Run the test suite and the notebooks (nbval); the release tests need GAVEL_RELEASE
+	$(PY) -m pytest -q tests notebooks --nbval-lax --sanitize-with tests/nbval_sanitize.cfg
 
 lint: $(STAMP) ## Lint the library and tests with ruff
 	$(VENV)/bin/ruff check gavel tests benchmarks

@@ -37,13 +37,17 @@ def load_dotenv_once() -> None:
 
 
 def release_root(path: str | os.PathLike | None = None) -> Path:
-    """The release's ``data/`` folder. Raises ReleaseNotFoundError saying what to set."""
+    """The release's ``data/`` folder. Raises ReleaseNotFoundError saying what to set.
+    A relative GAVEL_RELEASE is tried against the current folder, then against the repository root."""
     load_dotenv_once()
     candidates = []
     if path is not None:
         candidates.append(Path(path))
     elif os.environ.get("GAVEL_RELEASE"):
-        candidates.append(Path(os.environ["GAVEL_RELEASE"]).expanduser())
+        given = Path(os.environ["GAVEL_RELEASE"]).expanduser()
+        candidates.append(given)
+        if not given.is_absolute():  # a relative setting (e.g. in .env) is relative to the repository
+            candidates.append(REPO_ROOT / given)
     else:
         candidates.append(DEFAULT_RELEASE_DIR)
     for base in candidates:

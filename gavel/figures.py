@@ -59,7 +59,7 @@ def fig_benchmark(tables) -> plt.Figure:
     s = tables["summary_s_checklist"]
     order = model_order(tables)
     parts = s[s["length_bin"] == "all"].set_index("model")["checklist_parts_released"]
-    labels = [config.model_label(m) + ("" if parts[m] == 2 else " *" * (2 - parts[m])) for m in order]
+    labels = [config.model_label(m) + ("" if parts[m] == 2 else " " + "*" * (2 - parts[m])) for m in order]
     cols = BINS + ["all"]
     best = s.pivot(index="model", columns="length_bin", values="s_checklist").loc[order, cols]
     low = s.pivot(index="model", columns="length_bin", values="s_checklist_low").loc[order, cols]
@@ -88,6 +88,8 @@ def fig_benchmark(tables) -> plt.Figure:
         if n < 100:
             ax2.annotate(f"{n} cases", (ci["ci_high"].iloc[yy], yy), xytext=(4, 0), textcoords="offset points",
                          va="center", fontsize=7, color=PALETTE[3])
+    lo, hi = ci["ci_low"].min(), ci["ci_high"].max()
+    ax2.set_xlim(lo - 1, hi + 0.15 * (hi - lo) + 1)
     ax2.set_yticks(y, labels)
     ax2.invert_yaxis()
     ax2.set_xlabel("S_checklist, all cases (bootstrap 95% CI)")
@@ -193,8 +195,12 @@ def fig_summary_length(tables) -> plt.Figure:
 
 def _doc_label(r) -> str:
     if r.method == "agent":
-        return f"Agent ({int(r.agents)}) {config.model_label(r.model)}"
-    return f"{METHOD_LABEL[r.method]} {config.model_label(r.model)}"
+        label = f"Agent ({int(r.agents)}) {config.model_label(r.model)}"
+    else:
+        label = f"{METHOD_LABEL[r.method]} {config.model_label(r.model)}"
+    if str(r.token_files_complete) != "True":
+        label += "\n(tokens incomplete in release)"
+    return label
 
 
 def fig_document_extraction(tables, measure: str = "total") -> plt.Figure:

@@ -10,6 +10,8 @@ averaged, so they are the true extremes of the mean given the ambiguous cells (s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -214,7 +216,7 @@ def compute(rel) -> dict[str, pd.DataFrame]:
 
 
 def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
-    folder = folder or config.RESULTS_DIR
+    folder = Path(folder) if folder else config.RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, df in sorted(tables.items()):
@@ -226,5 +228,8 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
 
 def read(folder=None) -> dict[str, pd.DataFrame]:
     """The committed result tables (what `make figures` works from)."""
-    folder = folder or config.RESULTS_DIR
-    return {p.stem: pd.read_csv(p, keep_default_na=True) for p in sorted(folder.glob("*.csv"))}
+    folder = Path(folder) if folder else config.RESULTS_DIR
+    found = {p.stem: pd.read_csv(p, keep_default_na=True) for p in sorted(folder.glob("*.csv"))}
+    if not found:
+        raise FileNotFoundError(f"no result tables in {folder}: run `make results` (needs the release)")
+    return found

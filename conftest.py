@@ -1,0 +1,27 @@
+"""Repository-wide pytest setup (also applies to the notebooks that nbval runs).
+
+Figures written while notebooks run under test go to a temporary folder, never into figures/. The item
+explorer notebook needs the release: without it (and outside CI) it is skipped with the reason shown."""
+
+import os
+import tempfile
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
+
+
+def pytest_collection_modifyitems(config, items):
+    from gavel import config as gconfig
+
+    try:
+        gconfig.release_root()
+        return
+    except gconfig.ReleaseNotFoundError as err:
+        if os.environ.get("CI"):
+            return  # in CI the notebook must run, and fail loudly if the release is missing
+        reason = f"needs the GAVEL release: {err}"
+    for item in items:
+        if "07_item_explorer" in str(item.fspath):
+            item.add_marker(pytest.mark.skip(reason=reason))
