@@ -91,12 +91,15 @@ def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:
 
 def _value_sets(rel) -> dict:
     """(origin, method, model, configuration, case, item) -> sorted tuple of values (for identity tests)."""
+    if "value_sets" in rel.cache:
+        return rel.cache["value_sets"]
     v = rel.checklist_values
     acc: dict = {}
     cols = [v[c].to_numpy() for c in ("origin", "method", "model", "configuration", "case_id", "item", "value")]
     for o, me, mo, co, ca, it, val in zip(*cols):
         acc.setdefault((o, me, mo, co, ca, it), []).append(val.strip())
-    return {k: tuple(sorted(x)) for k, x in acc.items()}
+    rel.cache["value_sets"] = {k: tuple(sorted(x)) for k, x in acc.items()}
+    return rel.cache["value_sets"]
 
 
 def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:

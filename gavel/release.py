@@ -89,6 +89,7 @@ class Release:
     agent_runs: pd.DataFrame
     token_stats: pd.DataFrame
     audit: pd.DataFrame
+    cache: dict = field(default_factory=dict, repr=False)  # derived views computed once (gavel.reconstruct)
 
     def audit_summary(self) -> pd.DataFrame:
         """Count of audit rows and of distinct files per defect class."""
@@ -577,30 +578,28 @@ _COLUMNS = {
 }
 
 
-def _check_index_ranges(b: _Builder, judgments: pd.DataFrame, items: pd.DataFrame) -> None:
-    """Flag judge indices beyond the length of the lists they point into, where both lengths are known."""
-    if judgments.empty or items.empty:
-        return
-    lengths = items.groupby(["origin", "method", "model", "configuration", "case_id", "item"])["n_values"].sum()
-    ref = lengths.xs(("summary", "human", "human", ""), level=["origin", "method", "model", "configuration"])
-    ref = ref.to_dict()
-    llm_summary = lengths.xs(("summary", "llm"), level=["origin", "method"]).to_dict()
-    doc = lengths.xs("document", level="origin").to_dict()
-    ref_summary = {k[1:]: v for k, v in llm_summary.items() if k[0] == "human"}
-    matchings = judgments[(judgments["kind"] == "matching") & (judgments["orientation"] == "model_reference")]
-    for row in matchings.itertuples(index=False):
-        if row.task == "summary":
-            n_model = llm_summary.get((row.model, "", row.case_id, row.item))
-            n_ref = ref_summary.get(("", row.case_id, row.item))
+def _check_index_ranges(b: _Builder) -> None:
+    """Flag judge indices beyond the length of the lists they point into, where both lengths are known.
+    Works on the row lists before they become DataFrames (plain dicts are much faster to walk)."""
+    lengths: dict = {}
+    for r in b.rows["checklist_items"]:
+        key = (r["origin"], r["method"], r["model"], r["configuration"], r["case_id"], r["item"])
+        lengths[key] = lengths.get(key, 0) + r["n_values"]
+    for r in b.rows["judgments"]:
+        if r["kind"] != "matching" or r["orientation"] != "model_reference":
+            continue
+        if r["task"] == "summary":
+            n_model = lengths.get(("summary", "llm", r["model"], "", r["case_id"], r["item"]))
+            n_ref = lengths.get(("summary", "llm", "human", "", r["case_id"], r["item"]))
         else:
-            n_model = doc.get((row.method, row.model, row.configuration, row.case_id, row.item))
-            n_ref = ref.get((row.case_id, row.item))
+            n_model = lengths.get(("document", r["method"], r["model"], r["configuration"], r["case_id"], r["item"]))
+            n_ref = lengths.get(("summary", "human", "human", "", r["case_id"], r["item"]))
         if n_model is None and n_ref is None:
             continue
-        j = judge.Judgment(kind="matching", pairs=row.pairs, only_in_model=row.only_in_model,
-                           only_in_reference=row.only_in_reference)
+        j = judge.Judgment(kind="matching", pairs=r["pairs"], only_in_model=r["only_in_model"],
+                           only_in_reference=r["only_in_reference"])
         for problem in judge.check_ranges(j, n_model, n_ref):
-            b.defect(row.file, "out_of_range_index", f"case {row.case_id}, item {item(row.item).name!r}", problem)
+            b.defect(r["file"], "out_of_range_index", f"case {r['case_id']}, item {item(r['item']).name!r}", problem)
 
 
 def load_release(root: str | os.PathLike | None = None) -> Release:
@@ -609,9 +608,8 @@ def load_release(root: str | os.PathLike | None = None) -> Release:
     _load_human_summaries(b)
     _load_model_side(b)
     _load_documents(b)
+    _check_index_ranges(b)
     tables = {k: pd.DataFrame(v, columns=_COLUMNS[k]) for k, v in b.rows.items()}
-    _check_index_ranges(b, tables["judgments"], tables["checklist_items"])
-    tables["audit"] = pd.DataFrame(b.rows["audit"], columns=_COLUMNS["audit"])
     for name in ("cases", "files", "token_stats"):
         tables[name] = tables[name].astype({"part": "Int64"})
     tables["cases"] = tables["cases"].astype({"total_tokens": "Int64"})

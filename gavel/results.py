@@ -14,9 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-
-from . import config, reconstruct
+from . import config, reconstruct, scoring
 from .items import GROUPS, ITEMS
 
 BOOTSTRAP_SAMPLES = 2000
@@ -111,10 +109,8 @@ def summary_tables(rel) -> dict[str, pd.DataFrame]:
     for name, sel in (("all", joined),
                       ("proprietary", joined[~joined["model"].map(open_weights)]),
                       ("open_weights", joined[joined["model"].map(open_weights)])):
-        x, y = sel["words"].to_numpy(), sel["s_checklist"].to_numpy()
         corr_rows.append({"models": name, "n": len(sel),
-                          "pearson": stats.pearsonr(x, y)[0], "spearman": stats.spearmanr(x, y)[0],
-                          "kendall": stats.kendalltau(x, y)[0]})
+                          **scoring.correlations(sel["words"].to_numpy(), sel["s_checklist"].to_numpy())})
     corr = pd.DataFrame(corr_rows)
 
     status = cells.groupby(["model", "status"]).size().rename("cells").reset_index()

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from .judge import RELATION_SCORE
 
 ALPHA = 0.9
@@ -149,3 +151,35 @@ def s_gavel_ref(s_checklist_value: float, s_residual_value: float, s_style_value
         raise ScoringError(f"r and alpha must lie in [0, 1], got r={r}, alpha={alpha}")
     residual_term = 0.0 if r == 0 else r * alpha * s_residual_value
     return (1 - r) * alpha * s_checklist_value + residual_term + (1 - alpha) * s_style_value
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean rank), 1-based."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), dtype=float)
+    sorted_x = x[order]
+    boundaries = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1], True])
+    for start, end in zip(boundaries[:-1], boundaries[1:]):
+        ranks[order[start:end]] = (start + end + 1) / 2.0
+    return ranks
+
+
+def correlations(x, y) -> dict[str, float]:
+    """Pearson r, Spearman rho and Kendall tau-b of two equal-length samples."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) != len(y) or len(x) < 2:
+        raise ScoringError("correlations need two samples of the same length >= 2")
+
+    def pearson(a, b):
+        a, b = a - a.mean(), b - b.mean()
+        denom = math.sqrt(float((a * a).sum() * (b * b).sum()))
+        return float((a * b).sum() / denom) if denom else math.nan
+
+    dx = np.sign(x[:, None] - x[None, :])
+    dy = np.sign(y[:, None] - y[None, :])
+    upper = np.triu_indices(len(x), k=1)
+    sx, sy = dx[upper], dy[upper]
+    concordance = float((sx * sy).sum())
+    denom = math.sqrt(float((sx != 0).sum()) * float((sy != 0).sum()))
+    return {"pearson": pearson(x, y), "spearman": pearson(_ranks(x), _ranks(y)),
+            "kendall": concordance / denom if denom else math.nan}

@@ -63,3 +63,16 @@ def test_residual_style_ratio_and_gavel_ref():
     assert scoring.s_gavel_ref(60.0, 20.0, 80.0, r=0.1, alpha=1.0) == pytest.approx(0.9 * 60 + 0.1 * 20)
     with pytest.raises(ScoringError):
         scoring.s_gavel_ref(60, 20, 80, r=1.5)
+
+
+def test_correlations_equal_scipy():
+    import numpy as np
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(100, 1500, size=300).astype(float)
+    y = np.round(0.01 * x + rng.normal(0, 5, size=300))  # many ties
+    got = scoring.correlations(x, y)
+    assert got["pearson"] == pytest.approx(stats.pearsonr(x, y)[0])
+    assert got["spearman"] == pytest.approx(stats.spearmanr(x, y)[0])
+    assert got["kendall"] == pytest.approx(stats.kendalltau(x, y)[0])
