@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from . import config, reconstruct, scoring
 from .items import GROUPS, ITEMS
 
