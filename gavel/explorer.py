@@ -33,7 +33,14 @@ def find(rel, model: str, item: str | None = None, case_id: str | None = None, r
          status: str | None = None, task: str = "summary", method: str = "llm", configuration: str = "") -> pd.DataFrame:
     """Cells matching the filters, with their scores and the judge's relation or matching.
     ``relation`` filters judged single-value cells (e.g. "different"); ``status`` filters by cell status."""
+    if task not in ("summary", "document"):
+        raise ValueError(f"task must be 'summary' or 'document', got {task!r}")
+    valid = ("equal", "model_contains_reference", "reference_contains_model", "different")
+    if relation is not None and relation not in valid:
+        raise ValueError(f"unknown relation {relation!r}; use one of {valid} or None")
     cells = reconstruct.summary_cells(rel) if task == "summary" else reconstruct.document_cells(rel)
+    if model not in set(cells["model"]):
+        raise ValueError(f"no {task} cells for model {model!r}; models: {sorted(set(cells['model']))}")
     sel = cells[(cells["model"] == model)]
     if task == "document":
         sel = sel[(sel["method"] == method) & (sel["configuration"] == configuration)]

@@ -103,7 +103,7 @@ def fig_benchmark(tables) -> plt.Figure:
 
 def fig_groups(tables, models: list[str] | None = None) -> plt.Figure:
     """Figure 3: mean matching score per checklist group for the top models."""
-    models = models or model_order(tables)[:5]
+    models = as_models(models) if models else model_order(tables)[:5]
     g = tables["summary_group_scores"]
     g = g[g["model"].isin(models)]
     fig, ax = plt.subplots(figsize=(10, 4.2))
@@ -123,8 +123,21 @@ def fig_groups(tables, models: list[str] | None = None) -> plt.Figure:
     return fig
 
 
+def as_models(models) -> list[str]:
+    """A list of release model names from a list or a comma-separated string (as papermill's -p gives);
+    unknown names raise with the known ones listed."""
+    if isinstance(models, str):
+        models = [m.strip() for m in models.strip("[]").replace('"', "").replace("'", "").split(",") if m.strip()]
+    known = [m.release_name for m in config.models()]
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        raise ValueError(f"unknown model(s) {unknown}; known: {known}")
+    return list(models)
+
+
 def fig_item_analysis(tables, model: str, k: int = 5) -> plt.Figure:
     """Figures 4 and 7: top/bottom items by matching score, and the most over-/under-specified items."""
+    (model,) = as_models([model])
     items = tables["summary_item_scores"]
     items = items[(items["model"] == model)].dropna(subset=["score"]).sort_values("score", ascending=False)
     spec = tables["summary_specification"]
