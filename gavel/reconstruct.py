@@ -56,6 +56,8 @@ class Rules:
     not_applicable_is_empty: bool = True  # rule 4
     class_action_unjudged_excluded: bool = True  # rule 3: best estimate leaves such cells out
     infer_identical_from_other_models: bool = True  # rule 5
+    infer_reference_from_agreement: bool = True  # rule 6, second part (consensus / proven-empty references)
+    estimate_unreleased: bool = True  # rule 6, first part (cells of unreleased checklists)
 
 
 def _implied_lengths(row) -> tuple[int, int]:
@@ -131,7 +133,7 @@ def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                                      n_model, n_ref, True, j, identical, rules))
     out = pd.DataFrame(rows, columns=CELL_COLUMNS)
     del files
-    return fill_unreleased(out)
+    return fill_unreleased(out) if rules.estimate_unreleased else out.assign(estimate_basis=0)
 
 
 CELL_COLUMNS = ["task", "method", "model", "configuration", "case_id", "item", "n_model", "n_reference",
@@ -233,7 +235,7 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
         if origin == "summary" and method == "llm" and model != "human" and (case_id, item) not in ref_nonempty:
             shared.setdefault((case_id, item), Counter())[vals] += 1
     ref_state = {}
-    for key, counter in shared.items():
+    for key, counter in (shared.items() if rules.infer_reference_from_agreement else ()):
         if len(counter) >= 2:
             ref_state[key] = "empty"
         elif sum(counter.values()) >= 2:
@@ -253,7 +255,8 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                                rules, ref_nonempty=(case_id, item) in ref_nonempty,
                                ref_state=ref_state.get((case_id, item)))
                 rows.append(row)
-    return fill_unreleased(pd.DataFrame(rows, columns=CELL_COLUMNS))
+    cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
+    return fill_unreleased(cells) if rules.estimate_unreleased else cells.assign(estimate_basis=0)
 
 
 def fill_unreleased(cells: pd.DataFrame) -> pd.DataFrame:

@@ -53,3 +53,19 @@ def test_document_cells(fixture_rel):
     assert c["status"] == "unreadable_judgment"
     c = cell(cells, method="agent", configuration="individual", case_id="h1", item="trials")
     assert c["status"] == "model_unknown_ref_empty" and c["low"] == 0.0 and math.isnan(c["high"])
+
+
+def test_rules_are_switchable(fixture_rel):
+    from gavel.reconstruct import Rules
+
+    base = reconstruct.summary_cells(fixture_rel)
+    strict = reconstruct.summary_cells(fixture_rel, Rules(strict_f1=True))
+    assert (strict["best"].fillna(-1) <= base["best"].fillna(-1) + 1e-12).all()  # one-to-one never scores higher
+    raw = reconstruct.summary_cells(fixture_rel, Rules(estimate_unreleased=False))
+    # gemini-2.5-pro's checklists are not in the fixture: without rule 6 its unjudged cells get no estimate
+    unknown = raw[(raw["model"] == "gemini-2.5-pro") & (raw["status"] == "both_unknown")]
+    assert len(unknown) and unknown["best"].isna().all()
+    no_class = reconstruct.summary_cells(fixture_rel, Rules(class_action_unjudged_excluded=False))
+    ca = no_class[(no_class["item"] == "class_action") & (no_class["model"] == "gpt-5-2025-08-07") &
+                  (no_class["case_id"] == "c1")]
+    assert len(ca) == 1
