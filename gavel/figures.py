@@ -159,10 +159,12 @@ def fig_item_analysis(tables, model: str, k: int = 5) -> plt.Figure:
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
         ax.set_xlabel("Share of cases (%)")
-        ax.set_title(title)
+        ax.set_title(f"{title} ({int(spec['cases'].max())} cases)" if len(spec) else title)
     if spec.empty:
         for ax in axes[1:]:
-            ax.text(50, 0.5, "orientation unknown\n(A/B judge files)", ha="center", va="center")
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, "not computable: every judge file of this\nmodel is in A/B wording (orientation unknown)",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=8)
     fig.suptitle(f"{config.model_label(model)}: item-level analysis (dashed: medians)", y=1.02)
     fig.tight_layout()
     return fig
