@@ -68,6 +68,7 @@ class Model:
     provider: str
     open_weights: bool
     settings: dict = field(default_factory=dict)
+    llm: dict = field(default_factory=dict)  # backend settings (see gavel.llm.registry)
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,22 @@
+"""One module per provider; ``get_provider`` builds one by name."""
+
+from __future__ import annotations
+
+
+def get_provider(name: str, **kwargs):
+    if name == "openai":
+        from .openai_batch import OpenAIBatch
+        return OpenAIBatch(**kwargs)
+    if name == "anthropic":
+        from .anthropic_batch import AnthropicBatch
+        return AnthropicBatch(**kwargs)
+    if name == "gemini":
+        from .gemini_batch import GeminiBatch
+        return GeminiBatch(**kwargs)
+    if name == "vllm":
+        from .vllm import VLLMServer
+        return VLLMServer(**kwargs)
+    if name == "mock":
+        from .mock import MockProvider
+        return MockProvider(**kwargs)
+    raise ValueError(f"unknown provider {name!r}")

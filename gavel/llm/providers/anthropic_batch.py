@@ -1,0 +1,104 @@
+"""Anthropic: Message Batches (create, poll, stream results; every result type -- succeeded, errored,
+canceled, expired -- becomes a Response) and synchronous messages. Key: ANTHROPIC_API_KEY;
+ANTHROPIC_BASE_URL or ``base_url`` points the SDK elsewhere (the tests' fake server)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from ..records import Request, Response
+from ..registry import body_params, llm_model
+from .base import BatchStatus, Provider, fill_missing
+
+
+def message_params(request: Request, model_id: str, params: dict) -> dict:
+    system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+    messages = [{"role": m["role"], "content": m["content"]} for m in request.messages if m["role"] != "system"]
+    p = dict(params)
+    out = {"model": model_id, "max_tokens": p.pop("max_tokens", 4096), "messages": messages}
+    if system:
+        out["system"] = system
+    budget = p.pop("thinking_budget_tokens", None)
+    if budget:
+        out["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
+        out["temperature"] = 1.0  # extended thinking requires temperature 1
+        p.pop("temperature", None)
+        p.pop("top_p", None)
+    for key in ("temperature", "top_p"):
+        if key in p:
+            out[key] = p.pop(key)
+    return out
+
+
+def parse_message(custom_id: str, message: dict, provider: str, batch_id: str | None = None) -> Response:
+    text = "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+    thinking = "".join(b.get("thinking", "") for b in message.get("content", []) if b.get("type") == "thinking")
+    usage = message.get("usage") or {}
+    return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thinking or None,
+                    input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
+                    provider=provider, batch_id=batch_id)
+
+
+class AnthropicBatch(Provider):
+    name = "anthropic"
+    max_batch_requests = 100_000
+    max_batch_bytes = 256 * 1024 * 1024
+
+    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None, max_retries: int = 5,
+                 timeout: float = 600.0):
+        if client is None:
+            from anthropic import Anthropic
+
+            from ...config import load_dotenv_once
+            load_dotenv_once()
+            client = Anthropic(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
+        self.client = client
+
+    def body(self, request: Request) -> dict:
+        model = llm_model(request.model)
+        return message_params(request, model.model_id, {**body_params(model), **request.params})
+
+    def submit(self, requests: list[Request], tag: str) -> str:
+        self.check_batch(requests)
+        batch = self.client.messages.batches.create(
+            requests=[{"custom_id": r.custom_id, "params": self.body(r)} for r in requests])
+        return batch.id
+
+    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+        """Message batches carry no metadata: adopt the one batch created after the recorded intent that
+        this run does not know yet (None if there is none, or more than one)."""
+        found = []
+        for batch in self.client.messages.batches.list(limit=100):
+            created = batch.created_at.timestamp() if isinstance(batch.created_at, datetime) else float(batch.created_at)
+            if created >= since - 5 and batch.id not in known:
+                found.append(batch.id)
+        return found[0] if len(found) == 1 else None
+
+    def poll(self, batch_id: str) -> BatchStatus:
+        b = self.client.messages.batches.retrieve(batch_id)
+        return BatchStatus(ended=b.processing_status == "ended", state=b.processing_status,
+                           counts=b.request_counts.model_dump() if b.request_counts else {})
+
+    def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
+        responses = []
+        for item in self.client.messages.batches.results(batch_id):
+            rec = item.model_dump()
+            result = rec.get("result") or {}
+            kind = result.get("type")
+            if kind == "succeeded":
+                responses.append(parse_message(rec["custom_id"], result.get("message") or {}, self.name, batch_id))
+            else:
+                status = {"errored": "errored", "canceled": "canceled", "expired": "expired"}.get(kind, "errored")
+                responses.append(Response(custom_id=rec["custom_id"], status=status,
+                                          error=json.dumps(result.get("error") or {"type": kind})[:500],
+                                          provider=self.name, batch_id=batch_id))
+        return fill_missing(responses, custom_ids, self.name, batch_id, "no result line returned")
+
+    def complete(self, request: Request) -> Response:
+        try:
+            msg = self.client.messages.create(**self.body(request))
+        except Exception as err:
+            return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
+                            provider=self.name)
+        return parse_message(request.custom_id, msg.model_dump(), self.name)

@@ -1,0 +1,95 @@
+"""What every provider module offers the stage runner."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..records import Request, Response
+
+
+class ProviderError(RuntimeError):
+    pass
+
+
+class BatchTooLargeError(ProviderError):
+    pass
+
+
+@dataclass
+class BatchStatus:
+    ended: bool
+    state: str  # provider's own word
+    counts: dict = field(default_factory=dict)
+
+
+class Provider:
+    """Interface. ``submit`` sends one batch (tagged so a crashed run can find it again) and returns its
+    id; ``find_submitted`` looks a tagged batch up; ``poll`` says whether it ended; ``fetch`` returns one
+    Response per request of the batch (a request with no result line becomes an errored Response, never
+    silently missing); ``complete`` is the synchronous (online) call."""
+
+    name = "base"
+    max_batch_requests = 10_000
+    max_batch_bytes = 100 * 1024 * 1024
+    supports_batch = True
+
+    def body(self, request: Request) -> dict:
+        raise NotImplementedError
+
+    def request_size(self, request: Request) -> int:
+        return len(json.dumps(self.body(request)).encode("utf-8")) + 200
+
+    def check_batch(self, requests: list[Request]) -> None:
+        if len(requests) > self.max_batch_requests:
+            raise BatchTooLargeError(f"{self.name}: {len(requests)} requests > {self.max_batch_requests} per batch")
+        size = sum(self.request_size(r) for r in requests)
+        if size > self.max_batch_bytes:
+            raise BatchTooLargeError(f"{self.name}: batch of {size} bytes > {self.max_batch_bytes}")
+
+    def split(self, requests: list[Request]) -> list[list[Request]]:
+        """Split requests into batches within the provider's count and size limits."""
+        chunks, current, size = [], [], 0
+        for r in requests:
+            s = self.request_size(r)
+            if s > self.max_batch_bytes:
+                raise BatchTooLargeError(f"{self.name}: request {r.custom_id} alone is {s} bytes")
+            if current and (len(current) >= self.max_batch_requests or size + s > self.max_batch_bytes):
+                chunks.append(current)
+                current, size = [], 0
+            current.append(r)
+            size += s
+        if current:
+            chunks.append(current)
+        return chunks
+
+    def submit(self, requests: list[Request], tag: str) -> str:
+        raise NotImplementedError
+
+    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+        raise NotImplementedError
+
+    def poll(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError
+
+    def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
+        raise NotImplementedError
+
+    def complete(self, request: Request) -> Response:
+        raise NotImplementedError
+
+
+def fill_missing(responses: list[Response], custom_ids: list[str], provider: str, batch_id: str,
+                 reason: str) -> list[Response]:
+    """Make sure every requested id has a Response: ids the provider returned nothing for get an errored
+    one saying so; ids the provider returned twice keep the first."""
+    seen, out = set(), []
+    for r in responses:
+        if r.custom_id in seen or r.custom_id not in custom_ids:
+            continue
+        seen.add(r.custom_id)
+        out.append(r)
+    for cid in custom_ids:
+        if cid not in seen:
+            out.append(Response(custom_id=cid, status="errored", error=reason, provider=provider, batch_id=batch_id))
+    return out

@@ -1,0 +1,124 @@
+"""Gemini (Developer API) through ``google-genai``: batch jobs with inlined requests (create, poll, read
+inlined responses and per-request errors) and synchronous generate_content. Key: GEMINI_API_KEY (or
+GOOGLE_API_KEY); ``base_url`` (or GEMINI_BASE_URL) points the SDK elsewhere (the tests' fake server)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..records import Request, Response
+from ..registry import body_params, llm_model
+from .base import BatchStatus, Provider, fill_missing
+
+TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
+
+
+def gemini_request(request: Request, params: dict) -> dict:
+    system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+    contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
+                for m in request.messages if m["role"] != "system"]
+    p = dict(params)
+    cfg = {}
+    if system:
+        cfg["system_instruction"] = system
+    if "max_tokens" in p:
+        cfg["max_output_tokens"] = p.pop("max_tokens")
+    for key in ("temperature", "top_p"):
+        if key in p:
+            cfg[key] = p.pop(key)
+    if "thinking_budget" in p:
+        cfg["thinking_config"] = {"thinking_budget": p.pop("thinking_budget"), "include_thoughts": True}
+    return {"contents": contents, "config": cfg}
+
+
+def parse_generate(custom_id: str, resp: dict, provider: str, batch_id: str | None = None) -> Response:
+    cands = resp.get("candidates") or []
+    if not cands:
+        return Response(custom_id=custom_id, status="errored", error=f"no candidates: {str(resp)[:200]}",
+                        provider=provider, batch_id=batch_id)
+    parts = ((cands[0].get("content") or {}).get("parts")) or []
+    text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
+    thought = "".join(p.get("text", "") for p in parts if p.get("thought"))
+    usage = resp.get("usage_metadata") or resp.get("usageMetadata") or {}
+    out_tokens = (usage.get("candidates_token_count") or usage.get("candidatesTokenCount") or 0) + \
+        (usage.get("thoughts_token_count") or usage.get("thoughtsTokenCount") or 0)
+    return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thought or None,
+                    input_tokens=usage.get("prompt_token_count") or usage.get("promptTokenCount"),
+                    output_tokens=out_tokens, provider=provider, batch_id=batch_id)
+
+
+class GeminiBatch(Provider):
+    name = "gemini"
+    max_batch_requests = 10_000
+    max_batch_bytes = 20 * 1024 * 1024  # inlined requests; larger runs are split
+
+    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None):
+        if client is None:
+            from google import genai
+            from google.genai import types
+
+            from ...config import load_dotenv_once
+            load_dotenv_once()
+            base_url = base_url or os.environ.get("GEMINI_BASE_URL")
+            http = types.HttpOptions(base_url=base_url) if base_url else None
+            client = genai.Client(api_key=api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"),
+                                  http_options=http)
+        self.client = client
+
+    def body(self, request: Request) -> dict:
+        model = llm_model(request.model)
+        return gemini_request(request, {**body_params(model), **request.params})
+
+    def submit(self, requests: list[Request], tag: str) -> str:
+        self.check_batch(requests)
+        models = {llm_model(r.model).model_id for r in requests}
+        if len(models) != 1:
+            raise ValueError(f"gemini: one model per batch, got {sorted(models)}")
+        src = [{**self.body(r), "metadata": {"key": r.custom_id}} for r in requests]
+        job = self.client.batches.create(model=models.pop(), src=src, config={"display_name": tag})
+        return job.name
+
+    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+        for job in self.client.batches.list(config={"page_size": 100}):
+            if job.display_name == tag:
+                return job.name
+        return None
+
+    def poll(self, batch_id: str) -> BatchStatus:
+        job = self.client.batches.get(name=batch_id)
+        state = job.state.value if hasattr(job.state, "value") else str(job.state)
+        return BatchStatus(ended=state in TERMINAL, state=state)
+
+    def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
+        job = self.client.batches.get(name=batch_id)
+        state = job.state.value if hasattr(job.state, "value") else str(job.state)
+        responses = []
+        inlined = (job.dest.inlined_responses if job.dest else None) or []
+        for item in inlined:
+            rec = item.model_dump(exclude_none=True)
+            key = (rec.get("metadata") or {}).get("key")
+            if rec.get("error"):
+                responses.append(Response(custom_id=key, status="errored", error=json.dumps(rec["error"])[:500],
+                                          provider=self.name, batch_id=batch_id))
+            else:
+                responses.append(parse_generate(key, rec.get("response") or {}, self.name, batch_id))
+        reason = {"JOB_STATE_EXPIRED": "batch expired", "JOB_STATE_CANCELLED": "batch cancelled",
+                  "JOB_STATE_FAILED": "batch failed"}.get(state, "no inlined response returned")
+        status_for_missing = "expired" if state == "JOB_STATE_EXPIRED" else None
+        filled = fill_missing(responses, custom_ids, self.name, batch_id, reason)
+        if status_for_missing:
+            filled = [Response(**{**r.to_dict(), "status": status_for_missing}) if r.error == reason else r
+                      for r in filled]
+        return filled
+
+    def complete(self, request: Request) -> Response:
+        model = llm_model(request.model)
+        body = self.body(request)
+        try:
+            out = self.client.models.generate_content(model=model.model_id, contents=body["contents"],
+                                                      config=body["config"])
+        except Exception as err:
+            return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
+                            provider=self.name)
+        return parse_generate(request.custom_id, out.model_dump(exclude_none=True), self.name)

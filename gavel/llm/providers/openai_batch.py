@@ -1,0 +1,139 @@
+"""OpenAI: the Batch API (upload a JSONL file, create a batch, poll it, read its output AND error files
+in every terminal state, expired and cancelled included) and synchronous chat completions.
+
+The API key comes from OPENAI_API_KEY (environment or .env); OPENAI_BASE_URL or ``base_url`` points the
+SDK elsewhere (a local fake server in the tests, a vLLM server in gavel.llm.providers.vllm)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from ..records import Request, Response
+from ..registry import body_params, llm_model
+from .base import BatchStatus, Provider, ProviderError, fill_missing
+
+TERMINAL = {"completed", "failed", "expired", "cancelled"}
+ENDPOINT = "/v1/chat/completions"
+
+
+def chat_body(request: Request, model_id: str, params: dict, vllm: bool = False) -> dict:
+    body = {"model": model_id, "messages": request.messages}
+    p = dict(params)
+    if "reasoning_effort" in p:
+        body["reasoning_effort"] = p.pop("reasoning_effort")
+        if not vllm:  # reasoning models: no sampling parameters, output cap named differently
+            p.pop("temperature", None)
+            p.pop("top_p", None)
+    if "max_tokens" in p:
+        body["max_tokens" if vllm else "max_completion_tokens"] = p.pop("max_tokens")
+    if "enable_thinking" in p:
+        enable = p.pop("enable_thinking")
+        if vllm:
+            body["chat_template_kwargs"] = {"enable_thinking": bool(enable)}
+    for key in ("temperature", "top_p"):
+        if key in p:
+            body[key] = p.pop(key)
+    p.pop("thinking_budget", None)
+    p.pop("thinking_budget_tokens", None)
+    body.update(p)
+    return body
+
+
+def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None = None) -> Response:
+    try:
+        choice = body["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        return Response(custom_id=custom_id, status="errored", error=f"malformed completion: {str(body)[:200]}",
+                        provider=provider, batch_id=batch_id)
+    usage = body.get("usage") or {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return Response(custom_id=custom_id, status="succeeded", text=message.get("content"), reasoning=reasoning,
+                    input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
+                    provider=provider, batch_id=batch_id)
+
+
+class OpenAIBatch(Provider):
+    name = "openai"
+    max_batch_requests = 50_000
+    max_batch_bytes = 200 * 1024 * 1024
+    vllm = False
+
+    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None,
+                 max_retries: int = 5, timeout: float = 600.0):
+        if client is None:
+            from openai import OpenAI
+
+            from ...config import load_dotenv_once
+            load_dotenv_once()
+            client = OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
+        self.client = client
+
+    def body(self, request: Request) -> dict:
+        model = llm_model(request.model)
+        return chat_body(request, model.model_id, {**body_params(model), **request.params}, vllm=self.vllm)
+
+    def jsonl(self, requests: list[Request]) -> bytes:
+        lines = [json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": self.body(r)})
+                 for r in requests]
+        return ("\n".join(lines) + "\n").encode("utf-8")
+
+    def submit(self, requests: list[Request], tag: str) -> str:
+        self.check_batch(requests)
+        upload = self.client.files.create(file=(f"{tag}.jsonl", io.BytesIO(self.jsonl(requests))), purpose="batch")
+        batch = self.client.batches.create(input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h",
+                                           metadata={"gavel_tag": tag})
+        return batch.id
+
+    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+        for batch in self.client.batches.list(limit=100):
+            if (batch.metadata or {}).get("gavel_tag") == tag:
+                return batch.id
+        return None
+
+    def poll(self, batch_id: str) -> BatchStatus:
+        b = self.client.batches.retrieve(batch_id)
+        counts = b.request_counts.model_dump() if b.request_counts else {}
+        return BatchStatus(ended=b.status in TERMINAL, state=b.status, counts=counts)
+
+    def _lines(self, file_id: str | None):
+        if not file_id:
+            return []
+        raw = self.client.files.content(file_id).read().decode("utf-8")
+        out = []
+        for n, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise ProviderError(f"openai file {file_id}, line {n}: not JSON ({err})") from None
+        return out
+
+    def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
+        b = self.client.batches.retrieve(batch_id)
+        responses = []
+        for rec in self._lines(b.output_file_id) + self._lines(b.error_file_id):
+            cid = rec.get("custom_id")
+            resp = rec.get("response") or {}
+            if rec.get("error") or resp.get("status_code", 200) != 200:
+                err = rec.get("error") or (resp.get("body") or {}).get("error") or resp
+                code = err.get("code") if isinstance(err, dict) else None
+                status = "expired" if code == "batch_expired" else "canceled" if code == "batch_cancelled" else "errored"
+                responses.append(Response(custom_id=cid, status=status, error=json.dumps(err)[:500],
+                                          provider=self.name, batch_id=batch_id))
+            else:
+                responses.append(parse_chat(cid, resp.get("body") or {}, self.name, batch_id))
+        reason = {"expired": "batch expired before this request ran",
+                  "cancelled": "batch cancelled before this request ran",
+                  "failed": f"batch failed: {getattr(b, 'errors', None)}"}.get(b.status, "no result line returned")
+        return fill_missing(responses, custom_ids, self.name, batch_id, reason)
+
+    def complete(self, request: Request) -> Response:
+        try:
+            out = self.client.chat.completions.create(**self.body(request))
+        except Exception as err:  # the SDK already retried rate limits and 5xx
+            return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
+                            provider=self.name)
+        return parse_chat(request.custom_id, out.model_dump(), self.name)

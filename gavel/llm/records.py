@@ -1,0 +1,85 @@
+"""Requests and responses as plain typed records.
+
+``custom_id`` is derived from the request's content (stage, model, case, item, rendered messages, sampling
+parameters): the same request always gets the same id, so a rerun finds its cached answer, and any change
+to the prompt or the parameters makes a new request. Ids are at most 64 characters of ``[A-Za-z0-9_-]``,
+within every provider's limit (Anthropic's is the tightest: 64).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+MAX_CUSTOM_ID = 64
+_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def make_custom_id(stage: str, model: str, case_id: str | None, item: str | None, messages: list[dict],
+                   params: dict) -> str:
+    """``<stage>-<hash>``: a readable prefix plus 40 hex digits of sha256 over the whole content."""
+    content = canonical_json({"stage": stage, "model": model, "case": case_id, "item": item,
+                              "messages": messages, "params": params})
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
+    prefix = _SAFE.sub("_", stage)[: MAX_CUSTOM_ID - 41] or "req"
+    return f"{prefix}-{digest}"
+
+
+@dataclass
+class Request:
+    """One LLM call. ``messages`` are ``{"role": "system"|"user"|"assistant", "content": str}``;
+    ``params`` are the sampling parameters sent (temperature, top_p, max_tokens, provider quirks)."""
+
+    stage: str
+    model: str  # gavel registry name (release_name)
+    messages: list[dict]
+    params: dict = field(default_factory=dict)
+    case_id: str | None = None
+    item: str | None = None
+
+    @property
+    def custom_id(self) -> str:
+        return make_custom_id(self.stage, self.model, self.case_id, self.item, self.messages, self.params)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "custom_id": self.custom_id}
+
+
+STATUSES = ("succeeded", "errored", "expired", "canceled")
+
+
+@dataclass
+class Response:
+    """A provider's answer to one request. ``status`` is one of STATUSES; only ``succeeded`` responses are
+    cached. ``reasoning`` holds separated thinking text where the model returns it."""
+
+    custom_id: str
+    status: str
+    text: str | None = None
+    reasoning: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    error: str | None = None
+    provider: str | None = None
+    batch_id: str | None = None
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"response {self.custom_id}: unknown status {self.status!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Response:
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
