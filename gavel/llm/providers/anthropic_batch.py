@@ -96,8 +96,11 @@ class AnthropicBatch(Provider):
         return fill_missing(responses, custom_ids, self.name, batch_id, "no result line returned")
 
     def complete(self, request: Request) -> Response:
+        body = self.body(request)
+        # sampling fields the SDK's signature may not name travel as extra body fields
+        sampling = {k: body.pop(k) for k in ("temperature", "top_p", "top_k") if k in body}
         try:
-            msg = self.client.messages.create(**self.body(request))
+            msg = self.client.messages.create(**body, extra_body=sampling or None)
         except Exception as err:
             return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
                             provider=self.name)

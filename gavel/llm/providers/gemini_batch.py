@@ -48,6 +48,16 @@ def parse_generate(custom_id: str, resp: dict, provider: str, batch_id: str | No
                     output_tokens=out_tokens, provider=provider, batch_id=batch_id)
 
 
+def sdk_config(cfg: dict):
+    """The plain config as the SDK's typed object, so nested fields are serialised in the API's casing."""
+    from google.genai import types
+
+    cfg = dict(cfg)
+    if "thinking_config" in cfg:
+        cfg["thinking_config"] = types.ThinkingConfig(**cfg["thinking_config"])
+    return types.GenerateContentConfig(**cfg)
+
+
 class GeminiBatch(Provider):
     name = "gemini"
     max_batch_requests = 10_000
@@ -75,7 +85,11 @@ class GeminiBatch(Provider):
         models = {llm_model(r.model).model_id for r in requests}
         if len(models) != 1:
             raise ValueError(f"gemini: one model per batch, got {sorted(models)}")
-        src = [{**self.body(r), "metadata": {"key": r.custom_id}} for r in requests]
+        src = []
+        for r in requests:
+            body = self.body(r)
+            src.append({"contents": body["contents"], "config": sdk_config(body["config"]),
+                        "metadata": {"key": r.custom_id}})
         job = self.client.batches.create(model=models.pop(), src=src, config={"display_name": tag})
         return job.name
 
@@ -117,7 +131,7 @@ class GeminiBatch(Provider):
         body = self.body(request)
         try:
             out = self.client.models.generate_content(model=model.model_id, contents=body["contents"],
-                                                      config=body["config"])
+                                                      config=sdk_config(body["config"]))
         except Exception as err:
             return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
                             provider=self.name)

@@ -1,0 +1,100 @@
+"""Local fake servers on 127.0.0.1 that speak each provider's wire protocol, for tests and benchmarks.
+
+Each server answers deterministically from the request (the text is ``answer:<custom_id>``), counts every
+submission of every custom_id, and has knobs for the failure modes a real batch API shows: requests that
+error, batches that expire part-way, a completed batch with no output file, results out of order."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+
+class FakeServer:
+    """Base: a threaded HTTP server on 127.0.0.1 with a route table."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.submissions: dict[str, int] = {}  # custom_id -> times submitted
+        self.succeeded: set[str] = set()  # custom_ids that got a succeeded result
+        self.duplicate_after_success = 0  # submissions of ids that had already succeeded
+        self.requests_seen: list[tuple[str, str]] = []
+        self.polls_to_end = 1
+        self.fail_ids: dict[str, int] = {}  # custom_id -> number of attempts that fail
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, payload, content_type="application/json"):
+                body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _handle(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                path = urlparse(self.path).path
+                with server.lock:
+                    server.requests_seen.append((method, path))
+                    server.headers_seen = dict(self.headers)
+                try:
+                    code, payload, ctype = server.route(method, path, raw, dict(self.headers), self.path)
+                except KeyError as err:
+                    code, payload, ctype = 404, {"error": {"message": f"not found: {err}"}}, "application/json"
+                self._send(code, payload, ctype)
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+            def do_DELETE(self):
+                self._handle("DELETE")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # bookkeeping shared by the providers' fakes
+    def count_submission(self, custom_id: str) -> int:
+        with self.lock:
+            if custom_id in self.succeeded:
+                self.duplicate_after_success += 1
+            self.submissions[custom_id] = self.submissions.get(custom_id, 0) + 1
+            return self.submissions[custom_id]
+
+    def should_fail(self, custom_id: str, attempt: int) -> bool:
+        return attempt <= self.fail_ids.get(custom_id, 0)
+
+    def mark_succeeded(self, custom_id: str):
+        with self.lock:
+            self.succeeded.add(custom_id)
+
+    def route(self, method, path, raw, headers, full_path):
+        raise KeyError(path)

@@ -1,0 +1,94 @@
+"""Fake Anthropic API: message batches (create, retrieve, list, JSONL results) and messages."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+from datetime import datetime, timedelta, timezone
+
+from . import FakeServer
+
+
+def message(custom_id: str, model: str, thinking: bool) -> dict:
+    content = []
+    if thinking:
+        content.append({"type": "thinking", "thinking": f"thinking about {custom_id}", "signature": "sig"})
+    content.append({"type": "text", "text": f"answer:{custom_id}"})
+    return {"id": f"msg_{custom_id[-8:]}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 13, "output_tokens": 9}}
+
+
+def now_iso(offset: int = 0) -> str:
+    return (datetime.now(timezone.utc) + timedelta(hours=offset)).isoformat().replace("+00:00", "Z")
+
+
+class FakeAnthropic(FakeServer):
+    def __init__(self, expire_ids: set[str] | None = None, shuffle: bool = True):
+        super().__init__()
+        self.batches: dict[str, dict] = {}
+        self.results: dict[str, list] = {}
+        self.ids = itertools.count(1)
+        self.expire_ids = expire_ids or set()
+        self.shuffle = shuffle
+
+    def _view(self, b):
+        return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    def _finish(self, b):
+        out = []
+        for req in b["_requests"]:
+            cid = req["custom_id"]
+            if cid in self.expire_ids:
+                result = {"type": "expired"}
+            elif self.should_fail(cid, b["_attempts"][cid]):
+                result = {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": "overloaded"}}}
+            else:
+                thinking = "thinking" in req["params"]
+                result = {"type": "succeeded", "message": message(cid, req["params"]["model"], thinking)}
+                self.mark_succeeded(cid)
+            out.append({"custom_id": cid, "result": result})
+        if self.shuffle:
+            random.Random(len(out)).shuffle(out)
+        self.results[b["id"]] = out
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        for r in out:
+            counts[r["result"]["type"]] += 1
+        b.update(processing_status="ended", ended_at=now_iso(), request_counts=counts,
+                 results_url=f"{self.url}/v1/messages/batches/{b['id']}/results")
+
+    def route(self, method, path, raw, headers, full_path):
+        with self.lock:
+            if method == "POST" and path == "/v1/messages/batches":
+                body = json.loads(raw)
+                bid = f"msgbatch_{next(self.ids):04d}"
+                attempts = {r["custom_id"]: self.count_submission(r["custom_id"]) for r in body["requests"]}
+                self.batches[bid] = {"id": bid, "type": "message_batch", "processing_status": "in_progress",
+                                     "created_at": now_iso(), "expires_at": now_iso(24), "ended_at": None,
+                                     "archived_at": None, "cancel_initiated_at": None, "results_url": None,
+                                     "request_counts": {"processing": len(body["requests"]), "succeeded": 0,
+                                                        "errored": 0, "canceled": 0, "expired": 0},
+                                     "_requests": body["requests"], "_attempts": attempts, "_polls": 0}
+                return 200, self._view(self.batches[bid]), "application/json"
+            if method == "GET" and path == "/v1/messages/batches":
+                data = [self._view(b) for b in reversed(list(self.batches.values()))]
+                return 200, {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                             "last_id": data[-1]["id"] if data else None}, "application/json"
+            m = re.fullmatch(r"/v1/messages/batches/([^/]+)", path)
+            if method == "GET" and m:
+                b = self.batches[m.group(1)]
+                if b["processing_status"] == "in_progress":
+                    b["_polls"] += 1
+                    if b["_polls"] >= self.polls_to_end:
+                        self._finish(b)
+                return 200, self._view(b), "application/json"
+            m = re.fullmatch(r"/v1/messages/batches/([^/]+)/results", path)
+            if method == "GET" and m:
+                lines = "\n".join(json.dumps(r) for r in self.results[m.group(1)]) + "\n"
+                return 200, lines.encode(), "application/binary"
+            if method == "POST" and path == "/v1/messages":
+                body = json.loads(raw)
+                return 200, message("online", body["model"], "thinking" in body), "application/json"
+        raise KeyError(path)

@@ -1,0 +1,82 @@
+"""Fake Gemini Developer API: batchGenerateContent with inlined requests, batches.get/list, generateContent."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+
+from . import FakeServer
+
+
+def generate_response(key: str, thoughts: bool) -> dict:
+    parts = []
+    if thoughts:
+        parts.append({"text": f"thinking about {key}", "thought": True})
+    parts.append({"text": f"answer:{key}"})
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 17, "candidatesTokenCount": 5, "thoughtsTokenCount": 3,
+                              "totalTokenCount": 25}, "modelVersion": "gemini-2.5-pro"}
+
+
+class FakeGemini(FakeServer):
+    def __init__(self, expire: bool = False):
+        super().__init__()
+        self.batches: dict[str, dict] = {}
+        self.ids = itertools.count(1)
+        self.expire = expire
+
+    def _op(self, b):
+        meta = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                "model": b["model"], "displayName": b["displayName"], "state": b["state"],
+                "createTime": b["createTime"], "updateTime": b["createTime"], "name": b["name"]}
+        if b.get("output"):
+            meta["output"] = b["output"]
+            meta["endTime"] = b["createTime"]
+        return {"name": b["name"], "metadata": meta, "done": b["state"] != "BATCH_STATE_PENDING"}
+
+    def _finish(self, b):
+        responses = []
+        for n, req in enumerate(b["requests"]):
+            key = (req.get("metadata") or {}).get("key")
+            if self.expire and n >= len(b["requests"]) // 2:
+                continue  # never answered: the batch expires
+            if self.should_fail(key, b["attempts"][key]):
+                responses.append({"error": {"code": 500, "message": "internal"}, "metadata": {"key": key}})
+            else:
+                cfg = (req.get("request") or {}).get("generationConfig") or {}
+                think = cfg.get("thinkingConfig") or cfg.get("thinking_config") or {}
+                # proto3 JSON accepts lowerCamel and original field names alike
+                thoughts = bool(think.get("includeThoughts", think.get("include_thoughts")))
+                responses.append({"response": generate_response(key, thoughts), "metadata": {"key": key}})
+                self.mark_succeeded(key)
+        b["state"] = "BATCH_STATE_EXPIRED" if self.expire else "BATCH_STATE_SUCCEEDED"
+        b["output"] = {"inlinedResponses": {"inlinedResponses": list(reversed(responses))}}
+
+    def route(self, method, path, raw, headers, full_path):
+        with self.lock:
+            m = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):batchGenerateContent", path)
+            if method == "POST" and m:
+                body = json.loads(raw)["batch"]
+                reqs = body["inputConfig"]["requests"]["requests"]
+                name = f"batches/fake{next(self.ids)}"
+                attempts = {r["metadata"]["key"]: self.count_submission(r["metadata"]["key"]) for r in reqs}
+                self.batches[name] = {"name": name, "model": f"models/{m.group(1)}", "state": "BATCH_STATE_PENDING",
+                                      "displayName": body.get("displayName"), "requests": reqs, "attempts": attempts,
+                                      "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "polls": 0}
+                return 200, self._op(self.batches[name]), "application/json"
+            if method == "GET" and path in ("/v1beta/batches", "/v1/batches"):
+                return 200, {"operations": [self._op(b) for b in self.batches.values()]}, "application/json"
+            m = re.fullmatch(r"/v1(?:beta)?/(batches/[^/]+)", path)
+            if method == "GET" and m:
+                b = self.batches[m.group(1)]
+                if b["state"] == "BATCH_STATE_PENDING":
+                    b["polls"] += 1
+                    if b["polls"] >= self.polls_to_end:
+                        self._finish(b)
+                return 200, self._op(b), "application/json"
+            m = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):generateContent", path)
+            if method == "POST" and m:
+                return 200, generate_response("online", False), "application/json"
+        raise KeyError(path)

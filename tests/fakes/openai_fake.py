@@ -1,0 +1,119 @@
+"""Fake OpenAI API: files, batches (with output and error files) and chat completions."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+import time
+
+from . import FakeServer
+
+
+def completion(custom_id: str, model: str, reasoning: bool = False) -> dict:
+    msg = {"role": "assistant", "content": f"answer:{custom_id}"}
+    if reasoning:
+        msg["reasoning_content"] = f"thinking about {custom_id}"
+    return {"id": f"chatcmpl-{custom_id[-8:]}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+
+def parse_multipart(raw: bytes, content_type: str) -> bytes:
+    boundary = re.search(r"boundary=([^;]+)", content_type).group(1).strip('"').encode()
+    for part in raw.split(b"--" + boundary):
+        if b'name="file"' in part:
+            body = part.split(b"\r\n\r\n", 1)[1]
+            return body.rsplit(b"\r\n", 1)[0]
+    raise KeyError("no file part")
+
+
+class FakeOpenAI(FakeServer):
+    def __init__(self, expire_after: int | None = None, no_output_file: bool = False, shuffle: bool = True,
+                 reasoning: bool = False):
+        super().__init__()
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.ids = itertools.count(1)
+        self.expire_after = expire_after  # process only this many lines, then expire the batch
+        self.no_output_file = no_output_file
+        self.shuffle = shuffle
+        self.reasoning = reasoning
+        self.chat_calls = 0
+
+    def _batch_view(self, b: dict) -> dict:
+        return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    def _finish(self, b: dict):
+        lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
+        out, err = [], []
+        for n, rec in enumerate(lines):
+            cid = rec["custom_id"]
+            attempt = b["_attempts"][cid]
+            if self.expire_after is not None and n >= self.expire_after:
+                err.append({"id": f"r{n}", "custom_id": cid, "response": None,
+                            "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
+            elif self.should_fail(cid, attempt):
+                err.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 500, "request_id": "x",
+                            "body": {"error": {"message": "server error", "type": "server_error"}}}, "error": None})
+            else:
+                out.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 200, "request_id": "x",
+                            "body": completion(cid, rec["body"]["model"], self.reasoning)}, "error": None})
+                self.mark_succeeded(cid)
+        if self.shuffle:
+            random.Random(len(lines)).shuffle(out)
+        status = "expired" if self.expire_after is not None and len(lines) > self.expire_after else "completed"
+        if out and not self.no_output_file:
+            fid = f"file-out-{next(self.ids)}"
+            self.files[fid] = ("\n".join(json.dumps(x) for x in out) + "\n").encode()
+            b["output_file_id"] = fid
+        if err:
+            fid = f"file-err-{next(self.ids)}"
+            self.files[fid] = ("\n".join(json.dumps(x) for x in err) + "\n").encode()
+            b["error_file_id"] = fid
+        b["status"] = status
+        b["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
+
+    def route(self, method, path, raw, headers, full_path):
+        with self.lock:
+            if method == "POST" and path == "/v1/files":
+                content = parse_multipart(raw, headers.get("Content-Type") or headers.get("content-type"))
+                fid = f"file-{next(self.ids)}"
+                self.files[fid] = content
+                return 200, {"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                             "filename": "input.jsonl", "purpose": "batch", "status": "processed"}, "application/json"
+            if method == "POST" and path == "/v1/batches":
+                body = json.loads(raw)
+                bid = f"batch_{next(self.ids)}"
+                lines = [json.loads(x) for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+                attempts = {rec["custom_id"]: self.count_submission(rec["custom_id"]) for rec in lines}
+                self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                                     "input_file_id": body["input_file_id"], "completion_window": "24h",
+                                     "status": "validating", "output_file_id": None, "error_file_id": None,
+                                     "created_at": int(time.time()), "metadata": body.get("metadata"),
+                                     "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                                     "_polls": 0, "_attempts": attempts}
+                return 200, self._batch_view(self.batches[bid]), "application/json"
+            if method == "GET" and path == "/v1/batches":
+                data = [self._batch_view(b) for b in reversed(list(self.batches.values()))]
+                return 200, {"object": "list", "data": data, "has_more": False,
+                             "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None}, "application/json"
+            m = re.fullmatch(r"/v1/batches/([^/]+)", path)
+            if method == "GET" and m:
+                b = self.batches[m.group(1)]
+                if b["status"] in ("validating", "in_progress"):
+                    b["_polls"] += 1
+                    b["status"] = "in_progress"
+                    if b["_polls"] >= self.polls_to_end:
+                        self._finish(b)
+                return 200, self._batch_view(b), "application/json"
+            m = re.fullmatch(r"/v1/files/([^/]+)/content", path)
+            if method == "GET" and m:
+                return 200, self.files[m.group(1)], "application/octet-stream"
+            if method == "POST" and path == "/v1/chat/completions":
+                body = json.loads(raw)
+                self.chat_calls += 1
+                cid = body["messages"][-1]["content"].split("id=")[-1] if "id=" in body["messages"][-1]["content"] else f"call{self.chat_calls}"
+                return 200, completion(cid, body["model"], self.reasoning), "application/json"
+        raise KeyError(path)
