@@ -250,11 +250,11 @@ class StageRunner:
                 break
             # 3. poll; retrieve ended batches
             progressed = False
-            for tag, sub in active:
+            for _tag, sub in active:
                 status = self.provider.poll(sub["batch_id"])
                 if not status.ended:
                     continue
-                ids = [cid for cid in sub["custom_ids"]]
+                ids = list(sub["custom_ids"])
                 for resp in self.provider.fetch(sub["batch_id"], ids):
                     if resp.ok and resp.custom_id not in self.cache:
                         self.cache.put(resp)

@@ -23,6 +23,8 @@ class FakeServer:
         self.requests_seen: list[tuple[str, str]] = []
         self.polls_to_end = 1
         self.fail_ids: dict[str, int] = {}  # custom_id -> number of attempts that fail
+        self.first_request_at = None  # time.monotonic() of the first request served
+        self.latency = 0.0  # seconds added to every HTTP answer (to make runs long enough to interrupt)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,10 +40,16 @@ class FakeServer:
                 self.wfile.write(body)
 
             def _handle(self, method):
+                if server.latency:
+                    import time
+                    time.sleep(server.latency)
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 path = urlparse(self.path).path
                 with server.lock:
+                    if server.first_request_at is None:
+                        import time as _t
+                        server.first_request_at = _t.monotonic()
                     server.requests_seen.append((method, path))
                     server.headers_seen = dict(self.headers)
                 try:
