@@ -122,6 +122,32 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stage(args: argparse.Namespace) -> int:
+    """Run (or dry-run) one stage's requests through a provider with the resumable runner."""
+    from .llm.providers import get_provider
+    from .llm.records import read_requests
+    from .llm.runner import StageRunner
+
+    requests = read_requests(args.requests)
+    if not requests:
+        print(f"{args.requests}: no requests", file=sys.stderr)
+        return 2
+    stage = args.stage or requests[0].stage
+    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
+                         poll_interval=args.poll_interval, concurrency=args.concurrency,
+                         max_attempts=args.max_attempts)
+    if args.dry_run:
+        runner.dry_run(requests, mode=args.mode)
+        return 0
+    report = runner.run(requests, mode=args.mode)
+    print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
+          f"{len(report.failed)} failed; responses in {runner.cache.folder}")
+    for cid in report.failed[:20]:
+        print(f"  failed {cid}: {report.responses[cid].error}")
+    return 1 if report.failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +161,18 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("results", help="recompute data/results/ and docs/REPRODUCTION.md from the release")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
     p.set_defaults(func=cmd_results)
+    p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
+    p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
+    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "mock"])
+    p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
+    p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
+    p.add_argument("--stage", default=None)
+    p.add_argument("--mode", default="batch", choices=["batch", "online"])
+    p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
+    p.add_argument("--poll-interval", type=float, default=30.0)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--max-attempts", type=int, default=3)
+    p.set_defaults(func=cmd_stage)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -40,3 +40,20 @@ def shared_rel():
             pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
         pytest.skip(f"release tests skipped: {err}")
     return load_release(root)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real one-node SLURM cluster on loopback (Debian slurm-wlm + munge; .ci/run installs them). Missing
+    binaries fail the test in CI and skip it, with the reason, elsewhere. All daemons are stopped after."""
+    from slurm_cluster import SlurmCluster, missing_binaries
+
+    missing = missing_binaries()
+    if missing:
+        msg = f"SLURM test needs {', '.join(missing)} (apt-get install slurm-wlm munge)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
+    yield cluster
+    cluster.stop()

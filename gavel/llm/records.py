@@ -83,3 +83,30 @@ class Response:
     @classmethod
     def from_dict(cls, data: dict) -> Response:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+
+def write_requests(path, requests: list[Request]) -> None:
+    """Requests as JSONL (one Request per line), the input of ``python -m gavel stage``."""
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in requests:
+            fh.write(json.dumps({k: v for k, v in r.to_dict().items() if k != "custom_id"}, ensure_ascii=False) + "\n")
+
+
+def read_requests(path) -> list[Request]:
+    """Read a requests JSONL file; a bad line raises naming the file and line, nothing is skipped."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                out.append(Request(**{k: data[k] for k in ("stage", "model", "messages")},
+                                   params=data.get("params") or {}, case_id=data.get("case_id"),
+                                   item=data.get("item")))
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise ValueError(f"{path}, line {n}: not a request ({type(err).__name__}: {err})") from None
+    return out

@@ -14,6 +14,8 @@ from ..registry import body_params, llm_model
 from .base import BatchStatus, Provider, ProviderError, fill_missing
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
+SDK_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "reasoning_effort",
+              "seed", "stop", "n", "response_format"}
 ENDPOINT = "/v1/chat/completions"
 
 
@@ -131,8 +133,11 @@ class OpenAIBatch(Provider):
         return fill_missing(responses, custom_ids, self.name, batch_id, reason)
 
     def complete(self, request: Request) -> Response:
+        body = self.body(request)
+        # fields the SDK's signature does not name (vLLM's chat_template_kwargs, ...) go as extra body
+        extra = {k: body.pop(k) for k in list(body) if k not in SDK_FIELDS}
         try:
-            out = self.client.chat.completions.create(**self.body(request))
+            out = self.client.chat.completions.create(**body, extra_body=extra or None)
         except Exception as err:  # the SDK already retried rate limits and 5xx
             return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
                             provider=self.name)

@@ -1,0 +1,35 @@
+"""Stand-in for `vllm serve MODEL --host H --port P ...` in the SLURM test: an OpenAI-compatible fake
+(chat completions, /health) that ignores the model and vLLM's other options."""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fakes.openai_fake import FakeOpenAI  # noqa: E402
+
+
+class FakeVLLM(FakeOpenAI):
+    def route(self, method, path, raw, headers, full_path):
+        if path == "/health":
+            return 200, b"", "text/plain"
+        return super().route(method, path, raw, headers, full_path)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    args, _ = ap.parse_known_args()
+    if args.host != "127.0.0.1":
+        sys.exit("the fake vLLM server binds 127.0.0.1 only")
+    srv = FakeVLLM()
+    srv.httpd.server_close()
+    from http.server import ThreadingHTTPServer
+    srv.httpd = ThreadingHTTPServer(("127.0.0.1", args.port), srv.httpd.RequestHandlerClass)
+    time.sleep(1.0)  # like a real server, not healthy at once
+    print(f"fake vLLM serving {args.model} on 127.0.0.1:{args.port}", flush=True)
+    srv.httpd.serve_forever()
