@@ -14,11 +14,12 @@ include .env
 export
 endif
 
-.PHONY: help install data audit results figures executed-notebooks reproduce test lint clean
+.PHONY: help install system-deps data audit results figures executed-notebooks reproduce test lint clean
 
 # Figure notebooks, executed by papermill into notebooks/executed/ (git-ignored). A notebook re-runs only
-# when it, the result tables or the plotting code changed. The item explorer needs the release: not a figure.
-FIGURE_NOTEBOOKS := $(filter-out notebooks/07_item_explorer.ipynb,$(sort $(wildcard notebooks/[0-9]*.ipynb)))
+# when it, the result tables or the plotting code changed. Not figures: the item explorer (needs the release)
+# and the LLM stage notebook.
+FIGURE_NOTEBOOKS := $(filter-out notebooks/07_item_explorer.ipynb notebooks/08_llm_stage.ipynb,$(sort $(wildcard notebooks/[0-9]*.ipynb)))
 EXECUTED := $(patsubst notebooks/%.ipynb,notebooks/executed/%.ipynb,$(FIGURE_NOTEBOOKS))
 RESULT_TABLES := $(wildcard data/results/*.csv)
 
@@ -33,6 +34,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install gavel with its extras (every other target needs it)
+
+system-deps: ## Debian packages for the SLURM tests (slurm-wlm, munge); needs root
+	@command -v slurmctld >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; }
 
 data: $(STAMP) ## Find the release (GAVEL_RELEASE) or clone it into data/external/gavel
 	$(PY) -m gavel data

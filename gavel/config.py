@@ -27,6 +27,7 @@ class ReleaseNotFoundError(FileNotFoundError):
     pass
 
 
+@lru_cache(maxsize=1)
 def load_dotenv_once() -> None:
     """Load ``.env`` from the repository root (values already in the environment win)."""
     try:

@@ -212,3 +212,30 @@ def test_kill_and_resume_gives_the_uninterrupted_result(provider, tmp_path):
         assert got == expected and all(status == "succeeded" for status, _ in got.values())
         assert srv.duplicate_after_success == 0
         assert {cid for cid, k in srv.submissions.items() if k > 1} <= set(fail)
+
+
+def test_planted_key_never_reaches_a_notebook(tmp_path):
+    """The LLM stage notebook, run by papermill against the fake OpenAI server with a planted key in the
+    environment: the key is used (the server saw it) but appears in no output file."""
+    import papermill
+
+    repo = Path(__file__).resolve().parent.parent
+    with FakeOpenAI() as srv:
+        srv.fail_ids = {}
+        old = os.environ.get("OPENAI_API_KEY")
+        os.environ["OPENAI_API_KEY"] = KEY
+        try:
+            papermill.execute_notebook(
+                str(repo / "notebooks" / "08_llm_stage.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                parameters={"provider": "openai", "base_url": srv.url + "/v1", "dry_run_only": False,
+                            "workdir": str(tmp_path / "run"), "poll_interval": 0.01}, progress_bar=False)
+        finally:
+            if old is None:
+                os.environ.pop("OPENAI_API_KEY")
+            else:
+                os.environ["OPENAI_API_KEY"] = old
+        assert srv.headers_seen.get("Authorization", srv.headers_seen.get("authorization")) == f"Bearer {KEY}"
+    notebook = (tmp_path / "out.ipynb").read_text()
+    assert "3 sent" in notebook or "0 cached, 3 sent" in notebook
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not any(KEY in p.read_text(errors="ignore") for p in written)
