@@ -62,7 +62,7 @@ notebooks/executed/%.ipynb: notebooks/%.ipynb $(RESULT_TABLES) gavel/figures.py 
 reproduce: data results figures ## Everything from the release: data, results, figures
 
 test: $(STAMP) ## Run the test suite and the notebooks (nbval); the release tests need GAVEL_RELEASE
-	$(PY) -m pytest -q tests notebooks --nbval-lax --sanitize-with tests/nbval_sanitize.cfg
+	$(PY) -m pytest -q tests notebooks --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 lint: $(STAMP) ## Lint the library and tests with ruff
 	$(VENV)/bin/ruff check gavel tests benchmarks

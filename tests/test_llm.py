@@ -169,7 +169,7 @@ def test_planted_key_never_written(tmp_path, monkeypatch):
     assert scrub(f"error: bad key {KEY}") == "error: bad key <OPENAI_API_KEY>"
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 def test_kill_and_resume_gives_the_uninterrupted_result(provider, tmp_path):
     """SIGKILL the runner at random moments while it works, restart it, and compare with an uninterrupted
     run: same results, and the fake server saw no second submission of a request that had already
@@ -239,3 +239,38 @@ def test_planted_key_never_reaches_a_notebook(tmp_path):
     assert "3 sent" in notebook or "0 cached, 3 sent" in notebook
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert not any(KEY in p.read_text(errors="ignore") for p in written)
+
+
+def test_rate_limited_submission_is_retried_with_backoff(tmp_path):
+    rq = reqs("openai", 3)
+    with FakeOpenAI() as srv:
+        srv.rate_limit_next = 2
+        p = get_provider("openai", base_url=srv.url + "/v1", api_key=KEY, max_retries=3)
+        report = StageRunner("judge", p, tmp_path / "run", poll_interval=0.01, progress=False).run(rq)
+        assert not report.failed and len(report.batches) == 1
+        assert [m for m, path in srv.requests_seen if path == "/v1/batches"].count("POST") == 3  # 2 x 429, then ok
+
+
+def test_vllm_run_batch_files(tmp_path):
+    from gavel.llm.providers.vllm import VLLMServer
+
+    p = VLLMServer(base_url="http://127.0.0.1:9/v1")
+    rq = [Request(stage="s", model="Qwen3-32B", messages=[{"role": "user", "content": f"q{i}"}]) for i in range(3)]
+    path = p.write_run_batch(rq, tmp_path / "in.jsonl")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert lines[0]["body"]["model"] == "Qwen/Qwen3-32B"
+    assert lines[0]["body"]["chat_template_kwargs"] == {"enable_thinking": True}
+    assert lines[0]["body"]["temperature"] == 0.6 and lines[0]["body"]["top_p"] == 0.95
+    out = tmp_path / "out.jsonl"
+    out.write_text(json.dumps({"custom_id": rq[0].custom_id, "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": "ok", "reasoning_content": "hm"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2}}}, "error": None}) + "\n"
+        + json.dumps({"custom_id": rq[1].custom_id, "response": None, "error": {"message": "oom"}}) + "\n")
+    got = {r.custom_id: r for r in p.read_run_batch(out, [r.custom_id for r in rq])}
+    assert got[rq[0].custom_id].text == "ok" and got[rq[0].custom_id].reasoning == "hm"
+    assert got[rq[1].custom_id].status == "errored" and "oom" in got[rq[1].custom_id].error
+    assert got[rq[2].custom_id].status == "errored" and "no line" in got[rq[2].custom_id].error
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    import pytest as _pytest
+    with _pytest.raises(Exception, match="bad.jsonl, line 1"):
+        p.read_run_batch(tmp_path / "bad.jsonl", [])

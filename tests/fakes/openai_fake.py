@@ -41,6 +41,7 @@ class FakeOpenAI(FakeServer):
         self.shuffle = shuffle
         self.reasoning = reasoning
         self.chat_calls = 0
+        self.rate_limit_next = 0  # answer this many batch creations with 429 before accepting
 
     def _batch_view(self, b: dict) -> dict:
         return {k: v for k, v in b.items() if not k.startswith("_")}
@@ -84,6 +85,10 @@ class FakeOpenAI(FakeServer):
                 return 200, {"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),
                              "filename": "input.jsonl", "purpose": "batch", "status": "processed"}, "application/json"
             if method == "POST" and path == "/v1/batches":
+                if self.rate_limit_next > 0:
+                    self.rate_limit_next -= 1
+                    return 429, {"error": {"message": "Rate limit reached", "type": "requests",
+                                           "code": "rate_limit_exceeded"}}, "application/json"
                 body = json.loads(raw)
                 bid = f"batch_{next(self.ids)}"
                 lines = [json.loads(x) for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]

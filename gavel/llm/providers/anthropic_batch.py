@@ -8,7 +8,6 @@ import json
 from datetime import datetime
 
 from ..records import Request, Response
-from ..registry import body_params, llm_model
 from .base import BatchStatus, Provider, fill_missing
 
 
@@ -55,9 +54,8 @@ class AnthropicBatch(Provider):
             client = Anthropic(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
         self.client = client
 
-    def body(self, request: Request) -> dict:
-        model = llm_model(request.model)
-        return message_params(request, model.model_id, {**body_params(model), **request.params})
+    def native_body(self, request: Request, model_id: str, params: dict) -> dict:
+        return message_params(request, model_id, params)
 
     def submit(self, requests: list[Request], tag: str) -> str:
         self.check_batch(requests)

@@ -35,6 +35,14 @@ class Provider:
     supports_batch = True
 
     def body(self, request: Request) -> dict:
+        """The provider-native request body: registry settings of the request's model, overridden by the
+        request's own params, mapped by ``native_body``."""
+        from ..registry import body_params, llm_model
+
+        model = llm_model(request.model)
+        return self.native_body(request, model.model_id, {**body_params(model), **request.params})
+
+    def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         raise NotImplementedError
 
     def request_size(self, request: Request) -> int:

@@ -8,7 +8,7 @@ import json
 import os
 
 from ..records import Request, Response
-from ..registry import body_params, llm_model
+from ..registry import llm_model
 from .base import BatchStatus, Provider, fill_missing
 
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
@@ -76,9 +76,8 @@ class GeminiBatch(Provider):
                                   http_options=http)
         self.client = client
 
-    def body(self, request: Request) -> dict:
-        model = llm_model(request.model)
-        return gemini_request(request, {**body_params(model), **request.params})
+    def native_body(self, request: Request, model_id: str, params: dict) -> dict:
+        return gemini_request(request, params)
 
     def submit(self, requests: list[Request], tag: str) -> str:
         self.check_batch(requests)

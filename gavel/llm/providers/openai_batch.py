@@ -10,7 +10,6 @@ import io
 import json
 
 from ..records import Request, Response
-from ..registry import body_params, llm_model
 from .base import BatchStatus, Provider, ProviderError, fill_missing
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -72,9 +71,8 @@ class OpenAIBatch(Provider):
             client = OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
         self.client = client
 
-    def body(self, request: Request) -> dict:
-        model = llm_model(request.model)
-        return chat_body(request, model.model_id, {**body_params(model), **request.params}, vllm=self.vllm)
+    def native_body(self, request: Request, model_id: str, params: dict) -> dict:
+        return chat_body(request, model_id, params, vllm=self.vllm)
 
     def jsonl(self, requests: list[Request]) -> bytes:
         lines = [json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": self.body(r)})
