@@ -113,10 +113,10 @@ def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
         ["method", "model", "configuration", "case_id", "item"])["n_values"].to_dict()
     jd = rel.judgments[rel.judgments["task"] == "document"]
     judged = {(r.method, r.model, r.configuration, r.case_id, r.item): r for r in jd.itertuples(index=False)}
-    files = rel.files
     cases = sorted(rel.cases.loc[rel.cases["set"] == "human_eval", "case_id"])
+    # only runs with judgments are scorable (an empty or absent judge file leaves its run out; the audit
+    # and REPRODUCTION.md name those files)
     runs = sorted({(r.method, r.model, r.configuration) for r in jd.itertuples(index=False)})
-    # runs whose judge file is empty/absent are not scorable: list them with no cells
     rows = []
     for method, model, configuration in runs:
         for case_id in cases:
@@ -132,7 +132,6 @@ def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                 rows.append(_resolve(("document", method, model, configuration, case_id, item),
                                      n_model, n_ref, True, j, identical, rules))
     out = pd.DataFrame(rows, columns=CELL_COLUMNS)
-    del files
     return fill_unreleased(out) if rules.estimate_unreleased else out.assign(estimate_basis=0)
 
 
@@ -208,7 +207,6 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
     lengths = checklist_lengths(rel, rules)
     llm = lengths[(lengths["origin"] == "summary") & (lengths["method"] == "llm")]
     model_len = llm.set_index(["model", "case_id", "item"])["n_values"].to_dict()
-    released_models = set(llm["model"])
     files = rel.files
     chk_files = files[(files["kind"] == "summary_checklists") & (files["status"] == "ok")]
     model_parts_known = {(r.model, r.part) for r in chk_files.itertuples()}
@@ -241,7 +239,6 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
         elif sum(counter.values()) >= 2:
             ref_state[key] = "consensus"
     rows = []
-    del released_models
     for model in sorted(set(js["model"])):
         for case_id, part in cases.itertuples(index=False):
             if case_id not in covered.get((model, part), set()):
