@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -134,6 +135,11 @@ def cmd_stage(args: argparse.Namespace) -> int:
         return 2
     stage = args.stage or requests[0].stage
     kwargs = {"base_url": args.base_url} if args.base_url else {}
+    if args.provider == "vllm-batch":
+        from .llm.runner import DEFAULT_RUNS_DIR
+
+        kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
+                  "command": args.vllm_command}
     runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts)
@@ -163,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "mock"])
+    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "mock"],
+                   help="vllm: a running server (--base-url); vllm-batch: `vllm run-batch` on this machine")
+    p.add_argument("--vllm-command", default="vllm run-batch", help="run-batch command for --provider vllm-batch")
     p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)

@@ -274,3 +274,30 @@ def test_vllm_run_batch_files(tmp_path):
     import pytest as _pytest
     with _pytest.raises(Exception, match="bad.jsonl, line 1"):
         p.read_run_batch(tmp_path / "bad.jsonl", [])
+
+
+def test_vllm_run_batch_through_the_runner(tmp_path):
+    """vLLM offline batches: the runner writes run-batch input, starts the (fake) command, waits for it and
+    reads the output; a rerun sends nothing."""
+    fake = Path(__file__).parent / "fakes" / "vllm_run_batch.py"
+    p = get_provider("vllm-batch", folder=tmp_path / "batches", command=f"{sys.executable} {fake}")
+    rq = [Request(stage="summaries", model="Qwen3-14B", case_id=str(i), messages=[{"role": "user", "content": f"q{i}"}])
+          for i in range(4)]
+    run = StageRunner("summaries", p, tmp_path / "run", poll_interval=0.05, progress=False)
+    report = run.run(rq)
+    assert not report.failed and all(r.text == f"answer:{r.custom_id}" for r in report.responses.values())
+    assert json.loads((tmp_path / "batches" / f"{report.batches[0]}.in.jsonl").read_text().splitlines()[0])[
+        "body"]["model"] == "Qwen/Qwen3-14B"
+    assert run.run(rq).sent == 0
+    bad = get_provider("vllm-batch", folder=tmp_path / "bad", command="false")
+    report = StageRunner("s2", bad, tmp_path / "run2", poll_interval=0.05, progress=False, max_attempts=1).run(rq[:1])
+    assert report.failed and "exited 1" in report.responses[rq[0].custom_id].error
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_dry_run_needs_no_credentials(provider, tmp_path, monkeypatch):
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    run = StageRunner("judge", get_provider(provider), tmp_path / "run", progress=False)
+    summary = run.dry_run(reqs(provider, 2), show=False)
+    assert summary.iloc[0]["requests"] == 2 and summary.iloc[0]["cost_usd_est"] > 0

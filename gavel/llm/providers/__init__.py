@@ -16,6 +16,9 @@ def get_provider(name: str, **kwargs):
     if name == "vllm":
         from .vllm import VLLMServer
         return VLLMServer(**kwargs)
+    if name == "vllm-batch":
+        from .vllm import VLLMRunBatch
+        return VLLMRunBatch(**kwargs)
     if name == "mock":
         from .mock import MockProvider
         return MockProvider(**kwargs)

@@ -63,13 +63,19 @@ class OpenAIBatch(Provider):
 
     def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None,
                  max_retries: int = 5, timeout: float = 600.0):
-        if client is None:
+        self._client = client
+        self._client_args = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries, "timeout": timeout}
+
+    @property
+    def client(self):
+        """The SDK client, built on first use (a dry run needs no credentials)."""
+        if self._client is None:
             from openai import OpenAI
 
             from ...config import load_dotenv_once
             load_dotenv_once()
-            client = OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
-        self.client = client
+            self._client = OpenAI(**self._client_args)
+        return self._client
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return chat_body(request, model_id, params, vllm=self.vllm)

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from ..records import Request, Response
-from .base import ProviderError, fill_missing
+from .base import BatchStatus, Provider, ProviderError, fill_missing
 from .openai_batch import OpenAIBatch, parse_chat
 
 
@@ -50,3 +50,65 @@ class VLLMServer(OpenAIBatch):
             else:
                 responses.append(parse_chat(rec.get("custom_id"), resp.get("body") or {}, self.name))
         return fill_missing(responses, custom_ids, self.name, str(path), "no line in the run-batch output")
+
+
+class VLLMRunBatch(Provider):
+    """Offline batches with ``vllm run-batch`` on the machine (or GPU node) the runner runs on: ``submit``
+    writes the OpenAI-format JSONL input and starts the command in its own session (it outlives a killed
+    runner); ``poll`` waits for its exit-code file; ``fetch`` reads the output file. Files live in
+    ``folder``: ``<tag>.in.jsonl``, ``<tag>.out.jsonl``, ``<tag>.rc``, ``<tag>.log``."""
+
+    name = "vllm"
+    max_batch_requests = 100_000
+    max_batch_bytes = 1024 * 1024 * 1024
+
+    def __init__(self, folder: str | Path, command: str = "vllm run-batch", extra_args: str = ""):
+        self.folder = Path(folder)
+        self.command = command
+        self.extra_args = extra_args
+        self._files = VLLMServer(client=object())  # body/JSONL/reading helpers only, no client needed
+
+    def native_body(self, request: Request, model_id: str, params: dict) -> dict:
+        return self._files.native_body(request, model_id, params)
+
+    def _paths(self, tag: str) -> dict:
+        return {k: self.folder / f"{tag}.{k}" for k in ("in.jsonl", "out.jsonl", "rc", "log", "started")}
+
+    def submit(self, requests: list[Request], tag: str) -> str:
+        import shlex
+        import subprocess
+
+        from ..registry import llm_model
+
+        self.check_batch(requests)
+        models = {llm_model(r.model).model_id for r in requests}
+        if len(models) != 1:
+            raise ProviderError(f"vllm run-batch: one model per batch, got {sorted(models)}")
+        p = self._paths(tag)
+        self._files.write_run_batch(requests, p["in.jsonl"])
+        q = {k: shlex.quote(str(v)) for k, v in p.items()}
+        script = (f"touch {q['started']}; {self.command} -i {q['in.jsonl']} -o {q['out.jsonl']}.partial "
+                  f"--model {shlex.quote(models.pop())} {self.extra_args} > {q['log']} 2>&1; rc=$?; "
+                  f"[ $rc -eq 0 ] && mv {q['out.jsonl']}.partial {q['out.jsonl']}; echo $rc > {q['rc']}")
+        subprocess.Popen(["bash", "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+        return tag
+
+    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+        return tag if self._paths(tag)["started"].exists() else None
+
+    def poll(self, batch_id: str) -> BatchStatus:
+        rc = self._paths(batch_id)["rc"]
+        return BatchStatus(ended=rc.exists(), state="ended" if rc.exists() else "running")
+
+    def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
+        p = self._paths(batch_id)
+        code = p["rc"].read_text().strip()
+        if code != "0":
+            tail = p["log"].read_text(errors="ignore")[-300:] if p["log"].exists() else ""
+            return fill_missing([], custom_ids, self.name, batch_id, f"vllm run-batch exited {code}: {tail}")
+        return [Response(**{**r.to_dict(), "batch_id": batch_id})
+                for r in self._files.read_run_batch(p["out.jsonl"], custom_ids)]
+
+    def complete(self, request: Request) -> Response:
+        raise ProviderError("vllm run-batch has no online mode; use VLLMServer with a base URL")
