@@ -2,9 +2,9 @@
 
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 
-import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent

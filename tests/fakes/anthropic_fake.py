@@ -6,7 +6,7 @@ import itertools
 import json
 import random
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from . import FakeServer
 
@@ -22,7 +22,7 @@ def message(custom_id: str, model: str, thinking: bool) -> dict:
 
 
 def now_iso(offset: int = 0) -> str:
-    return (datetime.now(timezone.utc) + timedelta(hours=offset)).isoformat().replace("+00:00", "Z")
+    return (datetime.now(UTC) + timedelta(hours=offset)).isoformat().replace("+00:00", "Z")
 
 
 class FakeAnthropic(FakeServer):
