@@ -49,16 +49,10 @@ class AnthropicBatch(Provider):
         self._client = client
         self._client_args = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries, "timeout": timeout}
 
-    @property
-    def client(self):
-        """The SDK client, built on first use (a dry run needs no credentials)."""
-        if self._client is None:
-            from anthropic import Anthropic
+    def make_client(self):
+        from anthropic import Anthropic
 
-            from ...config import load_dotenv_once
-            load_dotenv_once()
-            self._client = Anthropic(**self._client_args)
-        return self._client
+        return Anthropic(**self._client_args)
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return message_params(request, model_id, params)

@@ -30,9 +30,23 @@ class Provider:
     silently missing); ``complete`` is the synchronous (online) call."""
 
     name = "base"
+    _client = None
     max_batch_requests = 10_000
     max_batch_bytes = 100 * 1024 * 1024
     supports_batch = True
+
+    @property
+    def client(self):
+        """The SDK client, built on first use (a dry run needs no credentials)."""
+        if self._client is None:
+            from ...config import load_dotenv_once
+
+            load_dotenv_once()
+            self._client = self.make_client()
+        return self._client
+
+    def make_client(self):
+        raise NotImplementedError
 
     def body(self, request: Request) -> dict:
         """The provider-native request body: registry settings of the request's model, overridden by the

@@ -67,20 +67,13 @@ class GeminiBatch(Provider):
         self._client = client
         self._client_args = {"base_url": base_url, "api_key": api_key}
 
-    @property
-    def client(self):
-        """The SDK client, built on first use (a dry run needs no credentials)."""
-        if self._client is None:
-            from google import genai
-            from google.genai import types
+    def make_client(self):
+        from google import genai
+        from google.genai import types
 
-            from ...config import load_dotenv_once
-            load_dotenv_once()
-            base_url = self._client_args["base_url"] or os.environ.get("GEMINI_BASE_URL")
-            api_key = self._client_args["api_key"] or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-            self._client = genai.Client(api_key=api_key,
-                                        http_options=types.HttpOptions(base_url=base_url) if base_url else None)
-        return self._client
+        base_url = self._client_args["base_url"] or os.environ.get("GEMINI_BASE_URL")
+        api_key = self._client_args["api_key"] or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        return genai.Client(api_key=api_key, http_options=types.HttpOptions(base_url=base_url) if base_url else None)
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return gemini_request(request, params)

@@ -66,16 +66,10 @@ class OpenAIBatch(Provider):
         self._client = client
         self._client_args = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries, "timeout": timeout}
 
-    @property
-    def client(self):
-        """The SDK client, built on first use (a dry run needs no credentials)."""
-        if self._client is None:
-            from openai import OpenAI
+    def make_client(self):
+        from openai import OpenAI
 
-            from ...config import load_dotenv_once
-            load_dotenv_once()
-            self._client = OpenAI(**self._client_args)
-        return self._client
+        return OpenAI(**self._client_args)
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return chat_body(request, model_id, params, vllm=self.vllm)
