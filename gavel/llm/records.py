@@ -22,10 +22,12 @@ def canonical_json(obj) -> str:
 
 
 def make_custom_id(stage: str, model: str, case_id: str | None, item: str | None, messages: list[dict],
-                   params: dict) -> str:
+                   params: dict, schema: dict | None = None) -> str:
     """``<stage>-<hash>``: a readable prefix plus 40 hex digits of sha256 over the whole content."""
-    content = canonical_json({"stage": stage, "model": model, "case": case_id, "item": item,
-                              "messages": messages, "params": params})
+    body = {"stage": stage, "model": model, "case": case_id, "item": item, "messages": messages, "params": params}
+    if schema is not None:  # requests without a schema keep the ids they had before the field existed
+        body["schema"] = schema
+    content = canonical_json(body)
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
     prefix = _SAFE.sub("_", stage)[: MAX_CUSTOM_ID - 41] or "req"
     return f"{prefix}-{digest}"
@@ -34,7 +36,9 @@ def make_custom_id(stage: str, model: str, case_id: str | None, item: str | None
 @dataclass
 class Request:
     """One LLM call. ``messages`` are ``{"role": "system"|"user"|"assistant", "content": str}``;
-    ``params`` are the sampling parameters sent (temperature, top_p, max_tokens, provider quirks)."""
+    ``params`` are the sampling parameters sent (temperature, top_p, max_tokens, provider quirks).
+    ``schema`` is the JSON Schema the answer must follow, ``{"name": str, "schema": {...}}``; each provider
+    sends it in its own structured-output form where it has one (and the stage parser checks it anyway)."""
 
     stage: str
     model: str  # gavel registry name (release_name)
@@ -42,10 +46,12 @@ class Request:
     params: dict = field(default_factory=dict)
     case_id: str | None = None
     item: str | None = None
+    schema: dict | None = None
 
     @property
     def custom_id(self) -> str:
-        return make_custom_id(self.stage, self.model, self.case_id, self.item, self.messages, self.params)
+        return make_custom_id(self.stage, self.model, self.case_id, self.item, self.messages, self.params,
+                              self.schema)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "custom_id": self.custom_id}
@@ -57,7 +63,9 @@ STATUSES = ("succeeded", "errored", "expired", "canceled")
 @dataclass
 class Response:
     """A provider's answer to one request. ``status`` is one of STATUSES; only ``succeeded`` responses are
-    cached. ``reasoning`` holds separated thinking text where the model returns it."""
+    cached. ``reasoning`` holds separated thinking text where the model returns it. ``finish_reason`` is
+    the provider's word for why generation stopped, normalised to ``stop``, ``length`` (cut by the output
+    limit: ``truncated``), ``tool_calls`` or ``content_filter`` where the provider says."""
 
     custom_id: str
     status: str
@@ -68,6 +76,7 @@ class Response:
     error: str | None = None
     provider: str | None = None
     batch_id: str | None = None
+    finish_reason: str | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -76,6 +85,11 @@ class Response:
     @property
     def ok(self) -> bool:
         return self.status == "succeeded"
+
+    @property
+    def truncated(self) -> bool:
+        """Cut by the output-token limit: the text is incomplete and must not be parsed as a full answer."""
+        return self.finish_reason == "length"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,7 +120,7 @@ def read_requests(path) -> list[Request]:
                 data = json.loads(line)
                 out.append(Request(**{k: data[k] for k in ("stage", "model", "messages")},
                                    params=data.get("params") or {}, case_id=data.get("case_id"),
-                                   item=data.get("item")))
+                                   item=data.get("item"), schema=data.get("schema")))
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}, line {n}: not a request ({type(err).__name__}: {err})") from None
     return out
