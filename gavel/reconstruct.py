@@ -40,14 +40,77 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
 
-import numpy as np
 import pandas as pd
 
 from . import scoring
 from .items import ITEM_KEYS
 
 NAN = math.nan
+
+
+class Status(StrEnum):
+    """Why a cell has the score (and bounds) it has: the one list of cell statuses."""
+
+    JUDGED = "judged"
+    UNREADABLE = "unreadable_judgment"
+    BOTH_EMPTY = "both_empty"
+    ONE_SIDE_EMPTY = "one_side_empty"
+    IDENTICAL = "identical"
+    MISSING_JUDGMENT = "missing_judgment"
+    CLASS_ACTION_UNJUDGED = "class_action_unjudged"
+    MODEL_UNKNOWN_REF_EMPTY = "model_unknown_ref_empty"
+    MODEL_UNKNOWN_REF_NONEMPTY = "model_unknown_ref_nonempty"
+    IDENTICAL_INFERRED = "identical_inferred"
+    IDENTICAL_OR_EMPTY = "identical_or_empty"
+    BOTH_EMPTY_INFERRED = "both_empty_inferred"
+    REF_EMPTY_INFERRED = "ref_empty_inferred"
+    REF_CONSENSUS_MODEL_EMPTY = "ref_consensus_model_empty"
+    MODEL_UNKNOWN_REF_CONSENSUS = "model_unknown_ref_consensus"
+    IDENTICAL_CONSENSUS = "identical_consensus"
+    REF_UNKNOWN_MODEL_EMPTY = "ref_unknown_model_empty"
+    BOTH_UNKNOWN = "both_unknown"
+    REF_UNKNOWN_MODEL_NONEMPTY = "ref_unknown_model_nonempty"
+
+
+class Outcome(NamedTuple):
+    """One way a cell's unknowns can resolve: does the reference hold the item, does the model's list hold
+    something the reference's lacks (over-specification), and the reverse (under-specification)."""
+
+    ref_has: bool
+    over: bool
+    under: bool
+
+
+_O = Outcome
+# For every status that is not a judgment: the outcomes the release leaves possible, the best guess first
+# (the one the status's best estimate assumes). A judged cell's outcome comes from the judgment itself.
+STATUS_OUTCOMES: dict[Status, tuple[Outcome, ...]] = {
+    Status.UNREADABLE: (_O(True, False, False), _O(True, True, False), _O(True, False, True), _O(True, True, True)),
+    Status.BOTH_EMPTY: (_O(False, False, False),),
+    Status.ONE_SIDE_EMPTY: (_O(True, False, True),),  # summary task: the model side is the empty one
+    Status.IDENTICAL: (_O(True, False, False),),
+    Status.MISSING_JUDGMENT: (_O(True, False, False), _O(True, True, False), _O(True, False, True),
+                              _O(True, True, True)),
+    Status.CLASS_ACTION_UNJUDGED: (_O(False, False, False), _O(True, False, False), _O(True, True, False),
+                                   _O(True, False, True), _O(True, True, True), _O(False, True, False)),
+    Status.MODEL_UNKNOWN_REF_EMPTY: (_O(False, False, False), _O(False, True, False)),
+    Status.MODEL_UNKNOWN_REF_NONEMPTY: (_O(True, False, False), _O(True, False, True)),
+    Status.IDENTICAL_INFERRED: (_O(True, False, False),),
+    Status.IDENTICAL_OR_EMPTY: (_O(True, False, False), _O(True, True, True)),
+    Status.BOTH_EMPTY_INFERRED: (_O(False, False, False),),
+    Status.REF_EMPTY_INFERRED: (_O(False, True, False),),
+    Status.REF_CONSENSUS_MODEL_EMPTY: (_O(True, False, True), _O(False, False, False)),
+    Status.MODEL_UNKNOWN_REF_CONSENSUS: (_O(True, False, False), _O(True, False, True), _O(False, False, False),
+                                         _O(False, True, False)),
+    Status.IDENTICAL_CONSENSUS: (_O(True, False, False), _O(False, True, False)),
+    Status.REF_UNKNOWN_MODEL_EMPTY: (_O(False, False, False), _O(True, False, True)),
+    Status.BOTH_UNKNOWN: (_O(False, False, False), _O(True, False, True), _O(False, True, False),
+                          _O(True, False, False)),
+    Status.REF_UNKNOWN_MODEL_NONEMPTY: (_O(False, True, False), _O(True, False, False)),
+}
 
 
 @dataclass(frozen=True)
@@ -91,23 +154,22 @@ def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:
     return lengths.rename("n_values").reset_index()
 
 
-def _value_sets(rel) -> dict:
-    """(origin, method, model, configuration, case, item) -> sorted tuple of values (for identity tests)."""
-    if "value_sets" in rel.cache:
-        return rel.cache["value_sets"]
-    v = rel.checklist_values
+def value_sets(checklist_values: pd.DataFrame) -> dict:
+    """(origin, method, model, configuration, case, item) -> sorted tuple of values (for identity tests).
+    Computed from the loader's ``checklist_values`` table; pass it to the cell functions to compute it once."""
+    v = checklist_values
     acc: dict = {}
     cols = [v[c].to_numpy() for c in ("origin", "method", "model", "configuration", "case_id", "item", "value")]
     for o, me, mo, co, ca, it, val in zip(*cols):
         acc.setdefault((o, me, mo, co, ca, it), []).append(val.strip())
-    rel.cache["value_sets"] = {k: tuple(sorted(x)) for k, x in acc.items()}
-    return rel.cache["value_sets"]
+    return {k: tuple(sorted(x)) for k, x in acc.items()}
 
 
-def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
-    """Cells of document extraction vs. the human checklists (human.json) of the 40 meta-evaluation cases."""
+def document_cells(rel, rules: Rules = Rules(), values: dict | None = None) -> pd.DataFrame:
+    """Cells of document extraction vs. the human checklists (human.json) of the 40 meta-evaluation cases.
+    ``values``: ``value_sets(rel.checklist_values)`` when the caller has it already."""
     lengths = checklist_lengths(rel, rules)
-    values = _value_sets(rel)
+    values = value_sets(rel.checklist_values) if values is None else values
     ref = lengths[(lengths["method"] == "human")].set_index(["case_id", "item"])["n_values"].to_dict()
     doc_len = lengths[lengths["origin"] == "document"].set_index(
         ["method", "model", "configuration", "case_id", "item"])["n_values"].to_dict()
@@ -132,11 +194,28 @@ def document_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                 rows.append(_resolve(("document", method, model, configuration, case_id, item),
                                      n_model, n_ref, True, j, identical, rules))
     out = pd.DataFrame(rows, columns=CELL_COLUMNS)
-    return fill_unreleased(out) if rules.estimate_unreleased else out.assign(estimate_basis=0)
+    return fill_unreleased(out) if rules.estimate_unreleased else out.assign(estimate_basis=0, estimate_source="")
 
 
-CELL_COLUMNS = ["task", "method", "model", "configuration", "case_id", "item", "n_model", "n_reference",
-                "best", "low", "high", "status", "judge_problems"]  # + estimate_basis (rule 6)
+class Cell(NamedTuple):
+    """One (run, case, item) cell: the row type of ``summary_cells`` / ``document_cells``."""
+
+    task: str
+    method: str
+    model: str
+    configuration: str
+    case_id: str
+    item: str
+    n_model: int | None
+    n_reference: int | None
+    best: float
+    low: float
+    high: float
+    status: Status
+    judge_problems: str = ""
+
+
+CELL_COLUMNS = list(Cell._fields)  # + estimate_basis, estimate_source (rule 6)
 
 
 def _resolve(ident, n_model, n_ref, ref_known: bool, j, identical, rules: Rules, ref_nonempty=None,
@@ -147,63 +226,64 @@ def _resolve(ident, n_model, n_ref, ref_known: bool, j, identical, rules: Rules,
     task, method, model, configuration, case_id, item = ident
     problems = ""
     if j is not None and j.kind == "unreadable":
-        return (*ident, n_model, n_ref, NAN, 0.0, 1.0, "unreadable_judgment", j.problems)
+        return Cell(*ident, n_model, n_ref, NAN, 0.0, 1.0, Status.UNREADABLE, j.problems)
     if j is not None:
         im, ir = _implied_lengths(j)
         nm = n_model if (n_model and j.orientation == "model_reference") else im
         nr = max(ir, n_ref or 0) if j.orientation == "model_reference" else ir
         s = _score_judgment(j, nm, nr, rules)
-        return (*ident, n_model if n_model is not None else im, n_ref if n_ref is not None else nr,
-                s, s, s, "judged", j.problems or problems)
+        return Cell(*ident, n_model if n_model is not None else im, n_ref if n_ref is not None else nr,
+                s, s, s, Status.JUDGED, j.problems or problems)
     # no judgment
     class_action = item == "class_action" and rules.class_action_unjudged_excluded
     if n_model is not None and ref_known:
         if n_model == 0 and n_ref == 0:
-            return (*ident, n_model, n_ref, NAN, NAN, NAN, "both_empty", "")
+            return Cell(*ident, n_model, n_ref, NAN, NAN, NAN, Status.BOTH_EMPTY, "")
         if n_model == 0 or n_ref == 0:
-            return (*ident, n_model, n_ref, 0.0, 0.0, 0.0, "one_side_empty", "")
+            return Cell(*ident, n_model, n_ref, 0.0, 0.0, 0.0, Status.ONE_SIDE_EMPTY, "")
         if identical:
-            return (*ident, n_model, n_ref, 1.0, 1.0, 1.0, "identical", "")
-        return (*ident, n_model, n_ref, NAN if class_action else NAN, 0.0, 1.0,
-                "class_action_unjudged" if item == "class_action" else "missing_judgment", "")
+            return Cell(*ident, n_model, n_ref, 1.0, 1.0, 1.0, Status.IDENTICAL, "")
+        return Cell(*ident, n_model, n_ref, NAN if class_action else NAN, 0.0, 1.0,
+                Status.CLASS_ACTION_UNJUDGED if item == "class_action" else Status.MISSING_JUDGMENT, "")
     if n_model is None and ref_known:  # model checklist not released
         if n_ref == 0:
-            return (*ident, None, n_ref, NAN, 0.0, NAN, "model_unknown_ref_empty", "")
-        return (*ident, None, n_ref, NAN if class_action else 0.0, 0.0, 1.0, "model_unknown_ref_nonempty", "")
+            return Cell(*ident, None, n_ref, NAN, 0.0, NAN, Status.MODEL_UNKNOWN_REF_EMPTY, "")
+        return Cell(*ident, None, n_ref, NAN if class_action else 0.0, 0.0, 1.0, Status.MODEL_UNKNOWN_REF_NONEMPTY, "")
     # reference unknown (summary benchmark)
     if ref_nonempty:
         if n_model == 0:
-            return (*ident, n_model, None, 0.0, 0.0, 0.0, "one_side_empty", "")
+            return Cell(*ident, n_model, None, 0.0, 0.0, 0.0, Status.ONE_SIDE_EMPTY, "")
         if n_model is None:
-            return (*ident, None, None, NAN if class_action else 0.0, 0.0, 1.0, "model_unknown_ref_nonempty", "")
+            return Cell(*ident, None, None, NAN if class_action else 0.0, 0.0, 1.0, Status.MODEL_UNKNOWN_REF_NONEMPTY, "")
         if rules.infer_identical_from_other_models and not item == "class_action":
-            return (*ident, n_model, None, 1.0, 1.0, 1.0, "identical_inferred", "")
-        return (*ident, n_model, None, NAN if class_action else 1.0, 0.0, 1.0,
-                "class_action_unjudged" if item == "class_action" else "identical_or_empty", "")
+            return Cell(*ident, n_model, None, 1.0, 1.0, 1.0, Status.IDENTICAL_INFERRED, "")
+        return Cell(*ident, n_model, None, NAN if class_action else 1.0, 0.0, 1.0,
+                Status.CLASS_ACTION_UNJUDGED if item == "class_action" else Status.IDENTICAL_OR_EMPTY, "")
     if ref_state == "empty" and item != "class_action":
         if n_model == 0:
-            return (*ident, 0, 0, NAN, NAN, NAN, "both_empty_inferred", "")
+            return Cell(*ident, 0, 0, NAN, NAN, NAN, Status.BOTH_EMPTY_INFERRED, "")
         if n_model is None:
-            return (*ident, None, 0, NAN, 0.0, NAN, "model_unknown_ref_empty", "")
-        return (*ident, n_model, 0, 0.0, 0.0, 0.0, "ref_empty_inferred", "")
+            return Cell(*ident, None, 0, NAN, 0.0, NAN, Status.MODEL_UNKNOWN_REF_EMPTY, "")
+        return Cell(*ident, n_model, 0, 0.0, 0.0, 0.0, Status.REF_EMPTY_INFERRED, "")
     if ref_state == "consensus" and item != "class_action":
         if n_model == 0:
-            return (*ident, 0, None, 0.0, 0.0, NAN, "ref_consensus_model_empty", "")
+            return Cell(*ident, 0, None, 0.0, 0.0, NAN, Status.REF_CONSENSUS_MODEL_EMPTY, "")
         if n_model is None:
-            return (*ident, None, None, NAN, 0.0, 1.0, "model_unknown_ref_consensus", "")
-        return (*ident, n_model, None, 1.0, 0.0, 1.0, "identical_consensus", "")
+            return Cell(*ident, None, None, NAN, 0.0, 1.0, Status.MODEL_UNKNOWN_REF_CONSENSUS, "")
+        return Cell(*ident, n_model, None, 1.0, 0.0, 1.0, Status.IDENTICAL_CONSENSUS, "")
     if n_model == 0:
-        return (*ident, 0, None, NAN, 0.0, NAN, "ref_unknown_model_empty", "")
+        return Cell(*ident, 0, None, NAN, 0.0, NAN, Status.REF_UNKNOWN_MODEL_EMPTY, "")
     if n_model is None:
-        return (*ident, None, None, NAN, 0.0, 1.0, "both_unknown", "")
+        return Cell(*ident, None, None, NAN, 0.0, 1.0, Status.BOTH_UNKNOWN, "")
     if item == "class_action":
-        return (*ident, n_model, None, NAN if class_action else 0.0, 0.0, 1.0, "class_action_unjudged", "")
-    return (*ident, n_model, None, 0.0, 0.0, 1.0, "ref_unknown_model_nonempty", "")
+        return Cell(*ident, n_model, None, NAN if class_action else 0.0, 0.0, 1.0, Status.CLASS_ACTION_UNJUDGED, "")
+    return Cell(*ident, n_model, None, 0.0, 0.0, 1.0, Status.REF_UNKNOWN_MODEL_NONEMPTY, "")
 
 
-def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
+def summary_cells(rel, rules: Rules = Rules(), values: dict | None = None) -> pd.DataFrame:
     """Cells of the 12 models' summaries vs. the (unreleased) reference checklists, 100 benchmark cases.
-    Cases lost from a truncated judge file are not scored (listed by ``lost_cases``)."""
+    Cases lost from a truncated judge file are not scored (listed by ``lost_cases``). ``values``: as for
+    ``document_cells``."""
     lengths = checklist_lengths(rel, rules)
     llm = lengths[(lengths["origin"] == "summary") & (lengths["method"] == "llm")]
     model_len = llm.set_index(["model", "case_id", "item"])["n_values"].to_dict()
@@ -227,7 +307,7 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
     # Where no model was judged, every released non-empty list was identical to the reference or the
     # reference is empty: two different lists prove it empty; one list shared by >= 2 models suggests
     # the reference equals it ("consensus"); otherwise it stays unknown.
-    values = _value_sets(rel)
+    values = value_sets(rel.checklist_values) if values is None else values
     shared: dict = {}
     for (origin, method, model, _c, case_id, item), vals in values.items():
         if origin == "summary" and method == "llm" and model != "human" and (case_id, item) not in ref_nonempty:
@@ -253,41 +333,74 @@ def summary_cells(rel, rules: Rules = Rules()) -> pd.DataFrame:
                                ref_state=ref_state.get((case_id, item)))
                 rows.append(row)
     cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
-    return fill_unreleased(cells) if rules.estimate_unreleased else cells.assign(estimate_basis=0)
+    return fill_unreleased(cells) if rules.estimate_unreleased else cells.assign(estimate_basis=0, estimate_source="")
+
+
+MIN_OWN_CELLS = 3  # rule 6: a model's own released cells of an item are used when it has at least this many
+
+
+def _per_model_rates(base: pd.DataFrame, flag: pd.Series) -> tuple[dict, dict]:
+    """Share of ``flag`` per (model, item) and per item (pooled over models), with the cell counts."""
+    frame = base.assign(_flag=flag.astype(float))
+    own = frame.groupby(["model", "item"])["_flag"].agg(["mean", "size"])
+    pooled = frame.groupby("item")["_flag"].agg(["mean", "size"])
+    return ({k: (float(r["mean"]), int(r["size"])) for k, r in own.iterrows()},
+            {k: (float(r["mean"]), int(r["size"])) for k, r in pooled.iterrows()})
+
+
+def _estimate(model: str, item: str, own: dict, pooled: dict) -> tuple[float, int, str]:
+    """(rate, cells it rests on, "own" | "pooled" | "none"): the model's own released cells of the item
+    when it has at least MIN_OWN_CELLS of them, else every released model's cells of the item."""
+    if own.get((model, item), (0, 0))[1] >= MIN_OWN_CELLS:
+        p, n = own[(model, item)]
+        return p, n, "own"
+    if item in pooled:
+        p, n = pooled[item]
+        return p, n, "pooled"
+    return NAN, 0, "none"
 
 
 def fill_unreleased(cells: pd.DataFrame) -> pd.DataFrame:
-    """Rule 6: best estimates for cells whose model checklist is unreleased, from the item's released
-    cells. Status and bounds are unchanged; the estimate's basis is counted in ``estimate_basis``."""
+    """Rule 6: best estimates for cells whose model checklist is unreleased. Each model is estimated from
+    its own released cells of the same item (e.g. the released half of a model whose other half is
+    missing) and from the pool of all released models only where it has fewer than MIN_OWN_CELLS of them
+    (Claude Opus 4.1 has none). Status and bounds are unchanged; ``estimate_basis`` counts the cells the
+    estimate rests on and ``estimate_source`` says whose they were (own / pooled)."""
     cells = cells.copy()
     cells["estimate_basis"] = 0
+    cells["estimate_source"] = ""
     known_model = cells["n_model"].notna()
-    no_judgment = cells["status"] != "judged"
-    # reference non-empty, no judgment: identical (1) vs model empty (0)
-    ident = cells["status"].isin(["identical", "identical_inferred"])
-    empty_vs_nonempty_ref = (cells["status"] == "one_side_empty") & (cells["n_model"] == 0)
-    base = cells[known_model & no_judgment & (ident | empty_vs_nonempty_ref)]
-    p_identical = base.assign(one=ident[base.index]).groupby("item")["one"].agg(["mean", "size"])
-    target = cells["status"] == "model_unknown_ref_nonempty"
-    for item, (p, n) in p_identical.iterrows():
-        sel = target & (cells["item"] == item) & ~(cells["item"] == "class_action")
-        cells.loc[sel, "best"] = p
-        cells.loc[sel, "estimate_basis"] = int(n)
-    # reference empty or unknown, model unknown: not applicable if most released models were empty there
+    no_judgment = cells["status"] != Status.JUDGED
     st = cells["status"]
-    empty_side = st.isin(["both_empty", "ref_unknown_model_empty"]) | ((st == "one_side_empty") & (cells["n_model"] > 0))
+    not_class_action = cells["item"] != "class_action"
+    # reference non-empty, no judgment: identical (1) vs model empty (0)
+    ident = st.isin([Status.IDENTICAL, Status.IDENTICAL_INFERRED])
+    empty_vs_nonempty_ref = (st == Status.ONE_SIDE_EMPTY) & (cells["n_model"] == 0)
+    base = cells[known_model & no_judgment & (ident | empty_vs_nonempty_ref)]
+    own_identical, pooled_identical = _per_model_rates(base, ident[base.index])
+    # reference empty or unknown, no judgment: model empty (not applicable) vs model non-empty (0)
+    empty_side = (st.isin([Status.BOTH_EMPTY, Status.REF_UNKNOWN_MODEL_EMPTY])
+                  | ((st == Status.ONE_SIDE_EMPTY) & (cells["n_model"] > 0)))
     base = cells[known_model & empty_side & no_judgment]
-    model_empty = (base["n_model"] == 0)
-    p_empty = model_empty.groupby(base["item"]).agg(["mean", "size"])
-    target = st.isin(["model_unknown_ref_empty", "both_unknown"])
-    consensus_unknown = st == "model_unknown_ref_consensus"
-    if consensus_unknown.any():
-        cells.loc[consensus_unknown, "best"] = (cells.loc[consensus_unknown, "item"]
-                                                .map(p_identical["mean"]).astype(float))
-    for item, (p, n) in p_empty.iterrows():
-        sel = target & (cells["item"] == item) & ~(cells["item"] == "class_action")
-        cells.loc[sel, "best"] = np.nan if p >= 0.5 else 0.0
-        cells.loc[sel, "estimate_basis"] = int(n)
+    own_empty, pooled_empty = _per_model_rates(base, base["n_model"] == 0)
+
+    idx = cells.index[not_class_action & st.isin([Status.MODEL_UNKNOWN_REF_NONEMPTY,
+                                                  Status.MODEL_UNKNOWN_REF_CONSENSUS])]
+    for i in idx:
+        p, n, source = _estimate(cells.at[i, "model"], cells.at[i, "item"], own_identical, pooled_identical)
+        if source == "none":  # no released cell of this item anywhere: the status's own guess stays
+            continue
+        cells.at[i, "best"] = p
+        cells.at[i, "estimate_basis"] = n
+        cells.at[i, "estimate_source"] = source
+    idx = cells.index[not_class_action & st.isin([Status.MODEL_UNKNOWN_REF_EMPTY, Status.BOTH_UNKNOWN])]
+    for i in idx:
+        p, n, source = _estimate(cells.at[i, "model"], cells.at[i, "item"], own_empty, pooled_empty)
+        if source == "none":
+            continue
+        cells.at[i, "best"] = NAN if p >= 0.5 else 0.0
+        cells.at[i, "estimate_basis"] = n
+        cells.at[i, "estimate_source"] = source
     return cells
 
 

@@ -54,9 +54,17 @@ class Metrics:
 
     # summary benchmark
     def top_models(self, k):
+        """The top k by S_checklist, and whether the neighbour intervals can separate the ranks around them."""
         s = self.t["summary_s_checklist"]
         s = s[s["length_bin"] == "all"].sort_values("s_checklist", ascending=False)
-        return ", ".join(sorted(s["label"].head(k))), None, None
+        top = s["model"].head(k + 1).tolist()
+        d = self.t["summary_neighbour_differences"]
+        pairs = d[d["model_a"].isin(top) & d["model_b"].isin(top)]
+        sep = int(pairs["separated"].sum())
+        note = (f"stand-in: ranking by S_checklist best estimates; {sep} of the {len(pairs)} neighbouring pairs "
+                f"among the top {k + 1} are separated by intervals carrying sampling and reconstruction "
+                f"uncertainty (data/results/summary_neighbour_differences.csv)")
+        return ", ".join(sorted(s["label"].head(k))), None, None, note
 
     def bin_drop(self, model):
         s = self.t["summary_s_checklist"].set_index(["model", "length_bin"])
@@ -69,17 +77,20 @@ class Metrics:
 
     def group_extreme(self, groups, models, how):
         g = self.t["summary_group_scores"]
-        sel = g[g["group"].isin(groups) & g["model"].isin(models)]["score"]
-        return float(sel.min() if how == "min" else sel.max()), None, None
+        sel = g[g["group"].isin(groups) & g["model"].isin(models)]
+        pick = (lambda x: float(x.min())) if how == "min" else (lambda x: float(x.max()))
+        return pick(sel["score"]), pick(sel["low"]), pick(sel["high"])
 
     def item_score(self, model, item):
         s = self.t["summary_item_scores"].set_index(["model", "item"]).loc[(model, item)]
         return _nan_none(s["score"]), _nan_none(s["low"]), _nan_none(s["high"])
 
     def median_item(self, model):
+        """Median over the items that have a best estimate (the same set for the value and its bounds)."""
         s = self.t["summary_item_scores"]
-        s = s[s["model"] == model]
-        return float(s["score"].median()), float(s["low"].median()), float(s["high"].median())
+        s = s[(s["model"] == model) & s["score"].notna()]
+        note = f"median over the {len(s)} items with a best estimate"
+        return float(s["score"].median()), float(s["low"].median()), float(s["high"].median()), note
 
     def kth_lowest_in_group(self, model, group, k):
         keys = [it.key for it in ITEMS if it.group == group]
@@ -89,8 +100,14 @@ class Metrics:
         return float(row["score"]), float(row["low"]), float(row["high"])
 
     def median_spec(self, model, rate):
+        """Median over the items the judge saw at least once for this model (an item never judged, such
+        as Class Action, has a rate of 0 only because nobody asked); bounds from the per-item bounds."""
         s = self.t["summary_specification"]
-        return 100 * float(s.loc[s["model"] == model, rate].median()), None, None
+        s = s[(s["model"] == model) & (s["judged"] > 0)]
+        stem = rate.split("_")[0]
+        note = f"median over the {len(s)} items judged at least once"
+        return (100 * float(s[rate].median()), 100 * float(s[f"{stem}_low"].median()),
+                100 * float(s[f"{stem}_high"].median()), note)
 
     def length_corr(self, models, method):
         c = self.t["summary_length_correlations"].set_index("models")
@@ -134,8 +151,10 @@ def evaluate(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for c in load_claims():
         value = low = high = None
+        computed_note = ""
         if c.get("metric"):
-            value, low, high = getattr(m, c["metric"])(**c.get("args", {}))
+            value, low, high, *rest = getattr(m, c["metric"])(**c.get("args", {}))
+            computed_note = rest[0] if rest else ""
         paper = c["paper"]
         if c.get("missing"):
             status = "not reproducible"
@@ -148,8 +167,17 @@ def evaluate(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             status = "reproduced" if str(value) == str(paper) else "differs"
             note = ""
         elif c.get("compare") in (">", "<"):
-            ok = value > paper if c["compare"] == ">" else value < paper
-            status, note = ("reproduced" if ok else "differs"), f"paper states {c['compare']} {paper}"
+            holds = (lambda x, p=paper: x > p) if c["compare"] == ">" else (lambda x, p=paper: x < p)
+            note = f"paper states {c['compare']} {paper}"
+            if low is None or high is None or low == high:
+                status = "reproduced" if holds(value) else "differs"
+            elif holds(value) and holds(low) and holds(high):
+                status = "reproduced"
+            elif holds(low) or holds(high):
+                status, note = "within our bounds", note + ("; the best estimate agrees" if holds(value) else
+                                                            "; the best estimate does not")
+            else:
+                status = "differs"
         elif abs(value - paper) <= _tolerance(c) + 1e-9:
             status, note = "reproduced", ""
         elif low is not None and high is not None and low - 1e-9 <= paper <= high + 1e-9:
@@ -158,13 +186,14 @@ def evaluate(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             status, note = "within our bounds", "upper bound open (cells may be not applicable)"
         else:
             status, note = "differs", ""
-        if c.get("note"):
-            note = f"{note}; {c['note']}" if note else c["note"]
+        for extra in (computed_note, c.get("note")):
+            if extra:
+                note = f"{note}; {extra}" if note else extra
         analogue = value if c.get("missing") and value is not None else None
         rows.append({"id": c["id"], "where": c["where"], "claim": c["claim"], "paper": paper,
                      "ours": None if c.get("missing") else value, "low": low, "high": high,
                      "analogue": analogue, "status": status, "note": note})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, dtype=object)
 
 
 def _fmt(x) -> str:

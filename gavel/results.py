@@ -17,12 +17,16 @@ import pandas as pd
 
 from . import config, reconstruct, scoring
 from .items import GROUPS, ITEMS
+from .judge import RELATIONS
+from .reconstruct import STATUS_OUTCOMES, Status
+from .tokens import LENGTH_BINS
 
 BOOTSTRAP_SAMPLES = 2000
 SEED = 20251122
-LENGTH_BIN_ORDER = ["32K", "64K", "128K", "256K", "512K"]
-OVER_RELATIONS = {"model_contains_reference", "different"}
-UNDER_RELATIONS = {"reference_contains_model", "different"}
+LENGTH_BIN_ORDER = list(LENGTH_BINS)
+EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
+OVER_RELATIONS = {MODEL_CONTAINS, DIFFERENT}
+UNDER_RELATIONS = {REFERENCE_CONTAINS, DIFFERENT}
 
 
 def _round(df: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
@@ -46,8 +50,8 @@ def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTS
     return values[idx].mean(axis=1)
 
 
-def summary_tables(rel) -> dict[str, pd.DataFrame]:
-    cells = reconstruct.summary_cells(rel)
+def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
+    cells = reconstruct.summary_cells(rel, values=values)
     cases = rel.cases[rel.cases["set"] == "benchmark"][["case_id", "length_bin", "part"]]
     labels = {m.release_name: m.label for m in config.models()}
     open_weights = {m.release_name: m.open_weights for m in config.models()}
@@ -66,34 +70,18 @@ def summary_tables(rel) -> dict[str, pd.DataFrame]:
         {b: i for i, b in enumerate(LENGTH_BIN_ORDER + ["all"])}) if s.name == "length_bin" else s)
 
     # bootstrap 95% intervals over cases, and for differences between ranked neighbours (paired on cases)
-    rng = np.random.default_rng(SEED)
-    wide = pc.pivot_table(index="case_id", columns="model", values="s_checklist")
-    ci_rows = []
-    for m in order:
-        v = wide[m].dropna().to_numpy()
-        boots = bootstrap_means(v, rng)
-        ci_rows.append({"model": m, "label": labels[m], "s_checklist": v.mean(), "cases": len(v),
-                        "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5)})
-    ci = pd.DataFrame(ci_rows)
-    diff_rows = []
-    for a, b in zip(order, order[1:]):
-        both = wide[[a, b]].dropna()
-        d = (both[a] - both[b]).to_numpy()
-        boots = bootstrap_means(d, rng)
-        diff_rows.append({"higher": a, "lower": b, "cases": len(d), "difference": d.mean(),
-                          "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
-                          "separated": bool(np.percentile(boots, 2.5) > 0)})
-    diffs = pd.DataFrame(diff_rows)
+    ci, diffs = bootstrap_tables(pc, order, labels)
 
     # item-level matching scores (Figures 10-12) and groups (Figure 3)
     item_scores = (cells.groupby(["model", "item"])
                    .agg(score=("best", "mean"), low=("low", "mean"), high=("high", "mean"),
-                        applicable=("best", "count"))
+                        applicable=("best", "count"), estimated=("estimate_source", lambda x: int((x != "").sum())))
                    .reset_index())
     item_scores["label"] = item_scores["model"].map(labels)
     group_of = {it.key: it.group for it in ITEMS}
     cells_g = cells.assign(group=cells["item"].map(group_of))
-    groups = (cells_g.groupby(["model", "group"]).agg(score=("best", "mean"), applicable=("best", "count"))
+    groups = (cells_g.groupby(["model", "group"]).agg(score=("best", "mean"), low=("low", "mean"),
+                                                      high=("high", "mean"), applicable=("best", "count"))
               .reset_index())
     groups["group_label"] = groups["group"].map({g.key: g.label for g in GROUPS})
     groups["label"] = groups["model"].map(labels)
@@ -123,8 +111,47 @@ def summary_tables(rel) -> dict[str, pd.DataFrame]:
             "summary_cell_status": status, "summary_lost_cases": lost}
 
 
+def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """95% intervals over cases for each model, and for the difference between neighbours in the ranking.
+
+    ``ci_low``/``ci_high`` resample the best estimates only (sampling uncertainty). ``bounds_ci_low`` /
+    ``bounds_ci_high`` carry the reconstruction's uncertainty too: the 2.5th percentile of the resampled
+    lower-bound series and the 97.5th of the upper-bound series. Neighbours are compared on the cases both
+    have, always as ``difference = model_a - model_b`` where ``model_a`` is ranked above ``model_b`` by the
+    overall best estimate (a negative difference means ``model_b`` is ahead on their common cases); they are
+    ``separated`` only when the interval carrying both uncertainties excludes 0."""
+    rng = np.random.default_rng(SEED)
+    wide = {col: pc.pivot_table(index="case_id", columns="model", values=col, dropna=False)
+            for col in ("s_checklist", "s_checklist_low", "s_checklist_high")}
+    ci_rows = []
+    for m in order:
+        v = wide["s_checklist"][m].dropna().to_numpy()
+        lo = wide["s_checklist_low"][m].dropna().to_numpy()
+        hi = wide["s_checklist_high"][m].dropna().to_numpy()
+        boots, boots_lo, boots_hi = (bootstrap_means(x, rng) for x in (v, lo, hi))
+        ci_rows.append({"model": m, "label": labels[m], "s_checklist": v.mean(), "cases": len(v),
+                        "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
+                        "bounds_ci_low": np.percentile(boots_lo, 2.5),
+                        "bounds_ci_high": np.percentile(boots_hi, 97.5)})
+    diff_rows = []
+    for a, b in zip(order, order[1:]):
+        best = wide["s_checklist"][[a, b]].dropna()
+        common = best.index
+        d = (best[a] - best[b]).to_numpy()
+        d_lo = (wide["s_checklist_low"][a] - wide["s_checklist_high"][b]).reindex(common).dropna().to_numpy()
+        d_hi = (wide["s_checklist_high"][a] - wide["s_checklist_low"][b]).reindex(common).dropna().to_numpy()
+        boots, boots_lo, boots_hi = (bootstrap_means(x, rng) for x in (d, d_lo, d_hi))
+        lo_all, hi_all = np.percentile(boots_lo, 2.5), np.percentile(boots_hi, 97.5)
+        diff_rows.append({"model_a": a, "model_b": b, "common_cases": len(d), "difference": d.mean(),
+                          "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
+                          "difference_low": d_lo.mean(), "difference_high": d_hi.mean(),
+                          "bounds_ci_low": lo_all, "bounds_ci_high": hi_all,
+                          "separated": bool(lo_all > 0 or hi_all < 0)})
+    return pd.DataFrame(ci_rows), pd.DataFrame(diff_rows)
+
+
 def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
-    """Over- and under-specification per model and item.
+    """Over- and under-specification per model and item, with bounds.
 
     A summary *over-specifies* an item when its checklist holds something the reference's does not: the
     judge lists model-only values, or says the model's value contains the reference's or differs from it,
@@ -132,7 +159,12 @@ def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     something the model's does not (reference-only values, reference contains model, different, or the
     model has nothing where the reference has values). Over-specification rate: share of all scored cases;
     under-specification rate: share of the cases whose reference holds the item. Judge files in A/B wording
-    (orientation unknown) cannot say which side is which: their cases are left out (column ``cases``)."""
+    (orientation unknown) cannot say which side is which: their cases are left out (column ``cases``).
+
+    Unjudged cells leave the outcome open (``reconstruct.STATUS_OUTCOMES``): the best estimate takes each
+    status's first outcome; ``over_low``/``over_high`` and ``under_low``/``under_high`` are the extremes of
+    the rates over every outcome the release allows. ``reference_cases_low``/``_high`` bound the number of
+    cases whose reference holds the item (the under-specification rate's denominator)."""
     j = rel.judgments[rel.judgments["task"] == "summary"]
     unknown = j.loc[j["orientation"] == "unknown", ["model", "case_id"]].drop_duplicates()
     df = cells[["model", "case_id", "item", "status"]].merge(
@@ -140,26 +172,54 @@ def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     df = df[df["_ab"].isna()].drop(columns="_ab")
     df = df.merge(j[["model", "case_id", "item", "kind", "relation", "only_in_model", "only_in_reference"]],
                   on=["model", "case_id", "item"], how="left")
-    judged = df["status"] == "judged"
-    rel_kind = df["kind"] == "relation"
-    n_only_model = df["only_in_model"].map(lambda x: len(x) if isinstance(x, list) else 0)
-    n_only_ref = df["only_in_reference"].map(lambda x: len(x) if isinstance(x, list) else 0)
-    over = judged & ((rel_kind & df["relation"].isin(OVER_RELATIONS)) | (~rel_kind & (n_only_model > 0)))
-    over |= df["status"].isin(["ref_unknown_model_nonempty", "ref_empty_inferred"])
-    under = judged & ((rel_kind & df["relation"].isin(UNDER_RELATIONS)) | (~rel_kind & (n_only_ref > 0)))
-    under |= df["status"].isin(["one_side_empty", "ref_consensus_model_empty"])
-    ref_has = ~df["status"].isin(["both_empty", "both_empty_inferred", "ref_unknown_model_empty",
-                                  "ref_unknown_model_nonempty", "both_unknown", "ref_empty_inferred",
-                                  "model_unknown_ref_empty", "class_action_unjudged"])
-    df = df.assign(over=over, under_ref=under & ref_has, ref_has=ref_has)
+    judged = (df["status"] == Status.JUDGED).to_numpy()
+    rel_kind = (df["kind"] == "relation").to_numpy()
+    n_only_model = df["only_in_model"].map(lambda x: len(x) if isinstance(x, list) else 0).to_numpy()
+    n_only_ref = df["only_in_reference"].map(lambda x: len(x) if isinstance(x, list) else 0).to_numpy()
+    over_j = (rel_kind & df["relation"].isin(OVER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_model > 0))
+    under_j = (rel_kind & df["relation"].isin(UNDER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_ref > 0))
+    # per cell: can it be over (o1), must it be (o0); (ref_has, under) choices for the ratio's extremes
+    cols = {k: [] for k in ("over", "over_lo", "over_hi", "ref", "ref_lo", "ref_hi", "under", "r_lo", "u_lo",
+                                   "r_hi", "u_hi")}
+    for i, st in enumerate(df["status"].to_numpy()):
+        if judged[i]:
+            outs = (reconstruct.Outcome(True, bool(over_j[i]), bool(under_j[i])),)
+        else:
+            outs = STATUS_OUTCOMES[Status(st)]
+        best = outs[0]
+        cols["over"].append(best.over)
+        cols["over_lo"].append(all(o.over for o in outs))
+        cols["over_hi"].append(any(o.over for o in outs))
+        cols["ref"].append(best.ref_has)
+        cols["ref_lo"].append(all(o.ref_has for o in outs))
+        cols["ref_hi"].append(any(o.ref_has for o in outs))
+        cols["under"].append(best.ref_has and best.under)
+        pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
+        # lowest ratio: a reference case without under-specification, else no reference, else forced
+        low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
+        # highest ratio: an under-specified reference case, else no reference, else forced
+        high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
+        cols["r_lo"].append(low[0])
+        cols["u_lo"].append(low[1])
+        cols["r_hi"].append(high[0])
+        cols["u_hi"].append(high[1])
+    df = df.assign(**cols)
     g = df.groupby(["model", "item"])
-    out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref_has"].sum()})
-    out["under_rate"] = g["under_ref"].sum() / out["reference_has_item"].where(out["reference_has_item"] > 0)
+    out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref"].sum()})
+    out["under_rate"] = g["under"].sum() / out["reference_has_item"].where(out["reference_has_item"] > 0)
+    out["over_low"] = g["over_lo"].mean()
+    out["over_high"] = g["over_hi"].mean()
+    r_lo, r_hi = g["r_lo"].sum(), g["r_hi"].sum()
+    out["under_low"] = g["u_lo"].sum() / r_lo.where(r_lo > 0)
+    out["under_high"] = g["u_hi"].sum() / r_hi.where(r_hi > 0)
+    out["reference_cases_low"] = g["ref_lo"].sum()
+    out["reference_cases_high"] = g["ref_hi"].sum()
+    out["judged"] = g["status"].apply(lambda x: int((x == Status.JUDGED).sum()))
     return out.reset_index()
 
 
-def document_tables(rel) -> dict[str, pd.DataFrame]:
-    cells = reconstruct.document_cells(rel)
+def document_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
+    cells = reconstruct.document_cells(rel, values=values)
     keys = ["method", "model", "configuration"]
     pc = per_case(cells, keys)
     scores = mean_over_cases(pc, keys)
@@ -204,9 +264,10 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
 
 def compute(rel) -> dict[str, pd.DataFrame]:
     tables = {}
+    values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
     tables.update(case_tables(rel))
-    tables.update(summary_tables(rel))
-    tables.update(document_tables(rel))
+    tables.update(summary_tables(rel, values))
+    tables.update(document_tables(rel, values))
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
     return tables
