@@ -14,14 +14,33 @@ include .env
 export
 endif
 
-.PHONY: help install system-deps data audit results figures executed-notebooks reproduce test lint clean
+.PHONY: help install system-deps data audit results figures figure-files list-figures reproduce test lint clean
 
-# Figure notebooks, executed by papermill into notebooks/executed/ (git-ignored). A notebook re-runs only
-# when it, the result tables or the plotting code changed. Not figures: the item explorer (needs the release)
-# and the LLM stage notebook.
-FIGURE_NOTEBOOKS := $(filter-out notebooks/07_item_explorer.ipynb notebooks/08_llm_stage.ipynb,$(sort $(wildcard notebooks/[0-9]*.ipynb)))
-EXECUTED := $(patsubst notebooks/%.ipynb,notebooks/executed/%.ipynb,$(FIGURE_NOTEBOOKS))
+# Figures are the targets: each figure file is remade when it is missing, or when its notebook, the result
+# tables, the plotting code or the labels (models.yaml, items.py) changed. A notebook draws several files;
+# they are one grouped target, so the notebook runs once for all of them. Executed copies of the notebooks
+# go to notebooks/executed/ (git-ignored). Not figures: the item explorer (needs the release) and the LLM
+# notebooks.
 RESULT_TABLES := $(wildcard data/results/*.csv)
+FIGURE_DEPS := $(RESULT_TABLES) gavel/figures.py gavel/results.py gavel/models.yaml gavel/items.py gavel/config.py
+FIGURE_FILES :=
+# $(1): notebook name, $(2): the figure names it writes
+define figure_notebook
+FIGURE_FILES += $(foreach f,$(2),figures/$(f).png figures/$(f).pdf)
+$(foreach f,$(2),figures/$(f).png figures/$(f).pdf) &: notebooks/$(1).ipynb $(FIGURE_DEPS) | $(STAMP)
+	@mkdir -p notebooks/executed figures
+	$(VENV)/bin/papermill --log-level WARNING --no-progress-bar -k python3 notebooks/$(1).ipynb notebooks/executed/$(1).tmp.ipynb
+	@mv notebooks/executed/$(1).tmp.ipynb notebooks/executed/$(1).ipynb
+	@for f in $(foreach f,$(2),figures/$(f).png figures/$(f).pdf); do \
+	  test -s $$$$f || { echo "notebooks/$(1).ipynb did not write $$$$f" >&2; exit 1; }; touch $$$$f; done
+endef
+$(eval $(call figure_notebook,00_data_audit,release_audit))
+$(eval $(call figure_notebook,01_benchmark_overview,fig02_benchmark))
+$(eval $(call figure_notebook,02_checklist_groups,fig03_groups))
+$(eval $(call figure_notebook,03_item_analysis,fig04_item_analysis_gemini-2.5-flash fig04_item_analysis_gemini-2.5-pro fig04_item_analysis_claude-sonnet-4-20250514-thinking))
+$(eval $(call figure_notebook,04_item_scores,fig10_12_item_scores))
+$(eval $(call figure_notebook,05_summary_length,fig06_summary_length))
+$(eval $(call figure_notebook,06_document_extraction,fig05_document_extraction fig08_document_input_tokens fig08_document_output_tokens))
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -49,15 +68,13 @@ results: $(STAMP) ## Recompute data/results/ and docs/REPRODUCTION.md from the r
 	$(PY) -m gavel results
 
 figures: $(STAMP) ## Regenerate every figure (PNG + PDF in figures/) from data/results/, no release needed
-	@$(MAKE) --no-print-directory -j2 executed-notebooks
+	@$(MAKE) --no-print-directory -j2 figure-files
 	@echo "figures up to date in figures/"
 
-executed-notebooks: $(EXECUTED)
+figure-files: $(FIGURE_FILES)
 
-notebooks/executed/%.ipynb: notebooks/%.ipynb $(RESULT_TABLES) gavel/figures.py gavel/results.py | $(STAMP)
-	@mkdir -p notebooks/executed
-	$(VENV)/bin/papermill --log-level WARNING --no-progress-bar -k python3 $< $@.tmp.ipynb
-	@mv $@.tmp.ipynb $@
+list-figures: ## Print the figure files `make figures` keeps up to date
+	@printf '%s\n' $(FIGURE_FILES)
 
 reproduce: data results figures ## Everything from the release: data, results, figures
 

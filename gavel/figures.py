@@ -21,8 +21,9 @@ import seaborn as sns  # noqa: E402
 
 from . import config  # noqa: E402
 from .items import GROUPS, ITEMS  # noqa: E402
+from .tokens import LENGTH_BINS  # noqa: E402
 
-BINS = ["32K", "64K", "128K", "256K", "512K"]
+BINS = list(LENGTH_BINS)
 PALETTE = sns.color_palette("colorblind")
 HEATMAP = "cividis"
 ITEM_LABEL = {it.key: it.label for it in ITEMS}
@@ -45,6 +46,19 @@ def save(fig, name: str) -> list[Path]:
     fig.savefig(paths[0])
     fig.savefig(paths[1], metadata={"CreationDate": None, "ModDate": None})
     return paths
+
+
+def model_label_marked(tables, model: str) -> str:
+    """Display name, with * (one) or ** (both) when the model's summary-checklist files are unreleased and
+    its cells are estimated."""
+    s = tables["summary_s_checklist"]
+    parts = s[s["length_bin"] == "all"].set_index("model")["checklist_parts_released"]
+    n = int(parts.get(model, 2))
+    return config.model_label(model) + ("" if n >= 2 else " " + "*" * (2 - n))
+
+
+ESTIMATED_NOTE = ("* one (** both) of the model's two summary-checklist files is empty or absent in the release: "
+                  "its cells are estimated (rule 6), hence the wider bounds.")
 
 
 def model_order(tables) -> list[str]:
@@ -82,20 +96,21 @@ def fig_benchmark(tables) -> plt.Figure:
     ax.set_title("S_checklist by case length: best estimate, [lower, upper] bound")
     ci = tables["summary_bootstrap"].set_index("model").loc[order]
     y = np.arange(len(order))
+    ax2.hlines(y, ci["bounds_ci_low"], ci["bounds_ci_high"], color="grey", lw=5, alpha=0.35,
+               label="95% interval with reconstruction bounds")
     ax2.errorbar(ci["s_checklist"], y, xerr=[ci["s_checklist"] - ci["ci_low"], ci["ci_high"] - ci["s_checklist"]],
-                 fmt="o", color=PALETTE[0], ecolor=PALETTE[0], capsize=3)
+                 fmt="o", color=PALETTE[0], ecolor=PALETTE[0], capsize=3, label="bootstrap 95% CI (best estimates)")
     for yy, n in zip(y, ci["cases"]):
-        if n < 100:
-            ax2.annotate(f"{n} cases", (ci["ci_high"].iloc[yy], yy), xytext=(4, 0), textcoords="offset points",
-                         va="center", fontsize=7, color=PALETTE[3])
-    lo, hi = ci["ci_low"].min(), ci["ci_high"].max()
-    ax2.set_xlim(lo - 1, hi + 0.15 * (hi - lo) + 1)
+        ax2.annotate(f"{n} cases", (ci["bounds_ci_high"].iloc[yy], yy), xytext=(4, 0), textcoords="offset points",
+                     va="center", fontsize=6.5, color=PALETTE[3] if n < 100 else "grey")
+    lo, hi = ci["bounds_ci_low"].min(), ci["bounds_ci_high"].max()
+    ax2.set_xlim(lo - 1, hi + 0.2 * (hi - lo) + 1)
     ax2.set_yticks(y, labels)
     ax2.invert_yaxis()
-    ax2.set_xlabel("S_checklist, all cases (bootstrap 95% CI)")
-    fig.text(0.01, -0.02, "* one (** both) of the model's two summary-checklist files is empty or absent in the "
-             "release: its cells are estimated (rule 6), hence the wider bounds.", fontsize=7.5)
-    ax2.set_title("Overall, with 95% interval")
+    ax2.set_xlabel("S_checklist, all cases")
+    ax2.legend(fontsize=6.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1))
+    fig.text(0.01, -0.02, ESTIMATED_NOTE, fontsize=7.5)
+    ax2.set_title("Overall, with 95% intervals")
     ax2.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -111,14 +126,23 @@ def fig_groups(tables, models: list[str] | None = None) -> plt.Figure:
     x = np.arange(len(GROUPS))
     for k, m in enumerate(models):
         sel = g[g["model"] == m].set_index("group").reindex([gr.key for gr in GROUPS])
-        ax.bar(x + k * width - 0.4 + width / 2, sel["score"], width, label=config.model_label(m), color=PALETTE[k])
+        xs = x + k * width - 0.4 + width / 2
+        ax.bar(xs, sel["score"], width, label=model_label_marked(tables, m), color=PALETTE[k])
+        if "low" in sel:
+            ax.errorbar(xs, sel["score"], yerr=[(sel["score"] - sel["low"]).clip(lower=0),
+                                                (sel["high"] - sel["score"]).clip(lower=0)],
+                        fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+        for xx, n in zip(xs, sel["applicable"]):
+            if pd.notna(n):
+                ax.text(xx, 0.01, f"{int(n)}", rotation=90, ha="center", va="bottom", fontsize=5, color="white")
     ax.set_xticks(x, [GROUP_LABEL[gr.key] for gr in GROUPS], rotation=20, ha="right")
-    ax.set_ylabel("Mean matching score m_i")
+    ax.set_ylabel("Mean matching score m_i (bars: bounds;\nnumbers: applicable cells)")
     ax.set_xlabel("Checklist group")
     ax.set_ylim(0, 1)
     ax.set_title("Matching score by checklist group (top models)")
     ax.legend(ncol=len(models), fontsize=7.5, loc="upper right", frameon=False)
     ax.grid(axis="y", alpha=0.3)
+    fig.text(0.01, -0.03, ESTIMATED_NOTE, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -145,29 +169,52 @@ def fig_item_analysis(tables, model: str, k: int = 5) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     top = pd.concat([items.head(k), items.tail(k)])
     colours = [PALETTE[2]] * min(k, len(items)) + [PALETTE[3]] * (len(top) - min(k, len(items)))
-    axes[0].barh([ITEM_LABEL[i] for i in top["item"]], top["score"], color=colours)
+    ylab = [f"{ITEM_LABEL[i]} (n={int(n)})" for i, n in zip(top["item"], top["applicable"])]
+    _bars_with_bounds(axes[0], ylab, top["score"], top["low"], top["high"], colours)
     axes[0].axvline(items["score"].median(), ls="--", color="grey", lw=1)
-    axes[0].invert_yaxis()
-    axes[0].set_xlabel("Matching score m_i")
+    axes[0].set_xlabel("Matching score m_i (bars: bounds; n: applicable cases)")
     axes[0].set_title(f"Top and bottom {k} items")
     axes[0].set_xlim(0, 1)
-    for ax, col, title, colour in ((axes[1], "over_rate", "Most over-specified", PALETTE[1]),
-                                   (axes[2], "under_rate", "Most under-specified", PALETTE[4])):
-        sel = spec.dropna(subset=[col]).sort_values(col, ascending=False).head(k)
-        ax.barh([ITEM_LABEL[i] for i in sel["item"]], 100 * sel[col], color=colour)
-        ax.axvline(100 * spec[col].median(), ls="--", color="grey", lw=1)
-        ax.invert_yaxis()
+    judged = spec[spec["judged"] > 0] if "judged" in spec else spec
+    for ax, col, stem, count, title, colour in (
+            (axes[1], "over_rate", "over", "cases", "Most over-specified", PALETTE[1]),
+            (axes[2], "under_rate", "under", "reference_has_item", "Most under-specified", PALETTE[4])):
+        sel = judged.dropna(subset=[col]).sort_values(col, ascending=False).head(k)
+        ylab = [f"{ITEM_LABEL[i]} (n={int(n)})" for i, n in zip(sel["item"], sel[count])]
+        lo = sel.get(f"{stem}_low", sel[col])
+        hi = sel.get(f"{stem}_high", sel[col])
+        _bars_with_bounds(ax, ylab, 100 * sel[col], 100 * lo, 100 * hi, [colour] * len(sel))
+        ax.axvline(100 * judged[col].median(), ls="--", color="grey", lw=1)
         ax.set_xlim(0, 100)
-        ax.set_xlabel("Share of cases (%)")
-        ax.set_title(f"{title} ({int(spec['cases'].max())} cases)" if len(spec) else title)
+        ax.set_xlabel("Share of cases (%) (n: " + ("scored cases" if stem == "over" else "cases whose reference "
+                                                   "holds the item") + ")")
+        ax.set_title(title)
     if spec.empty:
         for ax in axes[1:]:
             ax.set_yticks([])
             ax.text(0.5, 0.5, "not computable: every judge file of this\nmodel is in A/B wording (orientation unknown)",
                     ha="center", va="center", transform=ax.transAxes, fontsize=8)
-    fig.suptitle(f"{config.model_label(model)}: item-level analysis (dashed: medians)", y=1.02)
+    fig.suptitle(f"{model_label_marked(tables, model)}: item-level analysis (dashed: medians over the items "
+                 f"judged at least once)", y=1.02)
+    if not model_label_marked(tables, model).endswith(config.model_label(model)):
+        fig.text(0.01, -0.04, ESTIMATED_NOTE, fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def _bars_with_bounds(ax, labels, values, low, high, colours) -> None:
+    """Horizontal bars with their bounds as error bars; a zero bar gets a visible tick at 0."""
+    y = np.arange(len(labels))
+    values = np.asarray(values, dtype=float)
+    ax.barh(y, values, color=colours)
+    lo = np.nan_to_num(np.asarray(low, dtype=float), nan=0.0)
+    hi = np.nan_to_num(np.asarray(high, dtype=float), nan=np.nanmax([values.max(initial=0), 0]))
+    ax.errorbar(values, y, xerr=[np.clip(values - lo, 0, None), np.clip(hi - values, 0, None)], fmt="none",
+                ecolor="black", elinewidth=0.8, capsize=2)
+    zero = values == 0
+    ax.plot(values[zero], y[zero], marker="|", ls="", color="black", ms=9)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
 
 
 def fig_item_scores(tables) -> plt.Figure:
@@ -176,13 +223,20 @@ def fig_item_scores(tables) -> plt.Figure:
     s = tables["summary_item_scores"].pivot(index="item", columns="model", values="score")
     s = s.reindex(index=[it.key for it in ITEMS], columns=order)
     fig, ax = plt.subplots(figsize=(11, 8))
-    sns.heatmap(s, ax=ax, cmap=HEATMAP, vmin=0, vmax=1, annot=True, fmt=".2f", annot_kws={"fontsize": 6.5},
+    t = tables["summary_item_scores"]
+    width = (t.pivot(index="item", columns="model", values="high")
+             - t.pivot(index="item", columns="model", values="low")).reindex(index=s.index, columns=order)
+    n = t.pivot(index="item", columns="model", values="applicable").reindex(index=s.index, columns=order)
+    annot = s.map(lambda v: "" if pd.isna(v) else f"{v:.2f}") + n.map(lambda v: "" if pd.isna(v) else f"\n{int(v)}")
+    annot = annot.where(~(width > 0.5), annot + "†")
+    sns.heatmap(s, ax=ax, cmap=HEATMAP, vmin=0, vmax=1, annot=annot.values, fmt="", annot_kws={"fontsize": 5.5},
                 cbar_kws={"label": "Matching score m_i (best estimate; blank = no estimate)"})
     ax.set_yticklabels([ITEM_LABEL[i] for i in s.index], rotation=0)
-    ax.set_xticklabels([config.model_label(m) for m in s.columns], rotation=35, ha="right")
+    ax.set_xticklabels([model_label_marked(tables, m) for m in s.columns], rotation=35, ha="right")
     ax.set_xlabel("Model")
     ax.set_ylabel("Checklist item")
-    ax.set_title("Item-level matching score of each model")
+    ax.set_title("Item-level matching score of each model (second line: applicable cases; † bounds wider than 0.5)")
+    fig.text(0.01, -0.02, ESTIMATED_NOTE, fontsize=7.5)
     fig.tight_layout()
     return fig
 
@@ -220,7 +274,9 @@ def _doc_label(r) -> str:
 
 def fig_document_extraction(tables, measure: str = "total") -> plt.Figure:
     """Figures 5/8: S_checklist of each extraction method against tokens per case (log axis)."""
-    d = tables["document_s_checklist"].dropna(subset=["s_checklist", f"{measure}_tokens_per_case"])
+    full = tables["document_s_checklist"]
+    d = full.dropna(subset=["s_checklist", f"{measure}_tokens_per_case"])
+    dropped = full.drop(d.index)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     markers = {"end_to_end": "o", "chunk_by_chunk": "D", "agent": "^"}
     models = sorted(d["model"].unique())
@@ -239,6 +295,16 @@ def fig_document_extraction(tables, measure: str = "total") -> plt.Figure:
     handles += [plt.Line2D([], [], marker="s", ls="", color=PALETTE[i], label=config.model_label(m))
                 for i, m in enumerate(models)]
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if len(dropped):
+        lines = ["Not drawn (the release lacks what they need):"]
+        for r in dropped.itertuples():
+            why = []
+            if pd.isna(r.s_checklist):
+                why.append("no judge output (empty file)")
+            if pd.isna(getattr(r, f"{measure}_tokens_per_case")):
+                why.append("no token counts (files absent)")
+            lines.append(f"  {_doc_label(r).splitlines()[0]}: {', '.join(why)}")
+        fig.text(0.01, -0.02 - 0.035 * len(lines), "\n".join(lines), fontsize=7, va="bottom")
     fig.tight_layout()
     return fig
 
