@@ -20,6 +20,7 @@ DEFAULT_RELEASE_DIR = DATA_DIR / "external" / "gavel"
 RESULTS_DIR = DATA_DIR / "results"
 FIGURES_DIR = REPO_ROOT / "figures"
 PROMPTS_DIR = REPO_ROOT / "prompts"
+DOCS_DIR = REPO_ROOT / "docs"
 RELEASE_URL = "https://github.com/Yao-Dou/gavel"
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import config, reconstruct
 from .items import item as item_of
+from .judge import RELATIONS
 
 
 def _values(rel, origin, method, model, configuration, case_id, item):
@@ -35,7 +36,7 @@ def find(rel, model: str, item: str | None = None, case_id: str | None = None, r
     ``relation`` filters judged single-value cells (e.g. "different"); ``status`` filters by cell status."""
     if task not in ("summary", "document"):
         raise ValueError(f"task must be 'summary' or 'document', got {task!r}")
-    valid = ("equal", "model_contains_reference", "reference_contains_model", "different")
+    valid = RELATIONS
     if relation is not None and relation not in valid:
         raise ValueError(f"unknown relation {relation!r}; use one of {valid} or None")
     cells = reconstruct.summary_cells(rel) if task == "summary" else reconstruct.document_cells(rel)

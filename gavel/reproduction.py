@@ -22,7 +22,7 @@ from . import config
 from .items import ITEMS
 
 CLAIMS_FILE = Path(__file__).with_name("paper_claims.yaml")
-DOC = config.REPO_ROOT / "docs" / "REPRODUCTION.md"
+DOC = config.DOCS_DIR / "REPRODUCTION.md"
 
 
 def load_claims() -> list[dict]:
