@@ -45,6 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import config, judge
+from .checklist import entry_values
 from .items import GROUPS, ITEMS, UnknownItemError, group_slug, item, spelling_of
 
 PARTS = {"": 1, "_2": 2}
@@ -193,44 +194,15 @@ class _Builder:
             if key is None:
                 continue
             seen.add(key)
-            if isinstance(entry, dict):
-                values = entry.get("extracted", [])
-            elif isinstance(entry, list):  # human.json: item -> list of values
-                values = entry
-            else:
+            if not isinstance(entry, (dict, list)):
                 self.defect(path, "malformed_record", f"{record}, item {name!r}", f"entry is {type(entry).__name__}")
                 continue
-            if not isinstance(values, list):
-                self.defect(path, "malformed_record", f"{record}, item {name!r}", "extracted is not a list")
-                values = []
-            kept = 0
+            values, problems = entry_values(entry)
+            for problem in problems:
+                self.defect(path, problem.defect, f"{record}, item {name!r}", problem.detail)
             for v in values:
-                value = v.get("value") if isinstance(v, dict) else None
-                if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
-                    self.defect(path, "list_value", f"{record}, item {name!r}",
-                                f"{len(value)} values in one entry")
-                    expanded = value
-                elif isinstance(value, str):
-                    expanded = [value]
-                elif isinstance(value, dict) and value and all(isinstance(x, (str, int, float)) or x is None
-                                                               for x in value.values()):
-                    expanded = ["; ".join(f"{k}: {x}" for k, x in value.items())]
-                    self.defect(path, "structured_value", f"{record}, item {name!r}",
-                                f"fields {', '.join(value)} joined into one text value")
-                else:
-                    self.defect(path, "malformed_record", f"{record}, item {name!r}", f"value {str(v)[:80]!r}")
-                    continue
-                ev = v.get("evidence", v.get("evidences", []))
-                ev = ev if isinstance(ev, list) else [ev]
-                texts = [e.get("text", "") if isinstance(e, dict) else str(e) for e in ev]
-                docs = [e.get("source_document", "") for e in ev if isinstance(e, dict)]
-                for one in expanded:
-                    kept += 1
-                    self.rows["checklist_values"].append({
-                        **ident, "case_id": case_id, "item": key, "index": kept, "value": one,
-                        "evidence": texts, "evidence_documents": docs or None,
-                        "evidence_spans": v.get("evidences_indices"),
-                    })
+                self.rows["checklist_values"].append({**ident, "case_id": case_id, "item": key, **v})
+            kept = len(values)
             self.rows["checklist_items"].append({**ident, "case_id": case_id, "item": key, "n_values": kept,
                                                  "spelling": name, "file": rel_path})
         if expected is not None:
