@@ -265,3 +265,76 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
                 row[f"{col}_ci_low"], row[f"{col}_ci_high"] = score.bootstrap_ci(g[col].tolist(), seed=seed)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------- inputs ----------
+def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[str, str, str]]:
+    """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
+    ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
+    ``model`` per line. ``subject`` names whose summaries they are (default: the file name, or each line's
+    ``model``). A record of another shape raises :class:`InputError` naming the file and record."""
+    path = Path(path)
+    name = subject or path.stem
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{path}, line {n}: not JSON ({err})") from None
+            body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
+            if not isinstance(body, str) or "case_id" not in rec:
+                raise InputError(f"{path}, line {n}: expected an object with case_id and summary")
+            out.append((subject or rec.get("model") or name, str(rec["case_id"]), body))
+        return out
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not JSON ({err})") from None
+    if isinstance(data, dict) and isinstance(data.get("results"), dict):
+        data = data["results"]
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
+    out = []
+    for case_id, body in data.items():
+        if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
+            body = body.get("summary/long", body.get("summary"))
+        if not isinstance(body, str):
+            raise InputError(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+        out.append((name, str(case_id), body))
+    return out
+
+
+def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
+    """Human summaries (case_id -> text) and length bins of the release's cases."""
+    s = rel.summaries
+    human = s[s["model"] == "human"].drop_duplicates("case_id")
+    bins = rel.cases.drop_duplicates("case_id").set_index("case_id")["length_bin"].dropna().to_dict() \
+        if "length_bin" in rel.cases else {}
+    return dict(zip(human["case_id"], human["text"])), bins
+
+
+def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
+    """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
+    (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
+    from .llm.runner import StageRunner
+
+    s = settings
+    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
+    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
+    tables = []
+    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
+    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
+                                             s.max_tokens, s.structured)]
+    for stage, reqs in (("extract", ex), ("style", sty)):
+        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
+            reqs, mode=s.mode, show=False)
+        tables.append(t.assign(stage=stage))
+    table = pd.concat(tables, ignore_index=True)
+    print(table.to_string(index=False))
+    print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
+          f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    return table
