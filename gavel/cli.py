@@ -158,7 +158,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.pipeline)."""
     from . import pipeline
     from .items import item
-    from .llm.providers import get_provider
 
     summaries = [row for path in args.summaries for row in pipeline.read_summaries(path, args.name)]
     if args.references:
@@ -173,8 +172,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
-    kwargs = {"base_url": args.base_url} if args.base_url else {}
-    provider = get_provider(args.provider, **kwargs)
+    provider = pipeline.provider(args.provider, args.base_url)
     if args.dry_run:
         pipeline.dry_run(summaries, references, provider, settings, args.out)
         return 0
@@ -234,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
-    p.add_argument("--summaries", required=True, action="append",
+    p.add_argument("--summaries", required=True, nargs="+", action="extend",
                    help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")
     p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
     p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")
