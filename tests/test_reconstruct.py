@@ -32,7 +32,7 @@ def test_summary_cells(fixture_rel):
     assert c["status"] == "ref_unknown_model_empty" and math.isnan(c["best"]) and c["low"] == 0.0
     # cases of the truncated A/B file that were lost are not scored
     ab = cells[cells["model"] == "gemini-2.5-pro"]
-    assert set(ab["case_id"]) == {"c1", "c2"}
+    assert set(ab["case_id"]) == {"c1", "c2", "c3"}  # c4 was cut off
 
 
 def test_aggregate_bounds_bracket_best(fixture_rel):
