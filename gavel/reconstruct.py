@@ -436,7 +436,8 @@ def lost_cases(rel) -> pd.DataFrame:
 def aggregate(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """S_checklist per group (100 x mean of applicable item scores): best, and the lower and upper bound
     (a NaN bound means that side's extreme leaves the cell out)."""
-    ambiguous = (cells["low"] != cells["high"]) | (cells["low"].isna() != cells["high"].isna())
+    low, high = cells["low"], cells["high"]
+    ambiguous = (low.isna() != high.isna()) | (low.notna() & (low != high))  # both NaN: not applicable either way
     frame = cells[by + ["best", "low", "high"]].assign(ambiguous=ambiguous.astype(int))
     g = frame.groupby(by, dropna=False)
     sums, counts = g[["best", "low", "high"]].sum(), g[["best", "low", "high"]].count()

@@ -44,6 +44,28 @@ def test_aggregate_bounds_bracket_best(fixture_rel):
             assert r.s_checklist <= r.s_checklist_high + 1e-9
 
 
+def test_aggregate_arithmetic_leaves_not_applicable_cells_out():
+    """S_checklist is 100 x the mean over applicable cells: a not-applicable cell (NaN) is neither 0 nor
+    counted; each bound is the mean of its own applicable cells."""
+    import pandas as pd
+
+    nan = math.nan
+    cells = pd.DataFrame({
+        "model": ["a", "a", "a", "a", "b", "b"],
+        "best": [1.0, 0.5, nan, 0.0, nan, nan],
+        "low": [1.0, 0.0, 0.0, 0.0, nan, 0.0],
+        "high": [1.0, 1.0, nan, 0.0, nan, 1.0],
+    })
+    agg = reconstruct.aggregate(cells, ["model"]).set_index("model")
+    a, b = agg.loc["a"], agg.loc["b"]
+    assert a["s_checklist"] == 100 * (1.0 + 0.5 + 0.0) / 3  # 50.0; counting the NaN as 0 would give 37.5
+    assert a["s_checklist_low"] == 100 * 1.0 / 4
+    assert a["s_checklist_high"] == 100 * 2.0 / 3
+    assert (a["cells"], a["applicable"], a["ambiguous"]) == (4, 3, 2)
+    assert math.isnan(b["s_checklist"]) and b["applicable"] == 0  # nothing applicable: no score, not 0
+    assert b["s_checklist_low"] == 0.0 and b["s_checklist_high"] == 100.0 and b["ambiguous"] == 1
+
+
 def test_document_cells(fixture_rel):
     cells = reconstruct.document_cells(fixture_rel)
     c = cell(cells, method="agent", configuration="individual", case_id="h1", item="filing_date")
