@@ -91,3 +91,33 @@ def test_rules_are_switchable(fixture_rel):
     ca = no_class[(no_class["item"] == "class_action") & (no_class["model"] == "gpt-5-2025-08-07") &
                   (no_class["case_id"] == "c1")]
     assert len(ca) == 1
+
+
+def test_a_case_missing_from_a_complete_file_is_not_scored_as_present(tmp_path):
+    """A judge file read in full that lacks a case: the case is lost (not scored from guesses); a checklist
+    file that lacks a case: the model's lists of that case are unknown, not empty."""
+    import json
+
+    import fixture_release
+    from fixture_release import MODEL, STEM
+    from gavel.release import load_release
+
+    data = fixture_release.build(tmp_path) / "data"
+    judge = data / "evaluation" / f"{MODEL}_summarization" / \
+        f"{STEM}_complex_order_by_date_True_thinking_high_thinking_True_thinking_False.json"
+    d = json.loads(judge.read_text(encoding="utf-8"))
+    del d["results"]["c2"]
+    judge.write_text(json.dumps(d), encoding="utf-8")
+    chk = data / "summary_checklists" / f"{MODEL}_summarization" / \
+        f"{STEM}_complex_order_by_date_True_thinking_high_thinking_True.json"
+    d = json.loads(chk.read_text(encoding="utf-8"))
+    del d["results"]["c1"]
+    chk.write_text(json.dumps(d), encoding="utf-8")
+    rel = load_release(data)
+    assert {"c2"} <= set(rel.audit.query("defect == 'missing_case'")["record"].str[5:])
+    lost = reconstruct.lost_cases(rel).set_index(["model", "part"])
+    assert lost.loc[(MODEL, 1), "cases_lost"] == 1
+    cells = reconstruct.summary_cells(rel)
+    assert set(cells.loc[cells["model"] == MODEL, "case_id"]) == {"c1"}
+    c = cell(cells, model=MODEL, case_id="c1", item="related_cases")  # checklist of c1 missing: length unknown
+    assert c["n_model"] is None or math.isnan(c["n_model"])
