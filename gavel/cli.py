@@ -58,7 +58,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     from .release import audit, load_release
 
     release = load_release(args.release)
-    print(f"{len(release.audit)} defects in the release, each one read around (file | record  (detail)):")
+    print(f"{len(release.audit)} defects in the release, each with its file and record (file | record  (detail)):")
     print("\n".join(audit.defect_lines(release.audit)))
     out = Path(args.out) if args.out else None
     tables = results.compute(release)
