@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from . import config
 
 
@@ -108,6 +107,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.pipeline)."""
+    import pandas as pd
+
     from . import pipeline
     from .items import item
 
@@ -141,6 +142,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_replay_check(args: argparse.Namespace) -> int:
     """Replay the release's document judgments through compare + score; compare with data/results/."""
+    import pandas as pd
+
     from .release import load_release
     from .stages import release_replay
 
