@@ -194,7 +194,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         facts[k] = tuple(r["fact"] for r in rows)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
                            facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
-    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured)
+    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match")
     rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     residual_rows = pd.DataFrame(rgated + rjudged)
 
