@@ -140,6 +140,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
         kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
                   "command": args.vllm_command}
+    if args.provider == "local":  # llama.cpp server started here, stopped at exit
+        kwargs = {"model_path": args.gguf} if args.gguf else {}
     runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts)
@@ -152,6 +154,13 @@ def cmd_stage(args: argparse.Namespace) -> int:
     for cid in report.failed[:20]:
         print(f"  failed {cid}: {report.responses[cid].error}")
     return 1 if report.failed else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A real local model answering through the stage runner (gavel/demo.py)."""
+    from . import demo
+
+    return demo.main()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,10 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "mock"],
+    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock"],
                    help="vllm: a running server (--base-url); vllm-batch: `vllm run-batch` on this machine")
     p.add_argument("--vllm-command", default="vllm run-batch", help="run-batch command for --provider vllm-batch")
     p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
+    p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
@@ -181,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
+    p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
+    p.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

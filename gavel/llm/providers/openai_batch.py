@@ -52,7 +52,7 @@ def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None =
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     return Response(custom_id=custom_id, status="succeeded", text=message.get("content"), reasoning=reasoning,
                     input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                    provider=provider, batch_id=batch_id)
+                    provider=provider, batch_id=batch_id, finish_reason=choice.get("finish_reason"))
 
 
 class OpenAIBatch(Provider):
