@@ -6,6 +6,9 @@ and one JSON answer constrained by a schema. The demo prints the raw answers, pa
 stops the server. A second run answers everything from the runner's cache: 0 requests sent, and the server
 is never started.
 
+After the steps, ``gavel_ref`` runs the whole GAVEL-REF pipeline (``gavel.pipeline``) on the passage against a
+second account of the same made-up case (one item), through the same provider.
+
 A demo step is a stage's two plain functions, ``(stage, build, parse)``: ``build(model) -> [Request]`` and
 ``parse(request, response) -> [row]``. Adding the GAVEL-REF pipeline is one more entry in ``STEPS`` (or a
 ``steps=`` argument) built from ``gavel/stages/``; ``run`` handles failed and truncated answers for every
@@ -29,6 +32,14 @@ PASSAGE = (
     "of Ohio. They alleged that the Authority's inspection policy let landlords evict families with disabled "
     "members without the accommodations the Fair Housing Act requires. In 2016 the parties agreed to a consent "
     "decree: the Authority would rewrite the policy and a monitor would report to the court for three years."
+)
+
+# A second made-up account of the same case: the "reference" the demo's GAVEL-REF run compares against.
+REFERENCE = (
+    "The Riverside Tenants Union, joined by residents Maria Okafor and Daniel Brandt, filed this Fair Housing "
+    "Act case in March 2014 against the City of Lakemont and the Lakemont Housing Authority in the Northern "
+    "District of Ohio. A consent decree followed in 2016, requiring a new inspection policy and three years of "
+    "monitoring."
 )
 
 # Only keywords llama.cpp's grammar enforces (types, required, lengths, item counts): what the grammar allows, the
@@ -108,8 +119,27 @@ def parse_response(request: Request, response: Response, parse) -> dict:
         return {"status": "unparseable", "rows": [], "problem": str(err)}
 
 
+def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] = print) -> dict:
+    """The whole GAVEL-REF pipeline (extract, compare, residual, style, score) on the demo passage against
+    REFERENCE, one item, the same model as extractor and judge."""
+    import pandas as pd
+
+    from . import pipeline
+    from .items import item
+
+    settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),), max_tokens=120)
+    tables = pipeline.evaluate([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir, settings)
+    show(f"== GAVEL-REF (gavel.pipeline): sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}")
+    with pd.option_context("display.width", 160, "display.max_colwidth", 60):
+        show(tables["answers"][["stage", "subject", "item", "round", "status", "detail"]].to_string(index=False))
+        show(tables["scores"][["subject", "s_checklist", "s_residual", "s_style", "r_reference", "s_gavel_ref"]]
+             .to_string(index=False))
+    show(f"tables in {workdir}")
+    return tables
+
+
 def run(provider=None, steps: list[Step] | None = None, model: str | None = None,
-        workdir: str | Path | None = None, show: Callable[[str], None] = print) -> dict:
+        workdir: str | Path | None = None, show: Callable[[str], None] = print, with_pipeline: bool = True) -> dict:
     """Run every step through the runner; returns ``{stage: {"report": RunReport, "outcomes": {cid: ...}}}``.
     ``provider`` defaults to a LocalServer that this call stops at the end (a provider passed in is left
     running for its owner)."""
@@ -140,6 +170,11 @@ def run(provider=None, steps: list[Step] | None = None, model: str | None = None
                 if outcome["problem"]:
                     show(f"  {outcome['problem']}")
             results[stage] = {"report": report, "outcomes": outcomes}
+        if with_pipeline:
+            tables = gavel_ref(provider, model, root / "gavel_ref", show)
+            sent += sum(tables["manifest"]["sent"].values())
+            cached += sum(tables["manifest"]["cached"].values())
+            results["gavel_ref"] = tables
     finally:
         started = getattr(provider, "base_url", None) is not None
         if own:
