@@ -181,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
+    from .documents.cli import add_parser as add_documents_parser
+
+    add_documents_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
