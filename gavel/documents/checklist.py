@@ -52,7 +52,7 @@ class PatchResult:
         return not self.errors
 
 
-def _check_value(value, where: str) -> dict:
+def check_value(value, where: str) -> dict:
     if not isinstance(value, dict):
         raise PatchError(f"{where}: a value must be an object with `value` and `evidence`")
     if not isinstance(value.get("value"), str) or not value["value"].strip():
@@ -84,7 +84,7 @@ def validate_patch(patch, operation: str) -> list[tuple[str, list]]:
             raise PatchError(f"patch.{i}.extracted: required, a list of values")
         if operation == "append" and not values:
             raise PatchError(f"patch.{i}.extracted: append needs at least one value")
-        out.append((entry["key"], [_check_value(v, f"patch.{i}.extracted.{j}") for j, v in enumerate(values)]))
+        out.append((entry["key"], [check_value(v, f"patch.{i}.extracted.{j}") for j, v in enumerate(values)]))
     return out
 
 
