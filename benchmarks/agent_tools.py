@@ -61,13 +61,13 @@ def main(target: int = 512_000) -> None:
         compiled = re.compile(pattern, re.IGNORECASE)
         compiled_rx = regex.compile(pattern, regex.IGNORECASE | regex.V0)
 
-        def bare():
+        def bare(compiled=compiled):
             return [m.span() for d in docs for m in compiled.finditer(d.text)]
 
-        def bare_rx():
+        def bare_rx(compiled_rx=compiled_rx):
             return [m.span() for d in docs for m in compiled_rx.finditer(d.text)]
 
-        def tool():
+        def tool(pattern=pattern):
             out = ws.call("search_document_regex", {"pattern": pattern, "flags": ["IGNORECASE"], "top_k": 20}, 1)
             assert out.success, out.result
         t_bare, t_rx, t_tool = per_call(bare, 5), per_call(bare_rx, 5), per_call(tool, 5)

@@ -11,8 +11,8 @@ import signal
 import sys
 from pathlib import Path
 
-from gavel.documents.corpus import Corpus
 from gavel.documents.configs import group_config
+from gavel.documents.corpus import Corpus
 from gavel.llm.providers.mock import MockProvider
 
 MODEL = "gpt-4.1-2025-04-14"

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from agent_script import MODEL, SCRIPT, config, corpus, scripted_model, value
+
 from gavel.documents import agent as agent_mod
 from gavel.documents.agent import AgentState, build_snapshot, parse_action, run_agent
 from gavel.documents.checklist import ChecklistStore, ledger_events, replay
@@ -245,3 +245,29 @@ def test_sigkill_then_resume(tmp_path, mode):
     got = json.loads((out / "checklist.json").read_text())
     assert {k: v["extracted"] for k, v in got.items()} == \
         {k: v["extracted"] for k, v in reference.store.to_json().items()}
+
+
+def test_cli_agent_array_and_methods(tmp_path, capsys):
+    from gavel.cli import main
+    from gavel.documents.corpus import write_folder
+
+    case = write_folder(corpus(), tmp_path / "cases" / "fake-1")
+    out = tmp_path / "out"
+    assert main(["documents", "agent", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
+                 "--config", "grouped/03_judge_info", "--max-steps", "3"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["end"] == "max_steps" and line["steps"] == 3  # the mock's echo answers are parse errors
+    run = out / MODEL / "fake-1" / "grouped" / "03_judge_info"
+    assert {"checklist.json", "ledger.jsonl", "stats.json", "state.json"} <= {p.name for p in run.iterdir()}
+    script = tmp_path / "job" / "agent.sbatch"
+    assert main(["documents", "agent-array", str(tmp_path / "cases"), "--config", "individual", "--provider", "vllm",
+                 "--base-url", "http://127.0.0.1:8000/v1", "--model", MODEL, "--out", str(out),
+                 "--script", str(script)]) == 0
+    tasks = (tmp_path / "job" / "agent_tasks.tsv").read_text().splitlines()
+    assert len(tasks) == 26 and tasks[0].split("\t")[1:] == ["", "individual/01_filing_date"]
+    text = script.read_text()
+    assert "#SBATCH --array=1-26%32" in text
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert main(["documents", "chunked", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
+                 "--items", "judge_name", "--chunk-tokens", "500"]) == 0
+    assert (out / MODEL / "fake-1" / "merge_log.jsonl").read_text().count('"error"') >= 3

@@ -13,8 +13,16 @@ from gavel import config as gconfig
 from gavel import items as gitems
 from gavel.documents import chunking, configs
 from gavel.documents.checklist import ChecklistStore, agent_run_folders, replay_release, replay_report
-from gavel.documents.corpus import (Corpus, CorpusError, load, load_folder, load_full_case_data, summaries_corpus,
-                                    unique_names, write_folder)
+from gavel.documents.corpus import (
+    Corpus,
+    CorpusError,
+    load,
+    load_folder,
+    load_full_case_data,
+    summaries_corpus,
+    unique_names,
+    write_folder,
+)
 from gavel.tokens import count_tokens
 
 

@@ -71,7 +71,8 @@ def provider_from_args(args):
 
 
 def cmd_agent(args) -> int:
-    from . import configs, corpus as corpus_mod
+    from . import configs
+    from . import corpus as corpus_mod
     from .agent import run_agent
 
     corpus = corpus_mod.load(args.corpus, args.case_id)
@@ -81,6 +82,104 @@ def cmd_agent(args) -> int:
         res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh)
         print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
                           "resumed": res.resumed}))
+    return 0
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def cmd_end_to_end(args) -> int:
+    from ..llm.runner import StageRunner
+    from . import corpus as corpus_mod
+    from . import end_to_end
+
+    corpus = corpus_mod.load(args.corpus, args.case_id)
+    built = end_to_end.build_requests(corpus, args.model, items=args.items or None)
+    out = Path(args.out) / args.model / corpus.case_id
+    runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm")
+    t = built.truncation
+    print(f"case {corpus.case_id}: {len(built.requests)} requests; documents {sum(t.original_tokens):,} tokens, "
+          f"kept {sum(t.kept_tokens):,} (budget {built.budget:,})")
+    if args.dry_run:
+        runner.dry_run(built.requests, mode=args.mode)
+        return 0
+    report = runner.run(built.requests, mode=args.mode)
+    rows, problems = [], []
+    for r in built.requests:
+        resp = report.responses[r.custom_id]
+        if not resp.ok:
+            problems.append(f"item {r.item}: call failed: {resp.error}")
+            continue
+        got, issues = end_to_end.parse(resp.text, corpus, r.item)
+        rows += got
+        problems += issues
+    _write_rows(out / "rows.jsonl", rows)
+    (out / "problems.txt").write_text("".join(p + "\n" for p in problems), encoding="utf-8")
+    print(f"{len(rows)} values -> {out / 'rows.jsonl'}; {len(problems)} problems -> {out / 'problems.txt'}")
+    return 1 if report.failed else 0
+
+
+def cmd_chunked(args) -> int:
+    from . import chunked
+    from . import corpus as corpus_mod
+
+    corpus = corpus_mod.load(args.corpus, args.case_id)
+    out = Path(args.out) / args.model / corpus.case_id
+    res = chunked.run_chunked(corpus, provider_from_args(args), args.model, items=args.items or None,
+                              workdir=out / "llm", max_tokens=args.chunk_tokens)
+    _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id))
+    _write_rows(out / "merge_log.jsonl", res.log)
+    (out / "token_stats.json").write_text(json.dumps({"by_item_case": res.token_stats}, indent=1), encoding="utf-8")
+    errors = sum(1 for e in res.log if "error" in e)
+    print(f"{sum(len(v) for v in res.states.values())} values -> {out / 'rows.jsonl'}; {errors} pieces not "
+          f"merged (see merge_log.jsonl)")
+    return 0
+
+
+def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_ids=None) -> int:
+    """The tasks file of the agent job array: one line per (case, configuration run)."""
+    from . import configs
+    from . import corpus as corpus_mod
+
+    lines = []
+    for src in corpora:
+        src_path = Path(src)
+        if src_path.is_dir() and not (src_path / "metadata.json").exists() and not list(src_path.glob("*.txt")):
+            cases = [(str(p), "") for p in sorted(src_path.iterdir()) if p.is_dir()]  # a folder of case folders
+        elif src_path.is_dir():
+            cases = [(str(src_path), "")]
+        else:
+            cases = [(str(src_path), c.case_id) for c in corpus_mod.load_full_case_data(src_path, case_ids)]
+        for corpus_path, case_id in cases:
+            lines += [f"{Path(corpus_path).resolve()}\t{case_id}\t{cfg.path if cfg.kind != 'custom' else configs_spec}"
+                      for cfg in configs.resolve(configs_spec)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return len(lines)
+
+
+def cmd_agent_array(args) -> int:
+    import sys as _sys
+    from string import Template
+
+    from ..config import REPO_ROOT
+
+    out_dir = Path(args.script).resolve().parent
+    tasks = out_dir / "agent_tasks.tsv"
+    n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id)
+    directives = [f"#SBATCH --partition={args.partition}"] if args.partition else []
+    script = Template((REPO_ROOT / "slurm" / "agent_array.sbatch.in").read_text()).substitute(
+        job_name=f"gavel-agent-{args.model}"[:60], log_dir=str((out_dir / "logs").resolve()),
+        time_limit=args.time_limit, cpus=args.cpus, n_tasks=n, max_parallel=args.max_parallel,
+        optional_directives="\n".join(directives), repo_dir=str(REPO_ROOT), tasks=str(tasks),
+        python=args.python or _sys.executable, provider=args.provider,
+        base_url_arg=f"--base-url {args.base_url}" if args.base_url else "", model=args.model,
+        out=str(Path(args.out).resolve()), max_steps=args.max_steps)
+    (out_dir / "logs").mkdir(parents=True, exist_ok=True)
+    Path(args.script).write_text(script, encoding="utf-8")
+    print(f"wrote {args.script} ({n} array tasks, listed in {tasks}); submit with: sbatch {args.script}")
     return 0
 
 
@@ -111,6 +210,38 @@ def add_parser(sub) -> None:
     q.add_argument("--max-steps", type=int, default=100)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
     q.set_defaults(func=cmd_agent)
+    for name, func, helptext in (("end-to-end", cmd_end_to_end, "end-to-end extraction, one request per item"),
+                                 ("chunked", cmd_chunked, "chunk-by-chunk extraction")):
+        q = dsub.add_parser(name, help=helptext)
+        q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
+        q.add_argument("--case-id", default=None)
+        q.add_argument("--items", nargs="*", default=None, help="item names or keys (default: all 26)")
+        q.add_argument("--provider", required=True)
+        q.add_argument("--base-url", default=None)
+        q.add_argument("--model", required=True)
+        q.add_argument("--out", default=f"data/interim/{name.replace('-', '_')}")
+        if name == "end-to-end":
+            q.add_argument("--mode", default="batch", choices=["batch", "online"])
+            q.add_argument("--dry-run", action="store_true")
+        else:
+            q.add_argument("--chunk-tokens", type=int, default=16_000)
+        q.set_defaults(func=func)
+    q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")
+    q.add_argument("corpus", nargs="+", help="case folders, folders of case folders, or full_case_data JSON files")
+    q.add_argument("--case-id", nargs="*", default=None, help="only these cases of the JSON files")
+    q.add_argument("--config", default="individual")
+    q.add_argument("--provider", required=True)
+    q.add_argument("--base-url", default=None)
+    q.add_argument("--model", required=True)
+    q.add_argument("--out", default="data/interim/agent")
+    q.add_argument("--max-steps", type=int, default=100)
+    q.add_argument("--script", default="data/interim/agent/agent_array.sbatch")
+    q.add_argument("--time-limit", default="04:00:00")
+    q.add_argument("--cpus", type=int, default=2)
+    q.add_argument("--max-parallel", type=int, default=32)
+    q.add_argument("--partition", default=None)
+    q.add_argument("--python", default=None)
+    q.set_defaults(func=cmd_agent_array)
 
 
 if __name__ == "__main__":
