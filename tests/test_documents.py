@@ -163,3 +163,24 @@ def test_released_regex_patterns_complete_or_error(release_root):
     check = check_patterns(corpus, sample, timeout=2.0)
     assert check.completed + check.refused + len(check.timed_out) == len(sample)
     assert check.completed > 0.9 * len(sample)
+
+
+def test_agent_outputs_collect_into_paper_token_figures(release_root):
+    """Our collector of agent runs (values and per-case tokens), applied to the release's own agent folders,
+    gives the paper's Figure 5 token totals (gavel/paper_claims.yaml)."""
+    import yaml
+
+    from gavel.documents.agent import collect_runs, tokens_per_case
+
+    values, tokens = collect_runs(release_root / "document_checklists" / "gavel_agent")
+    assert len(tokens) == 2880 and (values["value"] != "Not Applicable").all()
+    assert set(values.columns) >= {"case_id", "item", "index", "value", "evidence"}
+    means = tokens_per_case(tokens).groupby(["model", "configuration"])["total_tokens"].mean() / 1e6
+    claims = yaml.safe_load((gconfig.REPO_ROOT / "gavel" / "paper_claims.yaml").read_text())
+    checked = 0
+    for c in claims["claims"] if isinstance(claims, dict) else claims:
+        args = c.get("args") or {}
+        if c.get("metric") == "doc_tokens" and args.get("method") == "agent":
+            assert means[(args["model"], args["configuration"])] == pytest.approx(c["paper"], abs=0.006), c["id"]
+            checked += 1
+    assert checked >= 5

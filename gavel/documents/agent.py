@@ -407,3 +407,60 @@ def _previous(state: AgentState) -> AgentState:
     view = copy.copy(state)
     view.step = state.step - 1
     return view
+
+
+# ------------------------------------------------------------------ collecting runs for evaluation
+def item_name(key: str) -> str:
+    """The spaced item name of a legal key (``Filing_Date`` -> ``Filing Date``); other keys unchanged."""
+    from .. import items as gitems
+
+    try:
+        return gitems.item(key).name
+    except gitems.UnknownItemError:
+        return key
+
+
+def collect_runs(root: str | Path):
+    """Value rows and token rows of every agent run under ``root`` laid out as ``MODEL/CASE/KIND/NAME/``
+    (our output folder, or the release's ``document_checklists/gavel_agent``).
+
+    Returns two DataFrames: ``values`` (model, configuration, case_id, item, index, value, evidence; Not
+    Applicable keys give no rows, as the release's judge treated them as empty) and ``tokens`` (one row per
+    run: model, configuration, unit, case_id, steps, llm_calls, input_tokens = system + user prompt tokens,
+    output_tokens, end_reason)."""
+    import pandas as pd
+
+    values, tokens = [], []
+    root = Path(root)
+    for checklist in sorted(root.glob("*/*/*/*/checklist.json")):
+        run = checklist.parent
+        model, case_id, kind, unit = run.parts[-4:]
+        try:
+            data = json.loads(checklist.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{checklist}: not JSON ({err})") from None
+        store = ChecklistStore.from_json(data, clock=lambda: None)
+        for row in store.value_rows(case_id, item_name):
+            values.append({"model": model, "configuration": kind, "unit": unit, **row})
+        stats_path = run / "stats.json"
+        if stats_path.exists():
+            s = json.loads(stats_path.read_text(encoding="utf-8"))
+            tokens.append({"model": model, "configuration": kind, "unit": unit, "case_id": case_id,
+                           "steps": s.get("steps"), "llm_calls": len(s.get("per_step_details") or []),
+                           "input_tokens": (s.get("total_system_prompt_tokens") or 0)
+                           + (s.get("total_user_prompt_tokens") or 0),
+                           "output_tokens": s.get("total_completion_tokens") or 0,
+                           "end_reason": s.get("end_reason")})
+    return (pd.DataFrame(values, columns=["model", "configuration", "unit", "case_id", "item", "index", "value",
+                                          "evidence"]),
+            pd.DataFrame(tokens, columns=["model", "configuration", "unit", "case_id", "steps", "llm_calls",
+                                          "input_tokens", "output_tokens", "end_reason"]))
+
+
+def tokens_per_case(tokens):
+    """Input, output and total tokens per (model, configuration, case): the sum over the configuration's runs
+    (1, 9 or 26 agents), the quantity of the paper's Figures 5 and 8."""
+    per_case = tokens.groupby(["model", "configuration", "case_id"], as_index=False)[["input_tokens",
+                                                                                       "output_tokens"]].sum()
+    per_case["total_tokens"] = per_case["input_tokens"] + per_case["output_tokens"]
+    return per_case

@@ -14,8 +14,8 @@ entries are applied (the call then reports ``success: false`` with the applied k
 
 **Not Applicable**: a key is Not Applicable when its list holds exactly one value ``"Not Applicable"``
 (exact spelling) with evidence. It should be set with update; an append of it is applied (the release's
-runs did so 22 times) with a warning returned to the model. Downstream (``value_rows``) a Not Applicable
-key counts as empty, as the release's judge did.
+runs did so 22 times) with a warning returned to the model. Downstream (``value_rows``) a "Not Applicable"
+value is no information: a Not Applicable key counts as empty, as the release's judge treated it.
 """
 
 from __future__ import annotations
@@ -164,12 +164,12 @@ class ChecklistStore:
     def value_rows(self, case_id: str, item_of=None) -> list[dict]:
         """One row per value, ``(case_id, item, index, value, evidence)``, what the compare stage takes;
         ``item_of`` maps a key to the item spelling wanted (default: unchanged). Not Applicable keys give
-        no rows (they count as empty); ``index`` is 1-based as in the judge outputs."""
+        no rows (they count as empty), and a stray "Not Applicable" value among real ones is left out;
+        ``index`` numbers the rows kept per key from 1, as the judge outputs do."""
         rows = []
         for k in self.keys:
-            if self.status(k) != "filled":
-                continue
-            for i, v in enumerate(self.values[k], 1):
+            kept = [v for v in self.values[k] if v["value"] != NOT_APPLICABLE]
+            for i, v in enumerate(kept, 1):
                 rows.append({"case_id": str(case_id), "item": item_of(k) if item_of else k, "index": i,
                              "value": v["value"], "evidence": [e["text"] for e in v["evidence"]]})
         return rows
