@@ -271,3 +271,46 @@ def test_cli_agent_array_and_methods(tmp_path, capsys):
     assert main(["documents", "chunked", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
                  "--items", "judge_name", "--chunk-tokens", "500"]) == 0
     assert (out / MODEL / "fake-1" / "merge_log.jsonl").read_text().count('"error"') >= 3
+
+
+def test_native_tool_calls(tmp_path):
+    """The OpenAI-compatible tool-call API: tools go out as functions, the call comes back as the answer's
+    tool call (parse_chat keeps it as JSON text), and the loop runs on it."""
+    from gavel.documents.agent import TOOL_SPECS
+    from gavel.llm.providers.openai_batch import parse_chat
+    from gavel.llm.providers.vllm import VLLMServer
+
+    body = {"choices": [{"message": {"content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_document",
+                                                      "arguments": '{"doc_name": "Docket", "start_token": 0, "end_token": 50}'}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    resp = parse_chat("x", body, "vllm")
+    assert parse_action(resp.text)[0] == {"tool": "read_document",
+                                          "args": {"doc_name": "Docket", "start_token": 0, "end_token": 50}}
+    stop = json.dumps({"tool_calls": [{"name": "stop", "arguments": '{"reason": "done"}'}]})
+    assert parse_action(stop)[0] == {"decision": "stop", "reason": "done"}
+
+    def native(action):
+        if "decision" in action:
+            return json.dumps({"tool_calls": [{"name": "stop", "arguments": json.dumps({"reason": action["reason"]})}]})
+        return json.dumps({"tool_calls": [{"name": action["tool"], "arguments": json.dumps(action["args"])}]})
+
+    script = {k: native(v) for k, v in SCRIPT.items()}
+    seen = []
+    provider = scripted_model(script)
+    inner = provider.answer
+    provider.answer = lambda r: (seen.append(r), inner(r))[1]
+    res = run_agent(corpus(), config(), provider, MODEL, tmp_path / "run", resume=False, tool_mode="native")
+    assert res.end_reason == "stop" and res.store.status("Type_of_Counsel") == "filled"
+    assert seen[0].params["tools"] == TOOL_SPECS and seen[0].schema is None
+    assert {t["function"]["name"] for t in TOOL_SPECS} == {*agent_mod.TOOLS, "stop"}
+    sent = VLLMServer(client=object()).body(seen[0].__class__(**{**seen[0].__dict__, "model": "gpt-oss-20b-BF16"}))
+    assert sent["tools"] == TOOL_SPECS and sent["tool_choice"] == "auto"
+
+
+def test_resume_with_a_larger_step_limit_goes_on(tmp_path):
+    first = run_agent(corpus(), config(), scripted_model(), MODEL, tmp_path / "run", max_steps=3, resume=False)
+    assert first.end_reason == "max_steps" and first.steps == 3
+    more = run_agent(corpus(), config(), scripted_model(), MODEL, tmp_path / "run", max_steps=100)
+    assert more.resumed and more.end_reason == "stop" and more.steps == 8
+    assert more.llm_calls == 7  # the three earlier calls are counted once, not repeated

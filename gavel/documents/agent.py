@@ -65,6 +65,40 @@ ACTION_SCHEMA = {
 }
 
 
+TOOL_MODES = ("json", "native")
+ACTION_FORMAT = {
+    "json": ('Answer with one JSON object and nothing else.\n'
+             'To call a tool:  {"tool": "<tool name>", "args": {...}}\n'
+             'To finish:       {"decision": "stop", "reason": "<short justification>"}'),
+    "native": ("Call exactly one of the functions you are given (the six tools below, or `stop` with a short "
+               "`reason` to finish)."),
+}
+
+_S, _I = {"type": "string"}, {"type": "integer"}
+_PATCH = {"type": "array", "items": {"type": "object", "properties": {
+    "key": _S, "extracted": {"type": "array", "items": {"type": "object", "properties": {
+        "value": _S, "evidence": {"type": "array", "items": {"type": "object", "properties": {
+            "text": _S, "source_document": _S, "location": _S}, "required": ["text", "source_document", "location"]}}},
+        "required": ["value", "evidence"]}}}, "required": ["key", "extracted"]}}
+_TOOL_PARAMS = {
+    "list_documents": {},
+    "read_document": {"doc_name": _S, "start_token": _I, "end_token": _I},
+    "search_document_regex": {"pattern": _S, "doc_name": _S, "doc_names": {"type": "array", "items": _S},
+                              "flags": {"type": "array", "items": {"type": "string",
+                                                                   "enum": ["IGNORECASE", "MULTILINE", "DOTALL"]}},
+                              "top_k": _I, "context_tokens": _I},
+    "get_checklist": {"item": _S, "items": {"type": "array", "items": _S}},
+    "append_checklist": {"patch": _PATCH},
+    "update_checklist": {"patch": _PATCH},
+    "stop": {"reason": _S},
+}
+_REQUIRED = {"read_document": ["doc_name", "start_token", "end_token"], "search_document_regex": ["pattern"],
+             "append_checklist": ["patch"], "update_checklist": ["patch"], "stop": ["reason"]}
+#: The tools in the OpenAI-compatible function-calling form (vLLM serves them with its tool-call parser).
+TOOL_SPECS = [{"type": "function", "function": {"name": name, "parameters": {
+    "type": "object", "properties": props, "required": _REQUIRED.get(name, [])}}} for name, props in _TOOL_PARAMS.items()]
+
+
 class AgentError(RuntimeError):
     pass
 
@@ -110,6 +144,15 @@ def parse_action(text: str | None) -> tuple[dict | None, str]:
             continue
         if not isinstance(obj, dict):
             continue
+        if isinstance(obj.get("tool_calls"), list) and obj["tool_calls"]:  # a native tool call (first one)
+            obj = obj["tool_calls"][0] if isinstance(obj["tool_calls"][0], dict) else {}
+            if obj.get("name") == "stop":
+                args = obj.get("arguments")
+                try:
+                    args = json.loads(args) if isinstance(args, str) else (args or {})
+                except json.JSONDecodeError:
+                    args = {}
+                return {"decision": "stop", "reason": str((args or {}).get("reason") or "")}, ""
         if str(obj.get("decision", "")).lower() == "stop":
             return {"decision": "stop", "reason": str(obj.get("reason") or "")}, ""
         tool = obj.get("tool") or obj.get("name")
@@ -287,8 +330,17 @@ def _record(state: AgentState, outcome: Outcome, keep_full: bool = True) -> None
 
 def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out_dir: str | Path,
               max_steps: int = MAX_STEPS, resume: bool = True, runner: StageRunner | None = None,
-              params: dict | None = None, search_timeout: float | None = None) -> AgentResult:
-    """Run (or resume) one agent on one corpus with one checklist configuration."""
+              params: dict | None = None, search_timeout: float | None = None,
+              tool_mode: str = "json") -> AgentResult:
+    """Run (or resume) one agent on one corpus with one checklist configuration. ``tool_mode`` ``json``:
+    actions as JSON text (any model; the answer schema is attached to the request); ``native``: the tools
+    are sent as functions in the request (an OpenAI-compatible server's tool-call API, e.g. vLLM serving
+    Qwen3 or gpt-oss with its tool-call parser) and the call comes back as the answer's tool call."""
+    if tool_mode not in TOOL_MODES:
+        raise AgentError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
+    params = dict(params or {})
+    if tool_mode == "native":
+        params.update(tools=TOOL_SPECS, tool_choice="auto")
     files = RunFiles(out_dir)
     runner = runner or StageRunner(STAGE, provider, files.dir / "llm", progress=False)
     store = ChecklistStore(config.keys)
@@ -305,8 +357,8 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
         ws.catalog_listed = state.catalog_listed
         files.truncate_ledger(state.step)
         resumed = True
-        if state.ended == "llm_error":
-            state.ended = None  # a failed call is tried again on resume
+        if state.ended == "llm_error" or (state.ended == "max_steps" and state.step < max_steps):
+            state.ended = None  # a failed call is tried again; a larger step limit lets the run go on
     else:
         for f in (files.ledger, files.state, files.stats, files.checklist):
             if f.exists():
@@ -336,9 +388,9 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
             save(outcome.events)
             continue
         snapshot = build_snapshot(config, ws, _previous(state), max_steps)
-        messages = render_messages(PROMPT, snapshot=snapshot)
-        request = Request(stage=STAGE, model=model, messages=messages, params=dict(params or {}),
-                          case_id=corpus.case_id, item=config.path, schema=ACTION_SCHEMA)
+        messages = render_messages(PROMPT, snapshot=snapshot, action_format=ACTION_FORMAT[tool_mode])
+        request = Request(stage=STAGE, model=model, messages=messages, params=params, case_id=corpus.case_id,
+                          item=config.path, schema=ACTION_SCHEMA if tool_mode == "json" else None)
         cached = request.custom_id in runner.cache
         report = runner.run([request], mode="online")
         response = report.responses[request.custom_id]

@@ -79,7 +79,8 @@ def cmd_agent(args) -> int:
     provider = provider_from_args(args)
     for cfg in configs.resolve(args.config):
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
-        res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh)
+        res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
+                        tool_mode=args.tool_mode)
         print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
                           "resumed": res.resumed}))
     return 0
@@ -209,6 +210,8 @@ def add_parser(sub) -> None:
     q.add_argument("--out", default="data/interim/agent", help="output root: OUT/MODEL/CASE/KIND/NAME/")
     q.add_argument("--max-steps", type=int, default=100)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
+    q.add_argument("--tool-mode", default="json", choices=["json", "native"],
+                   help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
     q.set_defaults(func=cmd_agent)
     for name, func, helptext in (("end-to-end", cmd_end_to_end, "end-to-end extraction, one request per item"),
                                  ("chunked", cmd_chunked, "chunk-by-chunk extraction")):
