@@ -139,6 +139,23 @@ def cmd_chunked(args) -> int:
     return 0
 
 
+def cmd_collect(args) -> int:
+    """Value rows and per-case tokens of agent runs (ours or the release's), for the compare stage."""
+    from .agent import collect_runs, tokens_per_case
+
+    values, tokens = collect_runs(args.root)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    values.to_json(out / "agent_values.jsonl", orient="records", lines=True, force_ascii=False)
+    tokens.to_csv(out / "agent_run_tokens.csv", index=False)
+    per_case = tokens_per_case(tokens)
+    per_case.to_csv(out / "agent_tokens_per_case.csv", index=False)
+    summary = per_case.groupby(["model", "configuration"])[["input_tokens", "output_tokens", "total_tokens"]].mean()
+    print(f"{len(tokens)} runs, {len(values)} values -> {out}")
+    print((summary / 1e6).round(3).rename(columns=lambda c: c + " (M/case)").to_string())
+    return 0
+
+
 def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_ids=None) -> int:
     """The tasks file of the agent job array: one line per (case, configuration run)."""
     from . import configs
@@ -229,6 +246,10 @@ def add_parser(sub) -> None:
         else:
             q.add_argument("--chunk-tokens", type=int, default=16_000)
         q.set_defaults(func=func)
+    q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
+    q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
+    q.add_argument("--out", default="data/interim/agent_collected")
+    q.set_defaults(func=cmd_collect)
     q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")
     q.add_argument("corpus", nargs="+", help="case folders, folders of case folders, or full_case_data JSON files")
     q.add_argument("--case-id", nargs="*", default=None, help="only these cases of the JSON files")
