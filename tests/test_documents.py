@@ -184,3 +184,30 @@ def test_agent_outputs_collect_into_paper_token_figures(release_root):
             assert means[(args["model"], args["configuration"])] == pytest.approx(c["paper"], abs=0.006), c["id"]
             checked += 1
     assert checked >= 5
+
+
+def test_agent_values_through_compare_and_score_match_the_release_replay(release_root, tmp_path):
+    """Our agent-run values (collect_runs over the release's agent folders) through our pairs + the compare
+    and score stages, answered by the released judgments (replay provider), give exactly the S_checklist of
+    the lead's replay of the same runs from the release loader: the rows plug into the compare stage."""
+    from gavel.documents import evaluate
+    from gavel.documents.agent import collect_runs
+    from gavel.llm.providers.replay import ReplayProvider
+    from gavel.release import load_release
+    from gavel.stages import release_replay
+
+    rel = load_release(release_root)
+    reference = release_replay.document_replay(rel, tmp_path / "ref")["comparison"].set_index("subject")
+    values, _ = collect_runs(release_root / "document_checklists" / "gavel_agent")
+    refs = evaluate.human_references(release_root)
+    lookup, why = release_replay.document_lookup(rel)
+    compared = 0
+    for (model, conf), v in values.groupby(["model", "configuration"]):
+        subject = release_replay.subject_of("agent", model, conf)
+        if subject not in reference.index:
+            continue  # no released judge file for this run (Qwen3 all: empty file)
+        res = evaluate.evaluate(evaluate.pairs(v, subject, refs, cases=sorted(refs)), ReplayProvider(lookup, why),
+                                release_replay.JUDGE, tmp_path / subject.replace("/", "_"))
+        assert res["per_run"]["s_checklist"].iloc[0] == pytest.approx(reference.loc[subject, "s_checklist"], abs=1e-9)
+        compared += 1
+    assert compared == 5

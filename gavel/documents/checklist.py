@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-NOT_APPLICABLE = "Not Applicable"
+from ..checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
+
 OPERATIONS = ("append", "update")
 EVIDENCE_FIELDS = ("text", "source_document", "location")
 

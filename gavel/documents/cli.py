@@ -156,6 +156,31 @@ def cmd_collect(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    """S_checklist of one run's value rows against human.json (compare + score stages)."""
+    import pandas as pd
+
+    from ..config import release_root
+    from . import evaluate
+
+    values = pd.concat([pd.read_json(p, lines=True, dtype={"case_id": str}) for p in args.values], ignore_index=True)
+    for col, want in (("model", args.model_filter), ("configuration", args.configuration)):
+        if want and col in values:
+            values = values[values[col] == want]
+    refs = evaluate.human_references(release_root(args.release))
+    pair_list = evaluate.pairs(values, args.subject, refs)
+    if not pair_list:
+        print("no value rows for any reference case (human.json)", file=sys.stderr)
+        return 2
+    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed)
+    out = Path(args.out)
+    res["rows"].to_csv(out / "compare_rows.csv", index=False)
+    res["per_case"].to_csv(out / "s_checklist_per_case.csv", index=False)
+    res["per_run"].to_csv(out / "s_checklist.csv", index=False)
+    print(res["per_run"].to_string(index=False))
+    return 0
+
+
 def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_ids=None) -> int:
     """The tasks file of the agent job array: one line per (case, configuration run)."""
     from . import configs
@@ -250,6 +275,18 @@ def add_parser(sub) -> None:
     q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
     q.add_argument("--out", default="data/interim/agent_collected")
     q.set_defaults(func=cmd_collect)
+    q = dsub.add_parser("evaluate", help="S_checklist of value rows against human.json (compare + score stages)")
+    q.add_argument("values", nargs="+", help="value-row JSONL files (documents collect / end-to-end / chunked)")
+    q.add_argument("--subject", required=True, help="name of the run in the tables, e.g. agent/MODEL/individual")
+    q.add_argument("--model-filter", default=None, help="keep rows of this model only (collect output)")
+    q.add_argument("--configuration", default=None, help="keep rows of this configuration only (collect output)")
+    q.add_argument("--provider", required=True)
+    q.add_argument("--base-url", default=None)
+    q.add_argument("--judge", default="gemma-3-27b-it", help="registry model of the compare stage")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--release", default=None)
+    q.add_argument("--out", required=True)
+    q.set_defaults(func=cmd_evaluate)
     q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")
     q.add_argument("corpus", nargs="+", help="case folders, folders of case folders, or full_case_data JSON files")
     q.add_argument("--case-id", nargs="*", default=None, help="only these cases of the JSON files")
