@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_replay_check)
     p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
     p.set_defaults(func=cmd_demo)
+    from .documents.cli import add_parser as add_documents_parser
+
+    add_documents_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -67,7 +67,12 @@ def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None =
                         provider=provider, batch_id=batch_id)
     usage = body.get("usage") or {}
     reasoning = message.get("reasoning_content") or message.get("reasoning")
-    return Response(custom_id=custom_id, status="succeeded", text=message.get("content"), reasoning=reasoning,
+    text = message.get("content")
+    calls = message.get("tool_calls") or []
+    if calls and not (text or "").strip():  # native tool calls (a server's tool-call parser): kept as JSON text
+        text = json.dumps({"tool_calls": [{"name": (c.get("function") or {}).get("name"),
+                                           "arguments": (c.get("function") or {}).get("arguments")} for c in calls]})
+    return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=reasoning,
                     input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
                     provider=provider, batch_id=batch_id, finish_reason=FINISH.get(choice.get("finish_reason")))
 
