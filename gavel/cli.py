@@ -154,6 +154,13 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_annotate(args: argparse.Namespace) -> int:
+    """The annotation app's own commands (gavel.annotation.cli; needs the annotation extra)."""
+    from .annotation.cli import main as annotate_main
+
+    return annotate_main(args.rest)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -181,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
+    p = sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_annotate)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
