@@ -154,14 +154,17 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def cmd_annotate(args: argparse.Namespace) -> int:
+def cmd_annotate(rest: list[str]) -> int:
     """The annotation app's own commands (gavel.annotation.cli; needs the annotation extra)."""
     from .annotation.cli import main as annotate_main
 
-    return annotate_main(args.rest)
+    return annotate_main(rest)
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["annotate"]:  # its own argument parser
+        return cmd_annotate(argv[1:])
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
@@ -188,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
-    p = sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_annotate)
+    sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)")
     args = parser.parse_args(argv)
     try:
         return args.func(args)
