@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 TASK_KINDS = ("extraction", "comparison", "style")

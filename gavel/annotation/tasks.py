@@ -18,12 +18,12 @@ is kept as text with no span and counted in ``payload['unlocated']`` rather than
 from __future__ import annotations
 
 import random
-import re
 from collections import defaultdict
 
 import pandas as pd
 
 from .. import items as gitems
+from ..metaeval import locate_evidence
 
 STYLE_SCALES = {
     "readability_jargon": (
@@ -78,19 +78,6 @@ def paragraphs(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _locate(text: str, evidence: str) -> tuple[int, int] | None:
-    evidence = (evidence or "").strip()
-    if not evidence:
-        return None
-    at = text.find(evidence)
-    if at >= 0:
-        return (at, at + len(evidence))
-    # the same words with different spacing
-    pattern = r"\s+".join(re.escape(w) for w in evidence.split())
-    m = re.search(pattern, text)
-    return (m.start(), m.end()) if m else None
-
-
 def checklist_from_rows(text: str, rows: pd.DataFrame, source: str) -> tuple[dict, int]:
     """Per item key, the list of values ``{value, evidence: [{start, end, text}]}`` of one case's value rows.
     Rows with ``evidence_spans`` use them (checked against the text); others are located by search.
@@ -111,7 +98,7 @@ def checklist_from_rows(text: str, rows: pd.DataFrame, source: str) -> tuple[dic
                 ev.append({"start": int(s), "end": int(e), "text": text[s:e]})
         else:
             for e_text in evidence:
-                span = _locate(text, e_text)
+                span = locate_evidence(text, e_text)
                 if span is None:
                     unlocated += 1
                     ev.append({"start": None, "end": None, "text": e_text})
