@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import random
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -438,7 +439,8 @@ def aggregate_comparisons(answers: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["task", "mode", "label", "pairs", "status", "annotators"])
 
 
-def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> dict:
+def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = 1000, seed: int = 0,
+                        names: tuple[str, str] = ("human", "llm")) -> dict:
     """Accuracy (4 classes, with confusion matrix) on single-value pairs and mean matching F1 on multi-value
     pairs of the LLM's answers (``task, label`` / ``task, pairs``) against aggregated human answers."""
     h = human[human["label"].notna() | human["pairs"].notna()] if len(human) else human
@@ -450,8 +452,8 @@ def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int
         acc = Stat(float(accuracy_score(y_true, y_pred)), "ok", len(single),
                    detail=f"human pairs without a majority left out: {no_majority}",
                    extra={"confusion": pd.DataFrame(confusion_matrix(y_true, y_pred, labels=list(RELATIONS)),
-                                                     index=[f"human {r}" for r in RELATIONS],
-                                                     columns=[f"llm {r}" for r in RELATIONS])})
+                                                     index=[f"{names[0]} {r}" for r in RELATIONS],
+                                                     columns=[f"{names[1]} {r}" for r in RELATIONS])})
         pairs = list(zip(y_true, y_pred))
         acc = with_interval(acc, pairs, lambda pick: float(np.mean([x == y for x, y in pick])),
                             n_resamples=n_resamples, seed=seed)
@@ -562,3 +564,192 @@ def table1(results: dict[str, dict[str, Stat]]) -> pd.DataFrame:
 def stats_frame(stats: dict[str, Stat]) -> pd.DataFrame:
     """A table of named statistics with status, n, percent agreement and interval."""
     return pd.DataFrame([{"statistic": k, **v.as_dict()} for k, v in stats.items()]).set_index("statistic")
+
+
+# --- inputs from the release and the app ----------------------------------------------------------------
+
+def human_extraction(release) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``human.json``'s value rows (with evidence offsets) and the 40 human summaries they index into."""
+    cv = release.checklist_values
+    rows = cv[(cv["origin"] == "summary") & (cv["method"] == "human")]
+    s = release.summaries
+    s = s[(s["model"] == "human") & (s["set"] == "human_eval")].drop_duplicates("case_id")
+    return rows, dict(zip(s["case_id"].astype(str), s["text"]))
+
+
+def release_value_pairs(release, methods=("end_to_end", "chunk_by_chunk")) -> list[dict]:
+    """Model/reference value pairs of the released document-extraction judgments: the model's extracted
+    values (A) against ``human.json`` (B), with the released judge's answer."""
+    cv = release.checklist_values
+    ref = cv[(cv["origin"] == "summary") & (cv["method"] == "human")]
+    ref_lists = {k: list(g.sort_values("index")["value"]) for k, g in ref.groupby(["case_id", "item"])}
+    doc = cv[(cv["origin"] == "document") & cv["method"].isin(methods)]
+    model_lists = {k: list(g.sort_values("index")["value"])
+                   for k, g in doc.groupby(["method", "model", "configuration", "case_id", "item"])}
+    j = release.judgments
+    j = j[(j["task"] == "document") & j["method"].isin(methods) & (j["orientation"] == "model_reference")
+          & j["kind"].isin(["relation", "matching"])]
+    pairs = []
+    for r in j.itertuples(index=False):
+        a = model_lists.get((r.method, r.model, r.configuration, r.case_id, r.item))
+        b = ref_lists.get((r.case_id, r.item))
+        if not a or not b:
+            continue
+        if (r.kind == "relation") != (len(a) == 1 and len(b) == 1):
+            continue  # the released lists and the judgment disagree on the pair's shape: not a clean pair
+        judge = ({"relation": r.relation} if r.kind == "relation"
+                 else {"pairs": [list(p) for p in r.pairs]})
+        pairs.append({"case_id": r.case_id, "item": r.item, "a": a, "b": b,
+                      "origin": f"{r.method}/{r.model}", "judge": judge})
+    return pairs
+
+def sample_pairs(pairs: list[dict], n_single: int = 50, n_multi: int = 100, seed: int = 0) -> list[dict]:
+    """The paper's mix: ``n_single`` single-value and ``n_multi`` multi-value pairs, drawn with a seed."""
+    rng = random.Random(seed)
+    single = [p for p in pairs if len(p["a"]) == 1 and len(p["b"]) == 1]
+    multi = [p for p in pairs if not (len(p["a"]) == 1 and len(p["b"]) == 1)]
+    return rng.sample(single, min(n_single, len(single))) + rng.sample(multi, min(n_multi, len(multi)))
+
+
+
+def read_value_rows(path: str | Path) -> pd.DataFrame:
+    """Value rows (case_id, item, index, value, evidence) from CSV, JSONL or Parquet; evidence as a list."""
+    p = Path(path)
+    if p.suffix == ".csv":
+        df = pd.read_csv(p, dtype={"case_id": str})
+        df["evidence"] = [json.loads(e) if isinstance(e, str) and e.startswith("[") else ([e] if isinstance(e, str) else [])
+                          for e in df["evidence"]]
+    elif p.suffix == ".parquet":
+        df = pd.read_parquet(p)
+    else:
+        df = pd.read_json(p, lines=True, dtype={"case_id": str})
+    missing = {"case_id", "item", "index", "value", "evidence"} - set(df.columns)
+    if missing:
+        raise ValueError(f"{path}: missing columns {sorted(missing)}")
+    df["case_id"] = df["case_id"].astype(str)
+    return df
+
+
+def read_tasks(path: str | Path) -> pd.DataFrame:
+    """The app's task export (``gavel annotate export-tasks``): task, kind, case_id, source, payload."""
+    return pd.read_json(path, lines=True, dtype={"case_id": str})
+
+
+def judge_answers(tasks: pd.DataFrame) -> pd.DataFrame:
+    """The pipeline's own answers stored with the comparison tasks, as ``task, label, pairs``."""
+    out = []
+    for r in tasks[tasks["kind"] == "comparison"].itertuples(index=False):
+        judge = r.payload.get("judge") or {}
+        if "relation" in judge:
+            out.append({"task": r.task, "label": judge["relation"], "pairs": None})
+        elif "pairs" in judge:
+            out.append({"task": r.task, "label": None, "pairs": [tuple(p) for p in judge["pairs"]]})
+    return pd.DataFrame(out, columns=["task", "label", "pairs"])
+
+
+def exact_answers(tasks: pd.DataFrame) -> pd.DataFrame:
+    """The exact-match stand-in's answers to the same comparison tasks (a baseline, not a judge)."""
+    out = []
+    for r in tasks[tasks["kind"] == "comparison"].itertuples(index=False):
+        ans = exact_compare(r.payload["a"], r.payload["b"])
+        single = r.payload["mode"] == "single"
+        out.append({"task": r.task, "label": ans.get("relation") if single else None,
+                    "pairs": None if single else [tuple(p) for p in ans["pairs"]]})
+    return pd.DataFrame(out, columns=["task", "label", "pairs"])
+
+
+def as_reference(answers: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """LLM-style answers turned into the aggregated-human shape, to compare two automatic raters."""
+    mode = dict(zip(tasks["task"], [p["mode"] for p in tasks["payload"]]))
+    df = answers.assign(mode=answers["task"].map(mode), status="ok", annotators=1)
+    return df[["task", "mode", "label", "pairs", "status", "annotators"]]
+
+
+def evaluate(model: str, *, extraction: pd.DataFrame | None = None, human_rows: pd.DataFrame | None = None,
+             texts: dict[str, str] | None = None, export: pd.DataFrame | None = None,
+             comparisons: pd.DataFrame | None = None, style: pd.DataFrame | None = None,
+             compare: Callable = exact_compare, judge: str = "exact-match",
+             n_resamples: int = 1000, seed: int = 0) -> dict[str, Stat]:
+    """One model's Table 1 row: whatever inputs are given are evaluated, the rest stays 'not run'.
+    ``extraction``: the model's value rows for the human summaries (against ``human_rows``, default the
+    annotators' reviews in ``export``); ``comparisons``: its answers to the comparison tasks (against the
+    annotators' majority); ``style``: its ratings (``task, aspect, rating``) against the annotators' median."""
+    out: dict[str, Stat] = {}
+    if extraction is not None:
+        ref = human_rows if human_rows is not None else extraction_rows(export)
+        out.update(extraction_metaeval(extraction, ref, texts or {}, compare, judge, n_resamples, seed))
+    if comparisons is not None and export is not None:
+        human = aggregate_comparisons(comparison_answers(export))
+        out.update(comparison_metaeval(comparisons, human, n_resamples, seed))
+    if style is not None and export is not None:
+        s = style_metaeval(style, style_ratings(export), n_resamples, seed)
+        out["Style kappa"] = s["Style kappa"]
+        out["Style kappa (quadratic)"] = s["Style kappa (quadratic)"]
+    return out
+
+
+def plot(table: pd.DataFrame, confusion: pd.DataFrame | None = None, title: str = ""):
+    """Table 1 as a figure, with a confusion matrix beside it when given."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2 if confusion is not None else 1, figsize=(13 if confusion is not None else 8, 3.6),
+                             gridspec_kw={"width_ratios": [1.4, 1]} if confusion is not None else None)
+    axes = np.atleast_1d(axes)
+    ax = axes[0]
+    ax.axis("off")
+    cells = [[str(v) for v in row] for row in table.to_numpy()]
+    tab = ax.table(cellText=cells, rowLabels=list(table.index), colLabels=list(table.columns), loc="center")
+    tab.scale(1, 1.5)
+    ax.set_title(title or "Meta-evaluation (Table 1 shape)")
+    if confusion is not None:
+        ax = axes[1]
+        ax.imshow(confusion.to_numpy(), cmap="Blues")
+        ax.set_xticks(range(len(confusion.columns)), confusion.columns, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(confusion.index)), confusion.index, fontsize=8)
+        for (i, j), v in np.ndenumerate(confusion.to_numpy()):
+            ax.text(j, i, str(v), ha="center", va="center")
+        ax.set_title("single-value pairs: confusion")
+    fig.tight_layout()
+    return fig
+
+
+def comparison_tasks_from_release(release, n_single: int = 50, n_multi: int = 100, seed: int = 0) -> pd.DataFrame:
+    """The comparison tasks the app loads from the release (same sample, same keys), as a task table."""
+    rows = []
+    for p in sample_pairs(release_value_pairs(release), n_single, n_multi, seed):
+        single = len(p["a"]) == 1 and len(p["b"]) == 1
+        rows.append({"task": f"comparison:{p['origin']}:{p['case_id']}:{p['item']}", "kind": "comparison",
+                     "case_id": str(p["case_id"]), "source": "evaluation_documents_checklist",
+                     "payload": {"case_id": str(p["case_id"]), "item": p["item"], "origin": p["origin"],
+                                 "mode": "single" if single else "multi", "a": p["a"], "b": p["b"],
+                                 "judge": p.get("judge")}})
+    return pd.DataFrame(rows, columns=["task", "kind", "case_id", "source", "payload"])
+
+
+def run(release, *, export_path=None, tasks_path=None, extraction_path=None, extractor: str = "extractor",
+        n_resamples: int = 1000, seed: int = 0) -> dict:
+    """Everything the meta-evaluation notebook shows.
+
+    * ``table``: Table 1 rows. The extractor's row (``extraction_path``: its value rows for the 40 human
+      summaries) is scored against ``human.json``; its comparison and style cells need the app's export and
+      the pipeline's answers, else they read 'not run'.
+    * ``iaa``: Appendix D inter-annotator agreement from the export (None without one).
+    * ``judge_vs_exact``: real release data, no people: the released judge's answers on the sampled value
+      pairs against the exact-match baseline (how often a string comparison would have sufficed).
+    """
+    human_rows, texts = human_extraction(release)
+    export = read_export(export_path) if export_path else None
+    tasks = read_tasks(tasks_path) if tasks_path else comparison_tasks_from_release(release, seed=seed)
+    results: dict[str, dict[str, Stat]] = {}
+    if extraction_path:
+        rows = read_value_rows(extraction_path)
+        results[extractor] = evaluate(extractor, extraction=rows, human_rows=human_rows, texts=texts,
+                                      n_resamples=n_resamples, seed=seed)
+    if export is not None:
+        results["released judge"] = evaluate("released judge", export=export, comparisons=judge_answers(tasks),
+                                             n_resamples=n_resamples, seed=seed)
+    judge_vs_exact = comparison_metaeval(exact_answers(tasks), as_reference(judge_answers(tasks), tasks),
+                                         n_resamples=n_resamples, seed=seed, names=("judge", "exact"))
+    return {"table": table1(results) if results else table1({extractor: {}}), "results": results,
+            "iaa": inter_annotator(export, texts) if export is not None else None,
+            "judge_vs_exact": judge_vs_exact, "n_tasks": len(tasks)}

@@ -162,3 +162,74 @@ def test_table1_shape():
     assert list(t.columns) == M.TABLE1_COLUMNS
     assert t.loc["m1", "S_checklist"] == 64.4 and t.loc["m1", "Multi"] == "empty"
     assert t.loc["m2", "Single"] == "not run"
+
+
+def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
+    """Three annotators answer through the app's storage; the JSONL export read back gives the same Fleiss
+    kappa, pairwise F1, alpha and two-agree share as the answers computed directly."""
+    pytest.importorskip("sqlalchemy")
+    import json
+
+    from gavel.annotation import tasks as T
+    from gavel.annotation.db import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    pairs = [{"case_id": str(i), "item": "filing_date", "a": [f"a{i}"], "b": [f"b{i}"], "origin": "t"} for i in range(6)]
+    pairs += [{"case_id": "m", "item": "trials", "a": ["x", "y"], "b": ["x", "z"], "origin": "t"}]
+    style = [{"case_id": str(i), "model": "m", "model_text": "a", "human_text": "b"} for i in range(4)]
+    tasks = T.comparison_tasks(pairs, "t") + T.style_tasks(style, "t")
+    store.add_tasks(tasks)
+    people = ["p1", "p2", "p3"]
+    for p in people:
+        store.add_user(p, "pw")
+    store.assign([(t["key"], p, "annotate") for t in tasks for p in people])
+    labels = {"p1": ["equal", "equal", "different", "a_contains_b", "equal", "different"],
+              "p2": ["equal", "different", "different", "a_contains_b", "equal", "equal"],
+              "p3": ["equal", "equal", "different", "b_contains_a", "different", "different"]}
+    matches = {"p1": [[1, 1]], "p2": [[1, 1], [2, 2]], "p3": [[1, 1]]}
+    ratings = {"p1": [1, 2, 3, 4], "p2": [1, 3, 3, 5], "p3": [2, 2, 4, 3]}  # unit 4: all differ
+    aid = {}
+    from sqlalchemy import select
+
+    from gavel.annotation.db import Assignment, Task, User
+    with store.sessions() as s:
+        for key, user, a in s.execute(select(Task.key, User.username, Assignment.id)
+                                      .join(Assignment, Assignment.task_id == Task.id)
+                                      .join(User, Assignment.user_id == User.id)):
+            aid[(key, user)] = a
+    uid = {p: store.user(p).id for p in people}
+    for p in people:
+        for i in range(6):
+            store.save(aid[(f"comparison:t:{i}:filing_date", p)], uid[p], "label", "different")  # revised below
+            store.save(aid[(f"comparison:t:{i}:filing_date", p)], uid[p], "label", labels[p][i])
+        store.save(aid[("comparison:t:m:trials", p)], uid[p], "matches", matches[p])
+        for i in range(4):
+            for aspect in M.STYLE_ASPECTS:
+                store.save(aid[(f"style:m:{i}", p)], uid[p], f"aspect:{aspect}", ratings[p][i])
+    path = tmp_path / "export.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in store.export_rows()))
+    export = M.read_export(path)
+    iaa = M.inter_annotator(export)
+    direct = M.fleiss_kappa([[M.LABEL_TO_RELATION[labels[p][i]] for p in people] for i in range(6)],
+                            categories=list(M.RELATIONS))
+    assert iaa["single-value Fleiss kappa"].value == pytest.approx(direct.value)  # only current revisions count
+    assert iaa["multi-value pairwise F1"].value == pytest.approx((2 / 3 + 1 + 2 / 3) / 3)
+    alpha = M.krippendorff_alpha([ratings[p] for p in people], "ordinal").value
+    assert iaa["style alpha narrative_order"].value == pytest.approx(alpha)
+    assert iaa["style alpha (mean of aspects)"].value == pytest.approx(alpha)
+    assert iaa["style two-agree share"].value == pytest.approx(0.75)
+    assert iaa["extraction pairwise S_checklist"].status == "one_rater"
+    human = M.aggregate_comparisons(M.comparison_answers(export))
+    assert dict(zip(human["task"], human["label"]))["comparison:t:3:filing_date"] == "model_contains_reference"
+
+
+def test_run_scores_an_extractor_file_against_human_json(shared_rel, tmp_path):
+    human, texts = M.human_extraction(shared_rel)
+    rows = human[human["item"] != "filing_date"][["case_id", "item", "index", "value", "evidence"]]
+    path = tmp_path / "rows.jsonl"
+    rows.to_json(path, orient="records", lines=True)
+    out = M.run(shared_rel, extraction_path=path, extractor="half-model", n_resamples=100)
+    row = out["table"].loc["half-model"]
+    assert 80 < row["S_checklist"] < 100 and row["Coverage"] > 90
+    assert row["Single"] == "not run"
+    assert out["n_tasks"] == 150 and out["judge_vs_exact"]["Single"].n == 50

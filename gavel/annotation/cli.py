@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--secure-cookies", action="store_true", help="set when served over HTTPS")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
+    a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
+    a.add_argument("out")
     args = p.parse_args(argv)
     url = db_url(args.db)
 
@@ -96,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
                               args.prefill)
         print(f"{store.add_tasks(tasks)} tasks added ({len(tasks)} built)")
     elif args.cmd == "load-extraction":
+        from ..metaeval import read_value_rows
         from ..release import load_release
         from .tasks import extraction_tasks
 
-        rows = read_rows(args.rows)
+        rows = read_value_rows(args.rows)
         s = load_release(args.release).summaries
         human = s[(s["model"] == "human") & (s["set"] == "human_eval")].drop_duplicates("case_id")
         human = human[human["case_id"].isin(set(rows["case_id"].astype(str)))]
@@ -130,24 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         print(f"{len(rows)} revisions written to {out}")
+    elif args.cmd == "export-tasks":
+        from .db import Task
+
+        with store.sessions() as s, open(args.out, "w", encoding="utf-8") as fh:
+            n = 0
+            for t in s.query(Task).order_by(Task.id):
+                fh.write(json.dumps({"task": t.key, "kind": t.kind, "case_id": t.case_id, "source": t.source,
+                                     "payload": t.data}, ensure_ascii=False) + "\n")
+                n += 1
+        print(f"{n} tasks written to {args.out}")
     return 0
-
-
-def read_rows(path: str):
-    """Value rows (case_id, item, index, value, evidence) from CSV, JSONL or Parquet; evidence as a list."""
-    import pandas as pd
-
-    p = Path(path)
-    if p.suffix == ".csv":
-        df = pd.read_csv(p, dtype={"case_id": str})
-        df["evidence"] = [json.loads(e) if isinstance(e, str) and e.startswith("[") else ([e] if isinstance(e, str) else [])
-                          for e in df["evidence"]]
-    elif p.suffix == ".parquet":
-        df = pd.read_parquet(p)
-    else:
-        df = pd.read_json(p, lines=True, dtype={"case_id": str})
-    missing = {"case_id", "item", "index", "value", "evidence"} - set(df.columns)
-    if missing:
-        raise SystemExit(f"{path}: missing columns {sorted(missing)}")
-    df["case_id"] = df["case_id"].astype(str)
-    return df

@@ -23,7 +23,7 @@ from collections import defaultdict
 import pandas as pd
 
 from .. import items as gitems
-from ..metaeval import locate_evidence
+from ..metaeval import locate_evidence, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
 
 STYLE_SCALES = {
     "readability_jargon": (
@@ -171,41 +171,6 @@ def release_extraction_tasks(release, prefill: str = "human") -> list[dict]:
     elif prefill != "none":
         raise ValueError(f"prefill must be 'human' or 'none', not {prefill!r}")
     return extraction_tasks(human, rows, "document_checklists/human.json" if rows is not None else "empty")
-
-
-def release_value_pairs(release, methods=("end_to_end", "chunk_by_chunk")) -> list[dict]:
-    """Model/reference value pairs of the released document-extraction judgments: the model's extracted
-    values (A) against ``human.json`` (B), with the released judge's answer."""
-    cv = release.checklist_values
-    ref = cv[(cv["origin"] == "summary") & (cv["method"] == "human")]
-    ref_lists = {k: list(g.sort_values("index")["value"]) for k, g in ref.groupby(["case_id", "item"])}
-    doc = cv[(cv["origin"] == "document") & cv["method"].isin(methods)]
-    model_lists = {k: list(g.sort_values("index")["value"])
-                   for k, g in doc.groupby(["method", "model", "configuration", "case_id", "item"])}
-    j = release.judgments
-    j = j[(j["task"] == "document") & j["method"].isin(methods) & (j["orientation"] == "model_reference")
-          & j["kind"].isin(["relation", "matching"])]
-    pairs = []
-    for r in j.itertuples(index=False):
-        a = model_lists.get((r.method, r.model, r.configuration, r.case_id, r.item))
-        b = ref_lists.get((r.case_id, r.item))
-        if not a or not b:
-            continue
-        if (r.kind == "relation") != (len(a) == 1 and len(b) == 1):
-            continue  # the released lists and the judgment disagree on the pair's shape: not a clean pair
-        judge = ({"relation": r.relation} if r.kind == "relation"
-                 else {"pairs": [list(p) for p in r.pairs]})
-        pairs.append({"case_id": r.case_id, "item": r.item, "a": a, "b": b,
-                      "origin": f"{r.method}/{r.model}", "judge": judge})
-    return pairs
-
-
-def sample_pairs(pairs: list[dict], n_single: int = 50, n_multi: int = 100, seed: int = 0) -> list[dict]:
-    """The paper's mix: ``n_single`` single-value and ``n_multi`` multi-value pairs, drawn with a seed."""
-    rng = random.Random(seed)
-    single = [p for p in pairs if len(p["a"]) == 1 and len(p["b"]) == 1]
-    multi = [p for p in pairs if not (len(p["a"]) == 1 and len(p["b"]) == 1)]
-    return rng.sample(single, min(n_single, len(single))) + rng.sample(multi, min(n_multi, len(multi)))
 
 
 def release_style_pairs(release, n: int = 25, seed: int = 0) -> list[dict]:
