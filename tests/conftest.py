@@ -70,6 +70,12 @@ def pg_server(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    server = PgServer(tmp_path_factory.mktemp("pg")).start()
+    # its own folder, not under pytest's basetemp (pytest prunes old basetemps of concurrent runs)
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="gavel-pg-"))
+    server = PgServer(root / "pg").start()
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)

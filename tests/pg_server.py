@@ -61,8 +61,7 @@ class PgServer:
         self.root.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
-            for parent in list(self.root.parents)[:3]:  # let postgres reach its folder under pytest's tmp
-                parent.chmod(parent.stat().st_mode | 0o711)
+            self.root.parent.chmod(self.root.parent.stat().st_mode | 0o711)  # let postgres reach its folder
         self._run("initdb", "-D", str(self.data), "-U", "gavel", "--auth=trust", "-E", "UTF8", "--no-instructions")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "pg.log"), "-w", "-t", "60", "-o",
                   f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=on", "start")

@@ -228,33 +228,33 @@ class Store:
         A save whose ``client_token`` was stored before returns that revision and writes nothing.
         Committed before it returns."""
         text = json.dumps(value, sort_keys=True)
-        for _attempt in range(5):
+        for _attempt in range(20):
             with self.sessions() as s:
-                if client_token:
-                    seen = s.scalar(select(Revision).where(Revision.client_token == client_token))
-                    if seen is not None:
-                        return seen.revision
-                answer = s.scalar(select(Answer).where(Answer.assignment_id == assignment_id,
-                                                       Answer.field == field).with_for_update())
-                stamp = now()
-                if answer is None:
-                    answer = Answer(assignment_id=assignment_id, field=field, value=text, revision=1,
-                                    updated_at=stamp)
-                    s.add(answer)
-                    s.flush()
-                else:
-                    answer.revision += 1
-                    answer.value = text
-                    answer.updated_at = stamp
-                s.add(Revision(answer_id=answer.id, revision=answer.revision, value=text, user_id=user_id,
-                               client_token=client_token or None, created_at=stamp))
                 try:
+                    if client_token:
+                        seen = s.scalar(select(Revision).where(Revision.client_token == client_token))
+                        if seen is not None:
+                            return seen.revision
+                    answer = s.scalar(select(Answer).where(Answer.assignment_id == assignment_id,
+                                                           Answer.field == field).with_for_update())
+                    stamp = now()
+                    if answer is None:
+                        answer = Answer(assignment_id=assignment_id, field=field, value=text, revision=1,
+                                        updated_at=stamp)
+                        s.add(answer)
+                        s.flush()
+                    else:
+                        answer.revision += 1
+                        answer.value = text
+                        answer.updated_at = stamp
+                    s.add(Revision(answer_id=answer.id, revision=answer.revision, value=text, user_id=user_id,
+                                   client_token=client_token or None, created_at=stamp))
                     s.commit()
                     return answer.revision
                 except IntegrityError:
                     # a concurrent save of the same field (or the same token) won the race: read again
                     s.rollback()
-        raise RuntimeError(f"could not save {field!r} of assignment {assignment_id} after 5 attempts")
+        raise RuntimeError(f"could not save {field!r} of assignment {assignment_id} after 20 attempts")
 
     def answers(self, assignment_id: int) -> dict:
         with self.sessions() as s:
