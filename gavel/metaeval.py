@@ -44,6 +44,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
 
 from . import items as gitems
 from . import scoring
+from .grounding import locate
 from .judge import RELATIONS
 
 STYLE_ASPECTS = scoring.STYLE_ASPECTS
@@ -271,36 +272,35 @@ def _words(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
 
 
-def locate_evidence(text: str, evidence: str) -> tuple[int, int] | None:
-    """Character span of ``evidence`` in ``text`` (exact, then with any whitespace between its words)."""
-    evidence = (evidence or "").strip()
-    if not evidence:
-        return None
-    at = text.find(evidence)
-    if at >= 0:
-        return (at, at + len(evidence))
-    m = re.search(r"\s+".join(re.escape(w) for w in evidence.split()), text)
-    return (m.start(), m.end()) if m else None
+def as_list(value) -> list:
+    """A list cell as read from a table: a list, a JSON text of one (CSV), or nothing."""
+    if isinstance(value, list | tuple | np.ndarray):
+        return list(value)
+    if isinstance(value, str) and value.startswith("["):
+        return json.loads(value)
+    return [value] if isinstance(value, str) and value else []
 
 
 def evidence_spans(rows: pd.DataFrame, case_id: str, text: str) -> tuple[list[tuple[int, int]], int]:
-    """Spans of a case's evidence: ``evidence_spans`` where given, else located in ``text``. Returns the
-    spans and how many evidence strings could not be found (counted, not dropped silently)."""
+    """Spans of a case's evidence: the row's ``evidence_spans`` where given (one per evidence string, None
+    where it was not found), else located in ``text`` with gavel.grounding. Returns the spans and how many
+    evidence strings have no span (counted, never dropped silently)."""
     spans, missing = [], 0
     sub = rows[rows["case_id"].astype(str) == str(case_id)]
     has_spans = "evidence_spans" in sub.columns
     for r in sub.itertuples(index=False):
-        given = getattr(r, "evidence_spans", None) if has_spans else None
-        if isinstance(given, list | tuple) and len(given):
-            spans += [(int(s), int(e)) for s, e in given]
-            continue
-        ev = r.evidence if isinstance(r.evidence, list | tuple) else ([r.evidence] if isinstance(r.evidence, str) else [])
-        for e in ev:
-            span = locate_evidence(text, e)
-            if span is None:
-                missing += 1
+        evidence = as_list(r.evidence)
+        given = as_list(getattr(r, "evidence_spans", None)) if has_spans else []
+        for k, e in enumerate(evidence):
+            g = given[k] if k < len(given) else None
+            if g is not None:
+                spans.append((int(g[0]), int(g[1])))
+                continue
+            hit = locate(e, text)
+            if hit.found:
+                spans.append((hit.start, hit.end))
             else:
-                spans.append(span)
+                missing += 1
     return spans, missing
 
 
@@ -617,8 +617,9 @@ def read_value_rows(path: str | Path) -> pd.DataFrame:
     p = Path(path)
     if p.suffix == ".csv":
         df = pd.read_csv(p, dtype={"case_id": str})
-        df["evidence"] = [json.loads(e) if isinstance(e, str) and e.startswith("[") else ([e] if isinstance(e, str) else [])
-                          for e in df["evidence"]]
+        df["evidence"] = [as_list(e) for e in df["evidence"]]
+        if "evidence_spans" in df.columns:
+            df["evidence_spans"] = [as_list(e) for e in df["evidence_spans"]]
     elif p.suffix == ".parquet":
         df = pd.read_parquet(p)
     else:
@@ -627,6 +628,8 @@ def read_value_rows(path: str | Path) -> pd.DataFrame:
     if missing:
         raise ValueError(f"{path}: missing columns {sorted(missing)}")
     df["case_id"] = df["case_id"].astype(str)
+    if "subject" in df.columns:  # the pipeline's values table holds every summary's extraction: keep the human ones
+        df = df[df["subject"] == "human"]
     return df
 
 

@@ -11,7 +11,7 @@ Three kinds of task, each a dict ``{key, kind, case_id, source, payload}`` for `
 * style of a model summary against the human summary of the same case; the two are shown in an order drawn
   per task (``order``), so annotators cannot tell which is the human one.
 
-Evidence given only as text (LLM extractions) is located in the summary by exact search; evidence not found
+Evidence given only as text (LLM extractions) is located in the summary with gavel.grounding (exact, normalised, fuzzy); evidence not found
 is kept as text with no span and counted in ``payload['unlocated']`` rather than dropped.
 """
 
@@ -23,7 +23,8 @@ from collections import defaultdict
 import pandas as pd
 
 from .. import items as gitems
-from ..metaeval import locate_evidence, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from ..grounding import locate
+from ..metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
 
 STYLE_SCALES = {
     "readability_jargon": (
@@ -87,23 +88,24 @@ def checklist_from_rows(text: str, rows: pd.DataFrame, source: str) -> tuple[dic
     rows = rows.sort_values(["item", "index"]) if len(rows) else rows
     for r in rows.itertuples(index=False):
         key = gitems.item(r.item).key
-        spans = getattr(r, "evidence_spans", None)
-        evidence = list(r.evidence) if isinstance(r.evidence, list | tuple) else ([r.evidence] if r.evidence else [])
+        evidence = as_list(r.evidence)
+        spans = as_list(getattr(r, "evidence_spans", None))
         ev = []
-        if isinstance(spans, list | tuple) and spans:
-            for s, e in spans:
-                if not (0 <= s < e <= len(text)):
+        for k, e_text in enumerate(evidence):
+            span = spans[k] if k < len(spans) else None
+            if span is not None:
+                s, e = int(span[0]), int(span[1])
+                if not 0 <= s < e <= len(text):
                     raise ValueError(f"{source}: case {getattr(r, 'case_id', '?')} item {key!r}: evidence span "
                                      f"{s}-{e} lies outside the summary ({len(text)} characters)")
-                ev.append({"start": int(s), "end": int(e), "text": text[s:e]})
-        else:
-            for e_text in evidence:
-                span = locate_evidence(text, e_text)
-                if span is None:
-                    unlocated += 1
-                    ev.append({"start": None, "end": None, "text": e_text})
-                else:
-                    ev.append({"start": span[0], "end": span[1], "text": text[span[0]:span[1]]})
+                ev.append({"start": s, "end": e, "text": text[s:e]})
+                continue
+            hit = locate(e_text, text)
+            if not hit.found:
+                unlocated += 1
+                ev.append({"start": None, "end": None, "text": e_text})
+            else:
+                ev.append({"start": hit.start, "end": hit.end, "text": text[hit.start:hit.end]})
         out[key].append({"value": str(r.value), "evidence": ev})
     return out, unlocated
 
