@@ -251,10 +251,14 @@ def item_lists(rows: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def s_checklist_case(a: dict, b: dict, case_id: str, compare: Callable = exact_compare) -> float:
-    """S_checklist of checklist ``a`` (model side) against ``b`` (reference side) on one case."""
+def s_checklist_case(a: dict, b: dict, case_id: str, compare: Callable = exact_compare,
+                     skip: frozenset = frozenset()) -> float:
+    """S_checklist of checklist ``a`` (model side) against ``b`` (reference side) on one case; items in
+    ``skip`` ((case_id, item key) with no usable answer) are left out."""
     scores = []
     for it in gitems.ITEMS:
+        if (case_id, it.key) in skip:
+            continue
         va, vb = a.get((case_id, it.key), []), b.get((case_id, it.key), [])
         if va and vb and [normalise(x) for x in va] == [normalise(x) for x in vb]:
             scores.append(1.0)
@@ -321,29 +325,34 @@ def coverage_agreement(text: str, spans_a: Iterable[tuple[int, int]], spans_b: I
 
 def extraction_metaeval(llm_rows: pd.DataFrame, human_rows: pd.DataFrame, texts: dict[str, str],
                         compare: Callable = exact_compare, judge: str = "exact-match",
-                        n_resamples: int = 1000, seed: int = 0) -> dict[str, Stat]:
+                        n_resamples: int = 1000, seed: int = 0, unusable: Iterable = ()) -> dict[str, Stat]:
     """S_checklist of an LLM's extraction against the human one, and word-level coverage agreement of their
-    evidence, over the cases both cover; bootstrap intervals over cases."""
+    evidence, over the cases both cover (a case with no extractor row at all is left out and counted);
+    ``unusable``: (case_id, item) whose answer was unusable, left out of S_checklist and counted.
+    Bootstrap intervals over cases."""
     llm_rows = llm_rows.assign(case_id=llm_rows["case_id"].astype(str))
     human_rows = human_rows.assign(case_id=human_rows["case_id"].astype(str))
-    cases = sorted(set(human_rows["case_id"]) & set(texts))
+    skip = frozenset((str(c), gitems.item(i).key) for c, i in unusable)
+    human_cases = set(human_rows["case_id"]) & set(texts)
+    cases = sorted(human_cases & (set(llm_rows["case_id"]) | {c for c, _ in skip}))
     if not cases:
         return {"S_checklist": _bad("empty"), "Coverage": _bad("empty")}
     a, b = item_lists(llm_rows), item_lists(human_rows)
     per_case, cover, missing = {}, {}, 0
     for c in cases:
-        per_case[c] = s_checklist_case(a, b, c, compare)
+        per_case[c] = s_checklist_case(a, b, c, compare, skip)
         sa, ma = evidence_spans(llm_rows, c, texts[c])
         sb, mb = evidence_spans(human_rows, c, texts[c])
         missing += ma + mb
         cover[c] = coverage_agreement(texts[c], sa, sb)
-    no_llm = sorted(set(cases) - set(llm_rows["case_id"]))
+    no_llm = sorted(human_cases - set(cases))
 
     def mean_of(d):
         return lambda pick: float(np.mean([d[c] for c in pick if d[c] is not None and not math.isnan(d[c])]))
 
     s = Stat(float(np.mean([v for v in per_case.values() if not math.isnan(v)])), "ok", len(cases),
-             detail=f"judge={judge}; cases without LLM output: {len(no_llm)}", extra={"per_case": per_case})
+             detail=f"judge={judge}; human cases without extractor output (left out): {len(no_llm)}; "
+                    f"unusable item answers left out: {len(skip)}", extra={"per_case": per_case})
     cv = Stat(100 * float(np.mean([v for v in cover.values() if v is not None])), "ok", len(cases),
               detail=f"evidence strings not found in the summary: {missing}", extra={"per_case": cover})
     s = with_interval(s, cases, mean_of(per_case), n_resamples=n_resamples, seed=seed)
@@ -668,7 +677,8 @@ def as_reference(answers: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
     return df[["task", "mode", "label", "pairs", "status", "annotators"]]
 
 
-def evaluate(model: str, *, extraction: pd.DataFrame | None = None, human_rows: pd.DataFrame | None = None,
+def evaluate(model: str, *, extraction: pd.DataFrame | None = None, unusable: Iterable = (),
+             human_rows: pd.DataFrame | None = None,
              texts: dict[str, str] | None = None, export: pd.DataFrame | None = None,
              comparisons: pd.DataFrame | None = None, style: pd.DataFrame | None = None,
              compare: Callable = exact_compare, judge: str = "exact-match",
@@ -680,7 +690,7 @@ def evaluate(model: str, *, extraction: pd.DataFrame | None = None, human_rows: 
     out: dict[str, Stat] = {}
     if extraction is not None:
         ref = human_rows if human_rows is not None else extraction_rows(export)
-        out.update(extraction_metaeval(extraction, ref, texts or {}, compare, judge, n_resamples, seed))
+        out.update(extraction_metaeval(extraction, ref, texts or {}, compare, judge, n_resamples, seed, unusable))
     if comparisons is not None and export is not None:
         human = aggregate_comparisons(comparison_answers(export))
         out.update(comparison_metaeval(comparisons, human, n_resamples, seed))
@@ -730,12 +740,15 @@ def comparison_tasks_from_release(release, n_single: int = 50, n_multi: int = 10
 
 
 def run(release, *, export_path=None, tasks_path=None, extraction_path=None, extractor: str = "extractor",
-        n_resamples: int = 1000, seed: int = 0) -> dict:
+        provider=None, cases: int | None = None, n_resamples: int = 1000, seed: int = 0) -> dict:
     """Everything the meta-evaluation notebook shows.
 
     * ``table``: Table 1 rows. The extractor's row (``extraction_path``: its value rows for the 40 human
       summaries) is scored against ``human.json``; its comparison and style cells need the app's export and
       the pipeline's answers, else they read 'not run'.
+    * With ``provider`` (a gavel.llm provider) the extractor is run first on the human summaries (the first
+      ``cases`` of them, or all 40), its rows written to data/interim/metaeval/<extractor>/values.jsonl,
+      scored on the cases it covered, and its Table 1 row written to data/interim/metaeval/table1.csv.
     * ``iaa``: Appendix D inter-annotator agreement from the export (None without one).
     * ``judge_vs_exact``: real release data, no people: the released judge's answers on the sampled value
       pairs against the exact-match baseline (how often a string comparison would have sufficed).
@@ -744,15 +757,69 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
     export = read_export(export_path) if export_path else None
     tasks = read_tasks(tasks_path) if tasks_path else comparison_tasks_from_release(release, seed=seed)
     results: dict[str, dict[str, Stat]] = {}
+    status = None
+    if provider is not None:
+        chosen = dict(sorted(texts.items())[:cases] if cases else sorted(texts.items()))
+        values, status = extract_human_summaries(chosen, provider, extractor)
+        extraction_path = METAEVAL_DIR / extractor / "values.jsonl"
+        extraction_path.parent.mkdir(parents=True, exist_ok=True)
+        values.to_json(extraction_path, orient="records", lines=True)
+        texts_scored, human_scored = chosen, human_rows[human_rows["case_id"].astype(str).isin(chosen)]
+    else:
+        texts_scored, human_scored = texts, human_rows
     if extraction_path:
         rows = read_value_rows(extraction_path)
-        results[extractor] = evaluate(extractor, extraction=rows, human_rows=human_rows, texts=texts,
-                                      n_resamples=n_resamples, seed=seed)
+        unusable = ([] if status is None else
+                    list(status.loc[status["status"] != "ok", ["case_id", "item"]].itertuples(index=False)))
+        results[extractor] = evaluate(extractor, extraction=rows, unusable=unusable, human_rows=human_scored,
+                                      texts=texts_scored, n_resamples=n_resamples, seed=seed)
     if export is not None:
         results["released judge"] = evaluate("released judge", export=export, comparisons=judge_answers(tasks),
                                              n_resamples=n_resamples, seed=seed)
     judge_vs_exact = comparison_metaeval(exact_answers(tasks), as_reference(judge_answers(tasks), tasks),
                                          n_resamples=n_resamples, seed=seed, names=("judge", "exact"))
-    return {"table": table1(results) if results else table1({extractor: {}}), "results": results,
+    table = table1(results) if results else table1({extractor: {}})
+    if provider is not None:
+        write_table1_row(table.loc[[extractor]])
+    return {"table": table, "results": results, "extract_status": status,
             "iaa": inter_annotator(export, texts) if export is not None else None,
             "judge_vs_exact": judge_vs_exact, "n_tasks": len(tasks)}
+
+
+# --- the extractor run (section 2.3: an LLM extracts checklists from the 40 human summaries) -------------
+
+METAEVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "interim" / "metaeval"
+
+
+def extract_human_summaries(texts: dict[str, str], provider, extractor: str, workdir: str | Path | None = None,
+                            items=None, mode: str = "online") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the extract stage (gavel.stages.extract) of ``extractor`` over the human summaries ``texts``
+    through ``provider`` with the resumable stage runner; returns (value rows, one status row per
+    summary x item). Unusable answers stay in the status rows with their reason; their items hold no value
+    rows and are counted, not read as empty."""
+    from .llm.runner import StageRunner
+    from .stages import extract
+
+    workdir = Path(workdir or METAEVAL_DIR / extractor)
+    summaries = [extract.Summary("human", c, t) for c, t in sorted(texts.items())]
+    requests = extract.build_requests(summaries, extractor, items or gitems.ITEMS)
+    report = StageRunner("extract", provider, workdir, progress=False).run(requests, mode=mode)
+    rows, status = [], []
+    for req in requests:
+        r, s = extract.parse_response(req, report.responses.get(req.custom_id), texts[req.case_id])
+        rows += r
+        status.append(s)
+    values = pd.DataFrame(rows, columns=["subject", "case_id", "item", "index", "value", "evidence",
+                                         "evidence_spans", "evidence_grounding"])
+    return values, pd.DataFrame(status)
+
+
+def write_table1_row(table: pd.DataFrame, path: str | Path | None = None) -> Path:
+    """Add (or replace) the table's rows in the Table 1 file (default data/interim/metaeval/table1.csv)."""
+    path = Path(path or METAEVAL_DIR / "table1.csv")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = pd.read_csv(path, index_col="model") if path.exists() else pd.DataFrame(columns=TABLE1_COLUMNS)
+    merged = pd.concat([old.drop(index=[m for m in table.index if m in old.index]), table])
+    merged.index.name = "model"
+    merged.to_csv(path)
+    return path

@@ -233,3 +233,21 @@ def test_run_scores_an_extractor_file_against_human_json(shared_rel, tmp_path):
     assert 80 < row["S_checklist"] < 100 and row["Coverage"] > 90
     assert row["Single"] == "not run"
     assert out["n_tasks"] == 150 and out["judge_vs_exact"]["Single"].n == 50
+
+
+def test_extractor_run_through_the_extract_stage_feeds_table1(shared_rel, tmp_path, monkeypatch):
+    """The extractor path end to end, offline: the extract stage over two human summaries through the
+    pipeline's stand-in provider (mock), its rows scored against human.json, the Table 1 row written."""
+    from gavel import pipeline
+
+    monkeypatch.setattr(M, "METAEVAL_DIR", tmp_path)
+    out = M.run(shared_rel, provider=pipeline.provider("mock"), extractor="stand-in", cases=2, n_resamples=50)
+    status = out["extract_status"]
+    assert len(status) == 2 * 26
+    stat = out["results"]["stand-in"]["S_checklist"]
+    assert stat.n == 2 and "unusable item answers left out: 0" in stat.detail
+    row = M.read_value_rows(tmp_path / "stand-in" / "values.jsonl")
+    assert set(row["case_id"]) <= set(status["case_id"])
+    written = pd.read_csv(tmp_path / "table1.csv", index_col="model")
+    assert list(written.columns) == M.TABLE1_COLUMNS and "stand-in" in written.index
+    assert written.loc["stand-in", "Single"] == "not run"
