@@ -151,3 +151,55 @@ def test_release_tasks_from_real_data(shared_rel):
     assert (kinds.count("extraction"), kinds.count("comparison"), kinds.count("style")) == (40, 150, 25)
     style = [t for t in tasks if t["kind"] == "style"]
     assert {tuple(t["payload"]["order"]) for t in style} == {("model", "human"), ("human", "model")}
+
+
+def _client_login(app, user, password):
+    import re
+
+    c = app.test_client()
+    tok = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
+    assert c.post("/login", data={"username": user, "password": password, "csrf_token": tok}).status_code == 302
+    return c
+
+
+def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
+    import json as _json
+    import re
+
+    from gavel.annotation.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    store = Store(url)
+    pair = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
+    store.add_tasks(T.comparison_tasks([pair], "t"))
+    for u in ("a1", "a2", "a3", "adj"):
+        store.add_user(u, "pw-" + u)
+    store.add_user("boss", "pw-boss", is_admin=True)
+    key = "comparison:t:1:filing_date"
+    rows = T.plan([{"key": key, "kind": "extraction", "payload": {"words": 9}}], ["a1", "a2", "a3"], k_long=3,
+                  n_long=1, adjudicators=["adj"])
+    assert sorted(r[2] for r in rows) == ["adjudicate", "annotate", "annotate", "annotate"]
+    store.assign(rows)
+    app = create_app(url)
+    ids = {}
+    for u, label in (("a1", "equal"), ("a2", "b_contains_a"), ("a3", "b_contains_a")):
+        c = _client_login(app, u, "pw-" + u)
+        aid = int(re.search(r'href="/a/(\d+)"', c.get("/").text).group(1))
+        ids[u] = aid
+        page = c.get(f"/a/{aid}").text
+        assert "Other annotators" not in page  # an annotator does not see the others
+        tok = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+        r = c.post(f"/a/{aid}/save", data={"csrf_token": tok, "field": "label", "value": _json.dumps(label)},
+                   headers={"X-Requested-With": "fetch"})
+        assert r.json == {"saved": True, "field": "label", "revision": 1}
+    adj = _client_login(app, "adj", "pw-adj")
+    aid = int(re.search(r'href="/a/(\d+)"', adj.get("/").text).group(1))
+    page = adj.get(f"/a/{aid}").text
+    assert "Other annotators" in page and "a1" in page and "b_contains_a" in page
+    assert adj.get("/admin").status_code == 403 and adj.get("/admin/export.jsonl").status_code == 403
+    boss = _client_login(app, "boss", "pw-boss")
+    assert boss.get("/admin").status_code == 200
+    exported = [_json.loads(line) for line in boss.get("/admin/export.jsonl").text.splitlines()]
+    assert sorted((r["annotator"], r["value"]) for r in exported) == \
+        [("a1", "equal"), ("a2", "b_contains_a"), ("a3", "b_contains_a")]
+    assert boss.get("/admin/export.csv").text.startswith("task,kind,case_id,annotator")
