@@ -223,6 +223,11 @@
       box.querySelector(".value:last-child input.value-text").focus();
     });
     box.appendChild(addValue);
+    // pointing at an item shows its own evidence in a stronger colour
+    box.addEventListener("mouseenter", () => {
+      for (const m of document.querySelectorAll("#summary mark")) m.classList.toggle("active", m.dataset.items.split(" ").includes(it.key));
+    });
+    box.addEventListener("mouseleave", () => { for (const m of document.querySelectorAll("#summary mark.active")) m.classList.remove("active"); });
     itemsEl.appendChild(box);
     renderItem(box, it.key);
   }
