@@ -203,3 +203,26 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
     assert sorted((r["annotator"], r["value"]) for r in exported) == \
         [("a1", "equal"), ("a2", "b_contains_a"), ("a3", "b_contains_a")]
     assert boss.get("/admin/export.csv").text.startswith("task,kind,case_id,annotator")
+
+
+def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys):
+    from gavel.annotation.cli import main
+
+    db = str(tmp_path / "cli.db")
+    assert main(["--db", db, "load-release", "--release", str(shared_rel.root)]) == 0
+    assert "215 tasks added" in capsys.readouterr().out
+    assert main(["--db", db, "load-release", "--release", str(shared_rel.root)]) == 0  # loading twice adds nothing
+    assert "0 tasks added" in capsys.readouterr().out
+    for name in ("a", "b", "c", "lead"):
+        monkeypatch.setenv("GAVEL_ANNOTATOR_PASSWORD", f"pw-{name}")
+        assert main(["--db", db, "adduser", name] + (["--admin"] if name == "lead" else [])) == 0
+    assert main(["--db", db, "assign", "a", "b", "c", "--adjudicator", "lead"]) == 0
+    # 215 tasks once, the 10 longest reviews twice more, and an adjudicator for each of those 10
+    assert "245 assignments added" in capsys.readouterr().out.splitlines()[-1]
+    store = Store(f"sqlite:///{db}")
+    assert store.export_rows() == []
+    assert main(["--db", db, "export-tasks", str(tmp_path / "tasks.jsonl")]) == 0
+    from gavel import metaeval
+
+    tasks = metaeval.read_tasks(tmp_path / "tasks.jsonl")
+    assert len(tasks) == 215 and len(metaeval.judge_answers(tasks)) == 150
