@@ -6,7 +6,7 @@ fresh token. Printed: saves per second, median / 95th percentile / slowest save,
 check that nothing was lost: the revisions in the database equal the saves the server confirmed, and equal
 the saves sent.
 
-    .venv/bin/python benchmarks/annotation_load.py [--annotators 20] [--seconds 60] [--db URL]
+    .venv/bin/python benchmarks/annotation_load.py [--annotators 20] [--seconds 60] [--db URL | --postgres]
 """
 
 from __future__ import annotations
@@ -80,8 +80,23 @@ def main() -> int:
     p.add_argument("--annotators", type=int, default=20)
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--db", default=None, help="database URL (default: a new SQLite file)")
+    p.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL server and use it")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gavel-load-"))
+    pg = None
+    if args.postgres:
+        from pg_server import PgServer
+
+        pg = PgServer(tmp / "pg").start()
+        args.db = pg.url()
+    try:
+        return _run(args, tmp)
+    finally:
+        if pg:
+            pg.stop()
+
+
+def _run(args, tmp: Path) -> int:
     url = args.db or f"sqlite:///{tmp / 'load.db'}"
     store = Store(url)
     users = [f"ann{i:02d}" for i in range(args.annotators)]
@@ -118,6 +133,7 @@ def main() -> int:
     confirmed = sum(o["confirmed"] for o in out.values())
     refused = sum(o["refused"] for o in out.values())
     lat = sorted(x for o in out.values() for x in o["latencies"])
+    store.engine.dispose()
     backend = url.split(":")[0]
     print(f"annotation load: {len(out)} annotators x {args.seconds:.0f} s on {backend} (server: waitress, 24 threads)")
     print(f"  saves sent {sent}, confirmed {confirmed}, refused {refused}, revisions in the database {stored}")
