@@ -91,6 +91,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
         kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
                   "command": args.vllm_command}
+    if args.provider == "local":  # llama.cpp server started here, stopped at exit
+        kwargs = {"model_path": args.gguf} if args.gguf else {}
     runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts)
@@ -166,6 +168,13 @@ def cmd_replay_check(args: argparse.Namespace) -> int:
     return 0 if out["table"]["reproduced"].all() else 1
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A real local model answering through the stage runner (gavel/demo.py)."""
+    from . import demo
+
+    return demo.main()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["annotate"]:  # its own argument parser
@@ -186,10 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "mock"],
+    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock"],
                    help="vllm: a running server (--base-url); vllm-batch: `vllm run-batch` on this machine")
     p.add_argument("--vllm-command", default="vllm run-batch", help="run-batch command for --provider vllm-batch")
     p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
+    p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
@@ -221,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--release", default=None)
     p.add_argument("--workdir", default="data/interim/replay", help="cache folder of the replayed run")
     p.set_defaults(func=cmd_replay_check)
+    p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
+    p.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -17,6 +17,7 @@ next to ``human.json``'s ``evidences_indices`` and highlighted in the annotation
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -82,10 +83,10 @@ def _span(offsets: list[int], text: str, start: int, end: int) -> tuple[int, int
     return offsets[start], last + 1 if last < len(text) else len(text)
 
 
-def locate(snippet: str, text: str, threshold: float = FUZZY_THRESHOLD,
+def locate(snippet: str, text: str, threshold: float | None = FUZZY_THRESHOLD,
            normalized_text: tuple[str, list[int]] | None = None) -> Located:
     """Find ``snippet`` in ``text``. ``normalized_text`` may pass ``normalize(text)`` precomputed when many
-    snippets are located in one text."""
+    snippets are located in one text; ``threshold=None`` skips the fuzzy step."""
     if not isinstance(snippet, str) or not snippet.strip():
         return Located(None, None, "not_found", 0.0)
     at = text.find(snippet)
@@ -99,7 +100,7 @@ def locate(snippet: str, text: str, threshold: float = FUZZY_THRESHOLD,
     if at >= 0:
         start, end = _span(offsets, text, at, at + len(norm_snippet))
         return Located(start, end, "normalized", 100.0)
-    if len(norm_snippet) < MIN_FUZZY_CHARS:
+    if threshold is None or len(norm_snippet) < MIN_FUZZY_CHARS:
         return Located(None, None, "not_found", 0.0)
     alignment = fuzz.partial_ratio_alignment(norm_snippet, norm_text)
     if alignment is None:
@@ -108,3 +109,44 @@ def locate(snippet: str, text: str, threshold: float = FUZZY_THRESHOLD,
         start, end = _span(offsets, text, alignment.dest_start, alignment.dest_end)
         return Located(start, end, "fuzzy", round(alignment.score, 2))
     return Located(None, None, "not_found", round(alignment.score, 2))
+
+
+# ---------- what a checklist leaves uncovered (the residual stage's first, deterministic step) ----------
+MIN_SPAN_WORDS = 3
+def uncovered_spans(text: str, values: list[tuple[str, list[str]]]) -> list[tuple[int, int]]:
+    """Residual spans of ``text`` given its checklist ``values`` as (value, evidence snippets): the paper's
+    two-stage matching. A value found in the text (exactly or after normalisation) covers just its own
+    words; a value that is not (a paraphrase) covers its evidence snippets instead. What is left, in runs of
+    at least ``MIN_SPAN_WORDS`` words, is residual (leading and trailing whitespace trimmed)."""
+    covered = bytearray(len(text))
+    norm = normalize(text)
+    for value, evidence in values:
+        hit = locate(value, text, threshold=None, normalized_text=norm)
+        if hit.found:
+            covered[hit.start:hit.end] = b"\x01" * (hit.end - hit.start)
+            continue
+        for snippet in evidence:
+            ev = locate(snippet, text, normalized_text=norm)
+            if ev.found:
+                covered[ev.start:ev.end] = b"\x01" * (ev.end - ev.start)
+    out = []
+    for m in re.finditer(rb"\x00+", bytes(covered)):
+        piece = text[m.start():m.end()]
+        if len(re.findall(r"\w+", piece)) >= MIN_SPAN_WORDS:
+            lead = len(piece) - len(piece.lstrip())
+            out.append((m.start() + lead, m.start() + len(piece.rstrip())))
+    return out
+
+
+def residual_ratios(summaries, values) -> list[dict]:
+    """r of each summary: ``summaries`` is {(who, case_id): text}, ``values`` {(who, case_id): [(value,
+    evidence), ...]} (a summary without values is skipped: its checklist is not known)."""
+    out = []
+    for key, vals in values.items():
+        text = summaries.get(key)
+        if not text:
+            continue
+        spans = uncovered_spans(text, vals)
+        covered = sum(e - s for s, e in spans)
+        out.append({"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)})
+    return out

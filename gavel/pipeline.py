@@ -11,6 +11,8 @@ resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables t
 ``scores.csv``      per summary: S_checklist (best, low, high), S_residual, S_style, r (own and reference),
                     S_GAVEL-REF
 ``model_scores.csv`` per model (and per length bin when bins are given): means and bootstrap intervals
+``summary_s_checklist.csv``, ``summary_bootstrap.csv``  the shapes of ``data/results/``: ``gavel.figures``
+                    draws them (e.g. Figure 2 of a new run); ``gavel_ref_scores.csv`` all components per model
 
 Unusable answers are re-asked at most ``answers.MAX_REASKS`` times (the previous answer and the reason are
 shown to the model); what is still unusable stays in ``answers.csv`` with its reason and is kept out of the
@@ -194,7 +196,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         facts[k] = tuple(r["fact"] for r in rows)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
                            facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
-    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured)
+    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match")
     rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     residual_rows = pd.DataFrame(rgated + rjudged)
 
@@ -210,7 +212,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         scores["bin"] = scores["case_id"].map(bins)
         by = ["subject", "bin"]
     model_scores = _model_scores(scores, by, s.seed)
-    tables = {
+    tables = {**results_tables(scores, s.seed),
         "values": pd.DataFrame(value_rows), "answers": pd.DataFrame(st.log), "compare": compare_rows,
         "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
                                    "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
@@ -492,3 +494,39 @@ def unusable_answers(tables: dict) -> pd.DataFrame:
         return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
     last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
     return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]
+
+
+# ---------- the same table shapes as data/results/ ----------
+def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """``summary_s_checklist`` and ``summary_bootstrap`` in the shapes of ``data/results/`` (so
+    ``gavel.figures`` draws a new run beside the paper's), plus ``gavel_ref_scores`` with every component."""
+    from . import config
+
+    frame = scores.copy()
+    if "bin" not in frame:
+        frame["bin"] = None
+    rows = []
+    for subject, g in frame.groupby("subject", sort=True):
+        parts = [("all", g)] + [(b, gb) for b, gb in g.groupby("bin") if b]
+        for length_bin, gb in parts:
+            rows.append({"model": subject, "length_bin": length_bin, "s_checklist": gb["s_checklist"].mean(),
+                         "s_checklist_low": gb["s_checklist_low"].mean(), "s_checklist_high": gb["s_checklist_high"].mean(),
+                         "cases": int(gb["s_checklist"].notna().sum()), "ambiguous_cells": int(gb["unusable_items"].sum()),
+                         "label": config.model_label(subject), "checklist_parts_released": 2})
+    table = pd.DataFrame(rows)
+    overall = table[table["length_bin"] == "all"].sort_values("s_checklist", ascending=False)
+    table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(overall["model"])})
+    boot, full = [], []
+    for subject, g in frame.groupby("subject", sort=True):
+        lo, hi = score.bootstrap_ci(g["s_checklist"].tolist(), seed=seed)
+        blo, _ = score.bootstrap_ci(g["s_checklist_low"].tolist(), seed=seed)
+        _, bhi = score.bootstrap_ci(g["s_checklist_high"].tolist(), seed=seed)
+        boot.append({"model": subject, "label": config.model_label(subject), "s_checklist": g["s_checklist"].mean(),
+                     "cases": int(g["s_checklist"].notna().sum()), "ci_low": lo, "ci_high": hi,
+                     "bounds_ci_low": blo, "bounds_ci_high": bhi})
+        row = {"model": subject, "label": config.model_label(subject), "cases": len(g)}
+        for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
+            row[col] = g[col].mean()
+        full.append(row)
+    return {"summary_s_checklist": table, "summary_bootstrap": pd.DataFrame(boot),
+            "gavel_ref_scores": pd.DataFrame(full)}

@@ -60,3 +60,31 @@ def test_human_json_evidence_is_found_exactly_where_its_offsets_say(shared_rel):
             assert text[hit.start:hit.end] == text[start:end]
             checked += 1
     assert checked > 3900, checked
+
+
+def test_uncovered_spans_two_stages_by_hand():
+    from gavel.grounding import uncovered_spans
+
+    text = ("On May 1, 2020, the ACLU filed suit against the city in federal court. "
+            "The mayor resigned the following spring amid unrelated protests.")
+    # stage 1: the value occurs verbatim and covers only its own words; stage 2: a paraphrased value
+    # covers its evidence snippet instead
+    values = [("May 1, 2020", ["On May 1, 2020, the ACLU filed suit against the city in federal court."]),
+              ("ACLU v. City", ["the ACLU filed suit against the city"])]
+    spans = [text[s:e] for s, e in uncovered_spans(text, values)]
+    assert spans == ["in federal court. The mayor resigned the following spring amid unrelated protests."]
+    assert uncovered_spans(text, []) == [(0, len(text))]
+    # fragments shorter than three words are not residual
+    assert uncovered_spans("Filed May 1.", [("May 1", [])]) == []
+
+
+def test_residual_ratio_from_released_evidence(shared_rel):
+    """Real data: r per model from the released summary checklists; the two models the paper names as the
+    only ones with much residual content (GPT-4.1, GPT-5) are far above every other model and the humans."""
+    from gavel.results import residual_ratio_table
+
+    t = residual_ratio_table(shared_rel).set_index("model")["r_percent"]
+    top = {"gpt-4.1-2025-04-14", "gpt-5-2025-08-07"}
+    assert set(t.sort_values(ascending=False).index[:2]) == top
+    assert t[list(top)].min() > 2 * t.drop(list(top)).max()
+    assert len(t) == 12 and "claude-opus-4-1-20250805-thinking" not in t  # 11 models + human; Opus unreleased

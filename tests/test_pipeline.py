@@ -93,3 +93,22 @@ def test_ab_order_is_seeded_and_mapped_back():
     sides = {compare.model_is_a(0, "m", str(c), "parties") for c in range(40)}
     assert sides == {True, False}
     assert compare.model_is_a(3, "m", "1", "x") == compare.model_is_a(3, "m", "1", "x")
+
+
+def test_pipeline_tables_have_the_results_shapes_and_figure_2_draws_them(tmp_path):
+    from gavel import config, figures
+
+    provider = MockProvider(answer=scripted)
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS)
+    bins = dict(zip(["a", "b", "c", "d", "e"], ["32K", "64K", "128K", "256K", "512K"]))
+    summaries = [(m, c, MODEL if m == "model-x" else REF.replace("ACLU", "union")) for m in ("model-x", "model-y")
+                 for c in bins]
+    tables = pipeline.evaluate(summaries, {c: REF for c in bins}, provider, tmp_path, settings, bins=bins)
+    committed = pd.read_csv(config.RESULTS_DIR / "summary_s_checklist.csv")
+    assert list(tables["summary_s_checklist"].columns) == list(committed.columns)
+    committed_boot = pd.read_csv(config.RESULTS_DIR / "summary_bootstrap.csv")
+    assert list(tables["summary_bootstrap"].columns) == list(committed_boot.columns)
+    assert set(tables["summary_s_checklist"]["length_bin"]) == {"all", "32K", "64K", "128K", "256K", "512K"}
+    fig = figures.fig_benchmark({"summary_s_checklist": tables["summary_s_checklist"],
+                                 "summary_bootstrap": tables["summary_bootstrap"]})
+    assert len(fig.axes) >= 2

@@ -99,7 +99,7 @@ RESIDUAL_LABEL = "Facts outside the checklist"
 
 
 def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_tokens: int | None = None,
-                   structured: bool = True) -> tuple[list[tuple[Request, dict]], list[dict]]:
+                   structured: bool = True, stage: str = STAGE) -> tuple[list[tuple[Request, dict]], list[dict]]:
     """(jobs, gated rows). A job is (request, meta): ``meta`` is what ``parse_response`` needs to map the
     answer back (sides, lengths). Gated pairs get their score without a request."""
     jobs, gated = [], []
@@ -126,7 +126,7 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
         else:
             messages = prompts.render_messages("compare_multi", item_name=name, a=_numbered(a), b=_numbered(b))
             schema = MULTI_SCHEMA
-        req = Request(stage=STAGE, model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
+        req = Request(stage=stage, model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
                       item=p.item, subject=p.subject, schema=schema if structured else None)
         jobs.append((req, {"subject": p.subject, "case_id": p.case_id, "item": p.item, "gate": g,
                            "model_is_a": a_is_model, "n_model": len(m), "n_reference": len(r)}))

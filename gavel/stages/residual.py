@@ -1,12 +1,11 @@
 """Residual stage: what a summary says beyond the 26 checklist items.
 
-1. **Uncovered spans** (deterministic, no LLM; paper §2.1): the summary is cut into sentences. Stage one
-   matches each extracted VALUE against the sentences: a sentence in which a value occurs (exactly, after
-   normalisation, or fuzzily: ``gavel.grounding.locate``) is covered. Stage two takes the values stage one
-   could not place (paraphrased values) and covers the text of their EVIDENCE snippets only, not whole
-   sentences, so a long supporting sentence does not cover facts it merely carries along. What stays
-   uncovered, in runs of at least ``MIN_SPAN_WORDS`` words, are the residual spans;
-   r = residual characters / summary characters (``scoring.residual_ratio``).
+1. **Uncovered spans** (deterministic, no LLM; paper §2.1; ``gavel.grounding.uncovered_spans``): stage one
+   matches each extracted VALUE alone against the summary (exactly or after normalisation) and covers just
+   those words, so a long supporting sentence does not cover the other facts it carries; stage two takes
+   the values stage one could not place (paraphrases) and covers their EVIDENCE snippets (exact,
+   normalised or fuzzy). What stays uncovered, in runs of at least ``grounding.MIN_SPAN_WORDS`` words, are
+   the residual spans; r = residual characters / summary characters.
 2. **Facts**: an LLM turns the numbered residual spans into atomic facts (``build_requests`` /
    ``parse_response``).
 3. **Matching**: the model's facts against the reference's by the compare stage's list matching
@@ -18,16 +17,12 @@ the reference summary (as Eq. 2 defines, and as the score stage weights S_GAVEL-
 
 from __future__ import annotations
 
-import re
-
 from .. import prompts, scoring
-from ..grounding import locate, normalize
+from ..grounding import MIN_SPAN_WORDS, uncovered_spans  # noqa: F401  (the deterministic step lives with grounding)
 from ..llm.records import Request, Response
 from .answers import AnswerError, json_answer
 
 STAGE = "residual"
-MIN_SPAN_WORDS = 3
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*|\n|$)")
 SCHEMA = {"name": "residual_facts", "schema": {
     "type": "object",
     "properties": {"reasoning": {"type": "string"}, "extracted": {"type": "array", "items": {
@@ -35,47 +30,6 @@ SCHEMA = {"name": "residual_facts", "schema": {
                                          "evidence_spans": {"type": "array", "items": {"type": "integer"}}},
         "required": ["fact", "evidence_spans"], "additionalProperties": False}}},
     "required": ["reasoning", "extracted"], "additionalProperties": False}}
-
-
-def sentences(text: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if m.group().strip()]
-
-
-def uncovered_spans(text: str, values: list[tuple[str, list[str]]]) -> list[tuple[int, int]]:
-    """Residual spans of ``text`` given its checklist ``values`` as (value, evidence snippets)."""
-    covered = bytearray(len(text))
-    norm = normalize(text)
-    sents = sentences(text)
-    unplaced = []
-    for value, evidence in values:
-        hit = locate(value, text, normalized_text=norm)
-        if not hit.found:
-            unplaced.append(evidence)
-            continue
-        for s, e in sents:
-            if s <= hit.start < e or s < hit.end <= e or (hit.start <= s and e <= hit.end):
-                covered[s:e] = b"\x01" * (e - s)
-    for evidence in unplaced:
-        for snippet in evidence:
-            hit = locate(snippet, text, normalized_text=norm)
-            if hit.found:
-                covered[hit.start:hit.end] = b"\x01" * (hit.end - hit.start)
-    spans, start = [], None
-    for i in range(len(text) + 1):
-        free = i < len(text) and not covered[i]
-        if free and start is None:
-            start = i
-        elif not free and start is not None:
-            spans.append((start, i))
-            start = None
-    out = []
-    for s, e in spans:
-        piece = text[s:e]
-        lead = len(piece) - len(piece.lstrip())
-        trail = len(piece.rstrip())
-        if len(re.findall(r"\w+", piece)) >= MIN_SPAN_WORDS:
-            out.append((s + lead, s + trail))
-    return out
 
 
 def residual_ratio(text: str, spans: list[tuple[int, int]]) -> float:
