@@ -68,9 +68,11 @@ install-local: $(LOCAL_STAMP) ## Install the offline local model (llama.cpp + Sm
 demo: $(LOCAL_STAMP) ## A real LLM, offline: free-text and JSON requests through the stage runner, answers parsed
 	$(PY) -m gavel demo
 
-system-deps: ## Debian packages for the SLURM tests (slurm-wlm, munge); needs root
+system-deps: ## Debian packages for the SLURM, browser and PostgreSQL tests (slurm-wlm, munge, chromium, postgresql); needs root
 	@command -v slurmctld >/dev/null 2>&1 || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; }
+	@{ test -x /usr/bin/chromium && ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; } || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium postgresql >/dev/null; }
 
 data: $(STAMP) ## Find the release (GAVEL_RELEASE) or clone it into data/external/gavel
 	$(PY) -m gavel data

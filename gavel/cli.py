@@ -107,6 +107,13 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_annotate(rest: list[str]) -> int:
+    """The annotation app's own commands (gavel.annotation.cli; needs the annotation extra)."""
+    from .annotation.cli import main as annotate_main
+
+    return annotate_main(rest)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.pipeline)."""
     import pandas as pd
@@ -169,6 +176,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["annotate"]:  # its own argument parser
+        return cmd_annotate(argv[1:])
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
@@ -198,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
+    sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)")
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
     p.add_argument("--summaries", required=True, nargs="+", action="extend",
                    help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")

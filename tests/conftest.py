@@ -57,3 +57,25 @@ def slurm_cluster(tmp_path_factory):
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL server on 127.0.0.1 in a temporary folder (Debian postgresql); stopped after.
+    Missing binaries fail the test in CI and skip it, with the reason, elsewhere."""
+    from pg_server import PgServer, missing
+
+    reason = missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    # its own folder, not under pytest's basetemp (pytest prunes old basetemps of concurrent runs)
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="gavel-pg-"))
+    server = PgServer(root / "pg").start()
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)

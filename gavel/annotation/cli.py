@@ -1,0 +1,146 @@
+"""``python -m gavel annotate COMMAND``: set up, load, assign, serve and export the annotation app.
+
+The database is ``--db`` (an SQLAlchemy URL or a file path), else ``GAVEL_ANNOTATION_DB``, else an SQLite
+file in data/interim/annotation/. Passwords come from the environment variable named by ``--password-env``
+(default ``GAVEL_ANNOTATOR_PASSWORD``) or are asked for; they are never taken from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from pathlib import Path
+
+from .. import config
+
+DEFAULT_DB = config.DATA_DIR / "interim" / "annotation" / "annotation.db"
+
+
+def db_url(given: str | None) -> str:
+    value = given or os.environ.get("GAVEL_ANNOTATION_DB") or str(DEFAULT_DB)
+    if "://" in value:
+        return value
+    Path(value).parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{Path(value).resolve()}"
+
+
+def _password(env: str, username: str) -> str:
+    value = os.environ.get(env)
+    if value:
+        return value
+    if not sys.stdin.isatty():
+        raise SystemExit(f"no password for {username!r}: set {env} or run in a terminal")
+    return getpass.getpass(f"password for {username}: ")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .db import Store
+
+    p = argparse.ArgumentParser(prog="gavel annotate", description=__doc__)
+    p.add_argument("--db", default=None, help="database URL or SQLite file")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("adduser", help="add an account")
+    a.add_argument("username")
+    a.add_argument("--admin", action="store_true")
+    a.add_argument("--password-env", default="GAVEL_ANNOTATOR_PASSWORD")
+    a = sub.add_parser("load-release", help="tasks from the release: human.json reviews, value pairs, style pairs")
+    a.add_argument("--release", default=None)
+    a.add_argument("--prefill", default="human", choices=["human", "none"])
+    a.add_argument("--single", type=int, default=50)
+    a.add_argument("--multi", type=int, default=100)
+    a.add_argument("--style", type=int, default=25)
+    a.add_argument("--seed", type=int, default=0)
+    a = sub.add_parser("load-extraction", help="review tasks pre-filled from an LLM extraction (value rows)")
+    a.add_argument("rows", help="CSV/JSONL/Parquet with case_id,item,index,value,evidence")
+    a.add_argument("--release", default=None)
+    a.add_argument("--source", default=None, help="name shown as the pre-fill's origin (default: file name)")
+    a = sub.add_parser("assign", help="assign every task: k annotators each, k-long for the longest reviews")
+    a.add_argument("annotators", nargs="+")
+    a.add_argument("--k", type=int, default=1)
+    a.add_argument("--k-long", type=int, default=3)
+    a.add_argument("--n-long", type=int, default=10)
+    a.add_argument("--adjudicator", action="append", default=None)
+    a.add_argument("--kind", default=None, choices=["extraction", "comparison", "style"])
+    a = sub.add_parser("serve", help="run the web app (waitress)")
+    a.add_argument("--host", default="127.0.0.1")
+    a.add_argument("--port", type=int, default=8800)
+    a.add_argument("--threads", type=int, default=16)
+    a.add_argument("--secure-cookies", action="store_true", help="set when served over HTTPS")
+    a = sub.add_parser("export", help="every revision as JSONL or CSV")
+    a.add_argument("out")
+    a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
+    a.add_argument("out")
+    args = p.parse_args(argv)
+    url = db_url(args.db)
+
+    if args.cmd == "serve":
+        import waitress
+
+        from .app import create_app
+
+        app = create_app(url, secure_cookies=args.secure_cookies)
+        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]})", flush=True)
+        waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="gavel")
+        return 0
+
+    store = Store(url)
+    if args.cmd == "adduser":
+        store.add_user(args.username, _password(args.password_env, args.username), is_admin=args.admin)
+        print(f"user {args.username} added{' (admin)' if args.admin else ''}")
+    elif args.cmd == "load-release":
+        from ..release import load_release
+        from .tasks import release_tasks
+
+        tasks = release_tasks(load_release(args.release), args.single, args.multi, args.style, args.seed,
+                              args.prefill)
+        print(f"{store.add_tasks(tasks)} tasks added ({len(tasks)} built)")
+    elif args.cmd == "load-extraction":
+        from ..metaeval import read_value_rows
+        from ..release import load_release
+        from .tasks import extraction_tasks
+
+        rows = read_value_rows(args.rows)
+        s = load_release(args.release).summaries
+        human = s[(s["model"] == "human") & (s["set"] == "human_eval")].drop_duplicates("case_id")
+        human = human[human["case_id"].isin(set(rows["case_id"].astype(str)))]
+        tasks = extraction_tasks(human[["case_id", "text", "model"]], rows, args.source or Path(args.rows).name)
+        print(f"{store.add_tasks(tasks)} tasks added; evidence not found in the summary: "
+              f"{sum(t['payload']['unlocated'] for t in tasks)}")
+    elif args.cmd == "assign":
+        from sqlalchemy import select
+
+        from .db import Task
+        from .tasks import plan
+
+        with store.sessions() as s:
+            q = select(Task)
+            if args.kind:
+                q = q.where(Task.kind == args.kind)
+            tasks = [{"key": t.key, "kind": t.kind, "payload": {"words": t.data.get("words", 0)}}
+                     for t in s.scalars(q)]
+        rows = plan(tasks, args.annotators, args.k, args.k_long, args.n_long, args.adjudicator)
+        print(f"{store.assign(rows)} assignments added")
+    elif args.cmd == "export":
+        from .app import export_csv_text
+
+        rows = store.export_rows()
+        out = Path(args.out)
+        if out.suffix == ".csv":
+            out.write_text(export_csv_text(rows), encoding="utf-8")
+        else:
+            out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        print(f"{len(rows)} revisions written to {out}")
+    elif args.cmd == "export-tasks":
+        from .db import Task
+
+        with store.sessions() as s, open(args.out, "w", encoding="utf-8") as fh:
+            n = 0
+            for t in s.query(Task).order_by(Task.id):
+                fh.write(json.dumps({"task": t.key, "kind": t.kind, "case_id": t.case_id, "source": t.source,
+                                     "payload": t.data}, ensure_ascii=False) + "\n")
+                n += 1
+        print(f"{n} tasks written to {args.out}")
+    return 0

@@ -1,0 +1,62 @@
+"""The annotation app as the tests run it: ``python -m gavel annotate serve`` in a subprocess on 127.0.0.1,
+stopped by PID. Restarting keeps the port, so a browser page can reload after the restart."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    def __init__(self, db_url: str, log: Path, port: int | None = None):
+        self.db_url, self.log, self.port = db_url, Path(log), port or free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> AppServer:
+        fh = open(self.log, "a")
+        self.proc = subprocess.Popen([sys.executable, "-m", "gavel", "annotate", "--db", self.db_url, "serve",
+                                      "--port", str(self.port), "--threads", "24"],
+                                     cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
+        fh.close()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"annotation server exited: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(self.base + "/login", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"annotation server did not answer: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
