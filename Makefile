@@ -6,7 +6,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS ?= providers,annotation,dev
+EXTRAS ?= providers,annotation,dev,metrics
+# torch for the metrics extra, installed first: on these machines pip finds the CPU build of this version on
+# disk. Elsewhere pass PyTorch's CPU wheel index, e.g. TORCH="torch --index-url <CPU index>", or a plain
+# `torch` brings the multi-GB CUDA build.
+TORCH ?= torch==2.13.0
 
 # Settings (GAVEL_RELEASE, API keys) may come from .env; values already in the environment win.
 ifneq (,$(wildcard .env))
@@ -48,6 +52,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH)
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
