@@ -45,7 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import config, judge
-from .checklist import entry_values
+from .checklist import NOT_APPLICABLE, entry_values  # noqa: F401  (NOT_APPLICABLE re-exported)
 from .items import GROUPS, ITEMS, UnknownItemError, group_slug, item, spelling_of
 
 PARTS = {"": 1, "_2": 2}
@@ -53,7 +53,6 @@ BENCHMARK_STEM = "50_cases_for_benchmarking"
 HUMAN_EVAL_STEM = "20_human_eval_cases"
 AGENT_CONFIGURATIONS = ("all", "grouped", "individual")
 N_END_TO_END_BATCHES = 5
-NOT_APPLICABLE = "Not Applicable"
 
 DEFECTS = {
     "empty_file": "file is empty (0 bytes)",

@@ -1,0 +1,340 @@
+"""GAVEL-REF end to end: summaries -> extract -> compare -> residual -> style -> scores.
+
+``evaluate`` composes the stages (``gavel.stages``) through one ``StageRunner`` per stage (cached,
+resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables to ``out``:
+
+``values.csv``      extracted values with evidence, offsets and grounding status (model and reference sides)
+``answers.csv``     one row per LLM answer of every stage: status (``ok`` or why unusable), detail
+``compare.csv``     one row per (summary, item): gate, relation / matched pairs (model, reference), score
+``residual.csv``    residual spans and r of every summary, facts per summary
+``style.csv``       the five ratings and S_style per summary
+``scores.csv``      per summary: S_checklist (best, low, high), S_residual, S_style, r (own and reference),
+                    S_GAVEL-REF
+``model_scores.csv`` per model (and per length bin when bins are given): means and bootstrap intervals
+
+Unusable answers are re-asked at most ``answers.MAX_REASKS`` times (the previous answer and the reason are
+shown to the model); what is still unusable stays in ``answers.csv`` with its reason and is kept out of the
+scores with bounds, never scored as 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import config, prompts
+from .items import ITEMS, Item
+from .llm.records import Request, Response
+from .llm.runner import StageRunner
+from .stages import answers, compare, extract, residual, score, style
+
+REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
+TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
+
+
+class InputError(ValueError):
+    """Bad input to the pipeline: names the file and record."""
+
+
+@dataclass
+class Settings:
+    extractor: str
+    judge: str
+    items: tuple[Item, ...] = ITEMS
+    alpha: float = 0.9
+    seed: int = 0
+    mode: str = "online"
+    max_tokens: int | None = None
+    structured: bool = True
+    progress: bool = False
+    runner_options: dict = field(default_factory=dict)
+
+
+def default_roles() -> dict:
+    roles = config._registry().get("roles", {})
+    return {"extractor": roles.get("summary_checklist_extractor"), "judge": roles.get("checklist_judge")}
+
+
+def reask(request: Request, response: Response, reason: str, detail: str, round_: int) -> Request:
+    """The same request with the unusable answer and what was wrong with it appended (a new custom_id)."""
+    note = (f"Your answer could not be used ({reason}: {detail[:200]}). Answer again, following the output "
+            f"format exactly.")
+    messages = request.messages + [{"role": "assistant", "content": response.text or ""},
+                                   {"role": "user", "content": note}]
+    return Request(stage=request.stage, model=request.model, messages=messages, params=dict(request.params),
+                   case_id=request.case_id, item=request.item, subject=request.subject, schema=request.schema)
+
+
+class _Stages:
+    """One runner per stage under ``out/runs/<stage>``; every answer logged for ``answers.csv``."""
+
+    def __init__(self, provider, out: Path, s: Settings):
+        self.provider, self.out, self.s = provider, out, s
+        self.log: list[dict] = []
+        self.sent = {}
+        self.cached = {}
+
+    def run(self, stage: str, jobs: list[tuple[Request, object]], parse) -> list:
+        """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
+        answers. Returns the results in job order."""
+        runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
+                             **self.s.runner_options)
+        results: list = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        current = [req for req, _ in jobs]
+        for round_ in range(answers.MAX_REASKS + 1):
+            if not pending:
+                break
+            report = runner.run([current[i] for i in pending], mode=self.s.mode)
+            self.sent[stage] = self.sent.get(stage, 0) + report.sent
+            self.cached[stage] = self.cached.get(stage, 0) + report.cached
+            again = []
+            for i in pending:
+                req, meta = current[i], jobs[i][1]
+                resp = report.responses.get(req.custom_id)
+                result, status, detail = parse(meta, resp)
+                results[i] = result
+                self.log.append({"stage": stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
+                                 "round": round_, "custom_id": req.custom_id, "status": status, "detail": detail,
+                                 "finish_reason": resp.finish_reason if resp else None,
+                                 "input_tokens": resp.input_tokens if resp else None,
+                                 "output_tokens": resp.output_tokens if resp else None})
+                if status in REASKABLE and resp is not None and round_ < answers.MAX_REASKS:
+                    current[i] = reask(req, resp, status, detail, round_)
+                    again.append(i)
+            pending = again
+        return results
+
+
+def _index_summaries(rows, where: str) -> dict[tuple[str, str], str]:
+    out = {}
+    for n, (subject, case_id, text) in enumerate(rows, 1):
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"{where}, record {n} ({subject}, case {case_id}): empty summary")
+        out[(subject, str(case_id))] = text
+    return out
+
+
+def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], provider, out: str | Path,
+             settings: Settings, bins: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """Evaluate ``summaries`` (subject, case_id, text) against ``references`` (case_id -> human summary).
+    A summary whose case has no reference is reported in ``problems`` and left out; the rest goes on."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    s = settings
+    problems = []
+    models = _index_summaries(summaries, "summaries")
+    kept = {}
+    for (subject, case_id), text in models.items():
+        if case_id not in references:
+            problems.append({"subject": subject, "case_id": case_id, "problem": "no reference summary for this case"})
+        else:
+            kept[(subject, case_id)] = text
+    refs = {c: references[c] for c in sorted({c for _, c in kept})}
+    _index_summaries([("human", c, t) for c, t in refs.items()], "references")
+    texts = {**kept, **{("human", c): t for c, t in refs.items()}}
+    st = _Stages(provider, out, s)
+
+    # 1. extract (model summaries and references)
+    items_by_key = {it.key: it for it in s.items}
+    ex_reqs = extract.build_requests([extract.Summary(subj, c, t) for (subj, c), t in texts.items()], s.extractor,
+                                     s.items, s.max_tokens, s.structured)
+
+    def parse_extract(req, resp):
+        rows, status = extract.parse_response(req, resp, texts[(req.subject, req.case_id)])
+        return (rows, status), status["status"], status["detail"]
+    extracted = st.run("extract", [(r, r) for r in ex_reqs], parse_extract)
+    value_rows = [v for rows, _ in extracted for v in rows]
+    item_status = {(st_["subject"], st_["case_id"], st_["item"]): st_["status"] for _, st_ in extracted}
+    values: dict = {}
+    for v in value_rows:
+        values.setdefault((v["subject"], v["case_id"], v["item"]), []).append(v)
+
+    def values_of(subject, case_id, key):
+        if item_status.get((subject, case_id, key)) != "ok":
+            return None
+        return tuple(v["value"] for v in sorted(values.get((subject, case_id, key), []), key=lambda v: v["index"]))
+
+    # 2. compare
+    pairs = [compare.Pair(subj, c, key, values_of(subj, c, key), values_of("human", c, key))
+             for (subj, c) in kept for key in items_by_key]
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured)
+    judged = st.run("compare", jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
+    compare_rows = pd.DataFrame(gated + judged)
+
+    # 3. residual: spans (deterministic), facts (extractor), fact matching (judge)
+    spans = {}
+    for key, text in texts.items():
+        subj, c = key
+        vals = [(v["value"], v["evidence"]) for it in items_by_key for v in values.get((subj, c, it), [])]
+        spans[key] = residual.uncovered_spans(text, vals)
+    span_texts = {k: [texts[k][a:b] for a, b in v] for k, v in spans.items()}
+    fact_reqs = residual.build_requests([(subj, c, span_texts[(subj, c)]) for subj, c in texts], s.extractor,
+                                        s.max_tokens, s.structured)
+
+    def parse_facts(req, resp):
+        rows, status = residual.parse_response(req, resp, len(span_texts[(req.subject, req.case_id)]))
+        return (rows, status), status["status"], status["detail"]
+    fact_results = st.run("residual", [(r, r) for r in fact_reqs], parse_facts)
+    facts: dict = {k: () for k in texts}
+    fact_ok = {k: True for k in texts}
+    for rows, status in fact_results:
+        k = (status["subject"], status["case_id"])
+        fact_ok[k] = status["status"] == "ok"
+        facts[k] = tuple(r["fact"] for r in rows)
+    rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
+                           facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
+    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured)
+    rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
+    residual_rows = pd.DataFrame(rgated + rjudged)
+
+    # 4. style
+    sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
+                                 s.max_tokens, s.structured)
+    style_rows = pd.DataFrame(st.run("style", sjobs, lambda meta, resp: _with_status(style.parse_response(meta, resp))))
+
+    # 5. scores
+    scores = _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, s.alpha)
+    by = ["subject"]
+    if bins:
+        scores["bin"] = scores["case_id"].map(bins)
+        by = ["subject", "bin"]
+    model_scores = _model_scores(scores, by, s.seed)
+    tables = {
+        "values": pd.DataFrame(value_rows), "answers": pd.DataFrame(st.log), "compare": compare_rows,
+        "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
+                                   "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
+                                   "facts_ok": fact_ok[k]} for k, v in spans.items()]),
+        "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
+        "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
+    }
+    for name, table in tables.items():
+        table.to_csv(out / f"{name}.csv", index=False)
+    manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
+                "items": [it.key for it in s.items], "provider": getattr(provider, "name", str(provider)),
+                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached}
+    (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    tables["manifest"] = manifest
+    return tables
+
+
+def _with_status(row: dict):
+    return row, row["status"], row.get("detail", "")
+
+
+def _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, alpha) -> pd.DataFrame:
+    checklist = score.checklist_scores(compare_rows).set_index(["subject", "case_id"])
+    res = residual_rows.set_index(["subject", "case_id"])
+    sty = style_rows.set_index(["subject", "case_id"]) if len(style_rows) else pd.DataFrame()
+    rows = []
+    for subj, c in kept:
+        key = (subj, c)
+        ch = checklist.loc[key] if key in checklist.index else None
+        s_check = float(ch["s_checklist"]) if ch is not None else math.nan
+        rr = res.loc[key] if key in res.index else None
+        s_res = math.nan
+        if rr is not None and rr["status"] in ("ok", "gated"):
+            s_res = math.nan if rr["gate"] == "not_applicable" else 100.0 * float(rr["score"])
+        s_sty = float(sty.loc[key, "s_style"]) if len(sty) and key in sty.index and sty.loc[key, "s_style"] is not None \
+            else math.nan
+        r_ref = residual.residual_ratio(texts[("human", c)], spans[("human", c)])
+        r_own = residual.residual_ratio(texts[key], spans[key])
+        rows.append({"subject": subj, "case_id": c, "s_checklist": s_check,
+                     "s_checklist_low": float(ch["s_checklist_low"]) if ch is not None else math.nan,
+                     "s_checklist_high": float(ch["s_checklist_high"]) if ch is not None else math.nan,
+                     "unusable_items": int(ch["unusable"]) if ch is not None else None,
+                     "s_residual": s_res, "s_style": s_sty, "r_reference": r_ref, "r_own": r_own,
+                     "s_gavel_ref": score.gavel_ref(s_check, s_res, s_sty, r_ref, alpha)})
+    return pd.DataFrame(rows)
+
+
+def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFrame:
+    rows = []
+    for key, g in scores.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        row["cases"] = len(g)
+        for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
+            row[col] = g[col].mean()
+            row[f"{col}_n"] = int(g[col].notna().sum())
+            if col.startswith("s_"):
+                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = score.bootstrap_ci(g[col].tolist(), seed=seed)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------- inputs ----------
+def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[str, str, str]]:
+    """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
+    ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
+    ``model`` per line. ``subject`` names whose summaries they are (default: the file name, or each line's
+    ``model``). A record of another shape raises :class:`InputError` naming the file and record."""
+    path = Path(path)
+    name = subject or path.stem
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{path}, line {n}: not JSON ({err})") from None
+            body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
+            if not isinstance(body, str) or "case_id" not in rec:
+                raise InputError(f"{path}, line {n}: expected an object with case_id and summary")
+            out.append((subject or rec.get("model") or name, str(rec["case_id"]), body))
+        return out
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not JSON ({err})") from None
+    if isinstance(data, dict) and isinstance(data.get("results"), dict):
+        data = data["results"]
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
+    out = []
+    for case_id, body in data.items():
+        if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
+            body = body.get("summary/long", body.get("summary"))
+        if not isinstance(body, str):
+            raise InputError(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+        out.append((name, str(case_id), body))
+    return out
+
+
+def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
+    """Human summaries (case_id -> text) and length bins of the release's cases."""
+    s = rel.summaries
+    human = s[s["model"] == "human"].drop_duplicates("case_id")
+    bins = rel.cases.drop_duplicates("case_id").set_index("case_id")["length_bin"].dropna().to_dict() \
+        if "length_bin" in rel.cases else {}
+    return dict(zip(human["case_id"], human["text"])), bins
+
+
+def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
+    """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
+    (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
+    from .llm.runner import StageRunner
+
+    s = settings
+    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
+    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
+    tables = []
+    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
+    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
+                                             s.max_tokens, s.structured)]
+    for stage, reqs in (("extract", ex), ("style", sty)):
+        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
+            reqs, mode=s.mode, show=False)
+        tables.append(t.assign(stage=stage))
+    table = pd.concat(tables, ignore_index=True)
+    print(table.to_string(index=False))
+    print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
+          f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    return table
