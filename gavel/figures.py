@@ -351,18 +351,18 @@ def fig_metric_agreement(tables) -> plt.Figure:
         ax.set_ylabel("Agreement with S_checklist")
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7, frameon=False, loc="upper left")
-    means = tables["metric_model_means"]
+    means = tables["metric_model_means"].sort_values("s_checklist", ascending=False).reset_index(drop=True)
     ax = axes[2]
+    pos = np.arange(len(means))
     for k, m in enumerate(metrics_):
         z = (means[m] - means[m].mean()) / means[m].std()
-        ax.scatter(means["s_checklist"], z, color=PALETTE[k], s=18, label=METRIC_LABEL.get(m, m))
-    for r in means.itertuples():
-        ax.annotate(model_label_marked(tables, r.model), (r.s_checklist, -2.6), rotation=90, fontsize=6,
-                    ha="center", va="bottom", color="dimgray")
-    ax.set_xlabel("Model mean S_checklist (best estimate)")
-    ax.set_ylabel("Model mean of the metric (z-score over models)")
-    ax.set_ylim(-2.7, 2.7)
-    ax.set_title("Model means")
+        ax.plot(pos, z, marker="o", ms=4, lw=0.8, color=PALETTE[k], label=METRIC_LABEL.get(m, m))
+    z_s = (means["s_checklist"] - means["s_checklist"].mean()) / means["s_checklist"].std()
+    ax.plot(pos, z_s, color="black", lw=2, label="S_checklist")
+    ax.set_xticks(pos, [model_label_marked(tables, m) for m in means["model"]], rotation=40, ha="right", fontsize=7)
+    ax.set_xlabel("Models, by mean S_checklist (best estimate)")
+    ax.set_ylabel("Model mean (z-score over the 12 models)")
+    ax.set_title("Model means side by side")
     ax.legend(fontsize=7, frameon=False)
     ax.grid(alpha=0.3)
     fig.text(0.01, -0.03, "S_checklist: reconstructed from the release (best estimates); " + ESTIMATED_NOTE,
@@ -386,7 +386,7 @@ def fig_evidence_grounding(tables) -> plt.Figure:
     for ax, frame, ylabels, title in (
             (axes[0], per_model.set_index("model")[[f"share_{s}" for s in statuses]].set_axis(statuses, axis=1),
              [f"{config.model_label(m)} (n={int(n)})" for m, n in zip(per_model["model"], per_model["snippets"])],
-             "Per model (summary checklists by GPT-oss 20B)"),
+             "Per model (checklists extracted by GPT-oss 20B)"),
             (axes[1], items, [ITEM_LABEL.get(i, i) for i in items.index], "Per item, all models")):
         left = np.zeros(len(frame))
         y = np.arange(len(frame))
@@ -397,6 +397,9 @@ def fig_evidence_grounding(tables) -> plt.Figure:
         ax.set_xlim(0, 1)
         ax.set_xlabel("Share of evidence snippets")
         ax.set_title(title)
-    axes[0].legend(fontsize=7, frameon=False, loc="lower left", ncol=2)
+    axes[0].legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4)
+    fig.text(0.01, -0.02, "Models whose summary-checklist files are empty or absent in the release have no snippets "
+             "(Claude Opus 4.1: none; one half only for GPT-5, Claude Sonnet 4, Qwen3 32B, Gemma3 27B). "
+             "Statuses from gavel.grounding.locate.", fontsize=7)
     fig.tight_layout()
     return fig
