@@ -67,11 +67,11 @@ system-deps: ## Debian packages for the SLURM tests (slurm-wlm, munge); needs ro
 data: $(STAMP) ## Find the release (GAVEL_RELEASE) or clone it into data/external/gavel
 	$(PY) -m gavel data
 
-audit: $(STAMP) ## Print every defect of the release, with counts
+audit: $(STAMP) ## Print every defect of the release: counts, then each with its file and record
 	$(PY) -m gavel audit
 
-results: $(STAMP) ## Recompute data/results/ and docs/REPRODUCTION.md from the release
-	$(PY) -m gavel results
+results: $(STAMP) ## Recompute data/results/ and docs/REPRODUCTION.md from the release (RESULTS_OUT=dir: into dir)
+	$(PY) -m gavel results $(if $(RESULTS_OUT),--out $(RESULTS_OUT))
 
 figures: $(STAMP) ## Regenerate every figure (PNG + PDF in figures/) from data/results/, no release needed
 	@$(MAKE) --no-print-directory -j2 figure-files

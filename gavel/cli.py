@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from . import config
 
 
@@ -42,66 +40,11 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 2
 
 
-def audit_report(release) -> str:
-    """The audit as text: headline facts, then every defect class with its counts and files."""
-    lines = [f"GAVEL release audit: {release.root}", ""]
-    files = release.files
-    lines.append(f"files expected by the layout: {len(files)}; status: "
-                 + ", ".join(f"{k} {v}" for k, v in files["status"].value_counts().items()))
-    lines.append("")
-    lines.append("Headline facts (computed from the tables):")
-    for label, value in headline(release):
-        lines.append(f"  - {label}: {value}")
-    lines.append("")
-    summary = release.audit_summary()
-    with pd.option_context("display.max_colwidth", 90, "display.width", 200):
-        lines.append(summary.to_string(index=False))
-    lines.append("")
-    file_level = {"empty_file", "absent_file", "truncated_file", "invalid_json", "unknown_orientation",
-                  "empty_ledger"}
-    audit = release.audit
-    for defect in sorted(set(audit["defect"]) & file_level):
-        lines.append(f"[{defect}]")
-        for row in audit[audit["defect"] == defect].itertuples():
-            lines.append(f"  {row.file}" + (f"  ({row.detail})" if row.detail else ""))
-    return "\n".join(lines)
-
-
-def headline(release) -> list[tuple[str, str]]:
-    files, audit = release.files, release.audit
-    def status_of(kind, model=None):
-        sel = files[files["kind"] == kind]
-        if model == "human":
-            sel = sel[sel["model"] == "human"]
-        elif model == "models":
-            sel = sel[sel["model"] != "human"]
-        return sel
-    human_chk = status_of("summary_checklists", "human")
-    model_chk = status_of("summary_checklists", "models")
-    judges = files[files["kind"] == "summary_judgments"]
-    readable = judges[judges["status"] == "ok"]
-    unknown = set(audit.loc[audit["defect"] == "unknown_orientation", "file"])
-    truncated = files[files["status"] == "truncated"]
-    return [
-        ("human-summary checklists empty", f"{(human_chk['status'] == 'empty').sum()} of {len(human_chk)}"),
-        ("model summary-checklist files empty or absent",
-         f"{model_chk['status'].isin(['empty', 'absent']).sum()} of {len(model_chk)}"),
-        ("truncated files (complete cases salvaged)",
-         ", ".join(f"{r.file} ({r.records} cases)" for r in truncated.itertuples()) or "none"),
-        ("readable summary-judge files in A/B wording (orientation unknown)",
-         f"{len(set(readable['file']) & unknown)} of {len(readable)}"
-         f" (+{len(unknown - set(readable['file']))} truncated)"),
-        ("judge pairs with a null index", str((audit["defect"] == "null_index").sum())),
-        ("judge pairs with a list-valued index", str((audit["defect"] == "list_index").sum())),
-        ("agent runs (model x case x configuration unit)", str(len(release.agent_runs))),
-    ]
-
-
 def cmd_audit(args: argparse.Namespace) -> int:
-    from .release import load_release
+    from .release import audit, load_release
 
     release = load_release(args.release)
-    print(audit_report(release))
+    print(audit.report(release))
     if args.csv:
         release.audit.to_csv(args.csv, index=False)
         print(f"\naudit table written to {args.csv}")
@@ -109,18 +52,26 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    """Recompute data/results/ and docs/REPRODUCTION.md from the release."""
+    """Recompute data/results/ and docs/REPRODUCTION.md from the release (or both into --out)."""
     from . import reproduction, results
-    from .release import load_release
+    from .release import audit, load_release
 
     release = load_release(args.release)
+    print(f"{len(release.audit)} defects in the release, each with its file and record (file | record  (detail)):")
+    print("\n".join(audit.defect_lines(release.audit)))
+    out = Path(args.out) if args.out else None
     tables = results.compute(release)
-    for path in results.write(tables):
-        print(f"wrote {path.relative_to(config.REPO_ROOT)}")
+    for path in results.write(tables, out):
+        print(f"wrote {_shown(path)}")
     # REPRODUCTION.md is rendered from the tables as written (what make figures also reads)
-    doc = reproduction.write(results.read())
-    print(f"wrote {doc.relative_to(config.REPO_ROOT)}")
+    doc = reproduction.write(results.read(out), out / "REPRODUCTION.md") if out else reproduction.write(results.read())
+    print(f"wrote {_shown(doc)}")
     return 0
+
+
+def _shown(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(config.REPO_ROOT)) if path.is_relative_to(config.REPO_ROOT) else str(path)
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -156,9 +107,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.pipeline)."""
+    import pandas as pd
+
     from . import pipeline
     from .items import item
-    from .llm.providers import get_provider
 
     summaries = [row for path in args.summaries for row in pipeline.read_summaries(path, args.name)]
     if args.references:
@@ -173,8 +125,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
-    kwargs = {"base_url": args.base_url} if args.base_url else {}
-    provider = get_provider(args.provider, **kwargs)
+    provider = pipeline.provider(args.provider, args.base_url)
     if args.dry_run:
         pipeline.dry_run(summaries, references, provider, settings, args.out)
         return 0
@@ -191,6 +142,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_replay_check(args: argparse.Namespace) -> int:
     """Replay the release's document judgments through compare + score; compare with data/results/."""
+    import pandas as pd
+
     from .release import load_release
     from .stages import release_replay
 
@@ -218,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_audit)
     p = sub.add_parser("results", help="recompute data/results/ and docs/REPRODUCTION.md from the release")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
+    p.add_argument("--out", default=None, help="write the tables and REPRODUCTION.md into this folder instead "
+                                               "of data/results/ and docs/")
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
@@ -234,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
-    p.add_argument("--summaries", required=True, action="append",
+    p.add_argument("--summaries", required=True, nargs="+", action="extend",
                    help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")
     p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
     p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")

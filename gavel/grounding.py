@@ -18,6 +18,7 @@ next to ``human.json``'s ``evidences_indices`` and highlighted in the annotation
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rapidfuzz import fuzz
 
@@ -48,6 +49,7 @@ class Located:
         return self.status != "not_found"
 
 
+@lru_cache(maxsize=512)  # a summary is normalised once for its 26 items and all their snippets
 def normalize(text: str) -> tuple[str, list[int]]:
     """The normalised text and, for each of its characters, the offset of the original character it came
     from (a run of whitespace maps to its first character)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,7 @@ import pandas as pd
 from . import config, prompts
 from .items import ITEMS, Item
 from .llm.records import Request, Response
-from .llm.runner import StageRunner
+from .llm.runner import PENDING_ERROR, StageRunner
 from .stages import answers, compare, extract, residual, score, style
 
 REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
@@ -72,8 +73,8 @@ def reask(request: Request, response: Response, reason: str, detail: str, round_
 class _Stages:
     """One runner per stage under ``out/runs/<stage>``; every answer logged for ``answers.csv``."""
 
-    def __init__(self, provider, out: Path, s: Settings):
-        self.provider, self.out, self.s = provider, out, s
+    def __init__(self, provider, out: Path, s: Settings, timeout: float | None = None):
+        self.provider, self.out, self.s, self.timeout = provider, out, s, timeout
         self.log: list[dict] = []
         self.sent = {}
         self.cached = {}
@@ -89,7 +90,11 @@ class _Stages:
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
-            report = runner.run([current[i] for i in pending], mode=self.s.mode)
+            report = runner.run([current[i] for i in pending], mode=self.s.mode, timeout=self.timeout)
+            waiting = sum(1 for i in pending if (report.responses.get(current[i].custom_id) or Response("", "errored"))
+                          .error == PENDING_ERROR)
+            if waiting:
+                raise StagePending(stage, waiting, len(jobs))
             self.sent[stage] = self.sent.get(stage, 0) + report.sent
             self.cached[stage] = self.cached.get(stage, 0) + report.cached
             again = []
@@ -120,7 +125,8 @@ def _index_summaries(rows, where: str) -> dict[tuple[str, str], str]:
 
 
 def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], provider, out: str | Path,
-             settings: Settings, bins: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
+             settings: Settings, bins: dict[str, str] | None = None,
+             timeout: float | None = None) -> dict[str, pd.DataFrame]:
     """Evaluate ``summaries`` (subject, case_id, text) against ``references`` (case_id -> human summary).
     A summary whose case has no reference is reported in ``problems`` and left out; the rest goes on."""
     out = Path(out)
@@ -137,7 +143,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     refs = {c: references[c] for c in sorted({c for _, c in kept})}
     _index_summaries([("human", c, t) for c, t in refs.items()], "references")
     texts = {**kept, **{("human", c): t for c, t in refs.items()}}
-    st = _Stages(provider, out, s)
+    st = _Stages(provider, out, s, timeout)
 
     # 1. extract (model summaries and references)
     items_by_key = {it.key: it for it in s.items}
@@ -271,8 +277,8 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
 def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[str, str, str]]:
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
-    ``model`` per line. ``subject`` names whose summaries they are (default: the file name, or each line's
-    ``model``). A record of another shape raises :class:`InputError` naming the file and record."""
+    ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
+    release's files, the file name otherwise, or each JSONL line's ``model``). A record of another shape raises :class:`InputError` naming the file and record."""
     path = Path(path)
     name = subject or path.stem
     text = path.read_text(encoding="utf-8")
@@ -296,6 +302,7 @@ def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[s
         raise InputError(f"{path}: not JSON ({err})") from None
     if isinstance(data, dict) and isinstance(data.get("results"), dict):
         data = data["results"]
+        name = subject or path.parent.name  # the release: summaries/<model>/<part>.json
     if not isinstance(data, dict):
         raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
     out = []
@@ -338,3 +345,150 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
           f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
     return table
+
+
+# ---------- a stand-in model for trying the flow offline ----------
+_SPAN_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
+_LIST_LINE = re.compile(r"^(\d+)\. (.*)$", re.M)
+
+
+def _section(text: str, head: str, stop: str) -> str:
+    start = text.find(head)
+    if start < 0:
+        return ""
+    start += len(head)
+    end = text.find(stop, start)
+    return text[start: end if end >= 0 else len(text)].strip()
+
+
+def stand_in_answer(request: Request) -> str:
+    """A deterministic stand-in for a model (the ``mock`` provider's answer in ``gavel evaluate`` and the
+    notebooks): it quotes sentences of the summary whose words overlap the item's name, matches list entries
+    that are the same text, calls every residual span a fact and rates every style aspect 3. It exercises
+    every stage, parser and table in seconds, with no model; its scores mean nothing."""
+    user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
+    if request.stage == "extract":
+        summary = _section(user, "# Case summary\n", "\n# Checklist item:")
+        name = _section(user, "# Checklist item:", "\n")
+        words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", name)}
+        found = [s for s in re.split(r"(?<=[.!?])\s+", summary)
+                 if words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", s)}][:2]
+        return json.dumps({"reasoning": "stand-in: sentences sharing words with the item name",
+                           "extracted": [{"evidence": [s], "value": s[:100]} for s in found]})
+    if request.stage == "residual":
+        spans = _SPAN_LINE.findall(user)
+        return json.dumps({"reasoning": "stand-in: one fact per span",
+                           "extracted": [{"fact": text, "evidence_spans": [int(n)]} for n, text in spans]})
+    if request.stage == "style":
+        return json.dumps({k: 3 for k in style.ASPECTS})
+    if "## Information A" in user:
+        a = _section(user, "## Information A\n", "\n## Information B")
+        b = _section(user, "## Information B\n", "\n\n#")
+        label = "A equals B" if a.casefold() == b.casefold() else "A and B are different"
+        return f"**Reasoning:** stand-in.\n**Final Answer:** {label}"
+    a = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List A\n", "## List B"))}
+    b = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List B\n", "\n\n#"))}
+    common = [{"A_index": int(i), "B_index": int(j)} for i, x in a.items() for j, y in b.items() if x == y]
+    body = {"common": common, "only_in_A": [int(i) for i in a if int(i) not in {c["A_index"] for c in common}],
+            "only_in_B": [int(j) for j in b if int(j) not in {c["B_index"] for c in common}]}
+    return "**Reasoning:** stand-in.\n**Final Answer:**\n```json\n" + json.dumps(body) + "\n```"
+
+
+def provider(name: str, base_url: str | None = None, **kwargs):
+    """A provider by name for the pipeline: ``mock`` answers with :func:`stand_in_answer`."""
+    from .llm.providers import get_provider
+
+    if name == "mock":
+        kwargs.setdefault("answer", stand_in_answer)
+    if base_url:
+        kwargs["base_url"] = base_url
+    return get_provider(name, **kwargs)
+
+
+# ---------- notebooks: create batches, retrieve, evaluate, analyse ----------
+class StagePending(RuntimeError):
+    """A stage's batches have not all ended; rerun later (nothing is lost, nothing is sent twice)."""
+
+    def __init__(self, stage: str, pending: int, total: int):
+        super().__init__(f"stage {stage}: {pending} of {total} answers still pending in running batches")
+        self.stage, self.pending, self.total = stage, pending, total
+
+
+@dataclass
+class NotebookRun:
+    """What the GAVEL-REF notebooks share: inputs read once, one settings object, one output folder."""
+
+    summaries: list
+    references: dict
+    bins: dict
+    provider: object
+    settings: Settings
+    out: Path
+
+    def dry_run(self) -> pd.DataFrame:
+        return dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+
+    def evaluate(self, timeout: float | None = None) -> dict:
+        return evaluate(self.summaries, self.references, self.provider, self.out, self.settings, bins=self.bins,
+                        timeout=timeout)
+
+    def advance(self, timeout: float | None) -> str:
+        """Submit / collect as far as finished batches allow; say where the run stands."""
+        try:
+            self.evaluate(timeout=timeout)
+        except StagePending as pending:
+            return f"{pending}; rerun to continue"
+        return f"every stage done; tables in {self.out}"
+
+    def unusable(self) -> pd.DataFrame:
+        return unusable_answers(read_tables(self.out))
+
+
+def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
+                 items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
+    from .items import item as item_named
+
+    rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
+            for row in read_summaries(_in_repo(path))]
+    if references:
+        refs, bins = {c: t for _, c, t in read_summaries(_in_repo(references), "human")}, {}
+    else:
+        from .release import load_release
+
+        refs, bins = release_references(load_release())
+    roles = default_roles()
+    settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
+                        items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, _in_repo(out))
+
+
+def _in_repo(path) -> Path:
+    """A relative path is read from the repository root (notebooks run in notebooks/)."""
+    path = Path(path)
+    return path if path.is_absolute() else config.REPO_ROOT / path
+
+
+def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
+    out = _in_repo(out)
+    names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
+    return {n: pd.read_csv(out / f"{n}.csv", keep_default_na=True) for n in names if (out / f"{n}.csv").exists()}
+
+
+def item_table(tables: dict) -> pd.DataFrame:
+    """Mean matching score per (subject, item) over applicable pairs, with counts of gates and unusable answers."""
+    c = tables["compare"]
+    usable = c["status"].isin(["ok", "gated"])
+    frame = c.assign(usable_score=c["score"].where(usable), unusable=(~usable).astype(int))
+    g = frame.groupby(["subject", "item"])
+    return pd.DataFrame({"score": g["usable_score"].mean(), "applicable": g["usable_score"].count(),
+                         "judged": g["gate"].agg(lambda s: int(s.isin(["single", "multi"]).sum())),
+                         "unusable": g["unusable"].sum()}).reset_index()
+
+
+def unusable_answers(tables: dict) -> pd.DataFrame:
+    """Every answer that could not be used in its last round, with its stage and reason."""
+    a = tables.get("answers")
+    if a is None or not len(a):
+        return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
+    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
+    return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]

@@ -46,6 +46,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from . import scoring
+from .checklist import NOT_APPLICABLE
 from .items import ITEM_KEYS
 
 NAN = math.nan
@@ -148,7 +149,7 @@ def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:
     keys = ["origin", "method", "model", "configuration", "case_id", "item"]
     lengths = items.groupby(keys, dropna=False)["n_values"].sum()
     if rules.not_applicable_is_empty:
-        na = values[(values["method"] == "agent") & (values["value"].str.strip() == "Not Applicable")]
+        na = values[(values["method"] == "agent") & (values["value"].str.strip() == NOT_APPLICABLE)]
         if len(na):
             lengths = lengths.sub(na.groupby(keys, dropna=False).size(), fill_value=0).astype(int)
     return lengths.rename("n_values").reset_index()
@@ -290,6 +291,8 @@ def summary_cells(rel, rules: Rules = Rules(), values: dict | None = None) -> pd
     files = rel.files
     chk_files = files[(files["kind"] == "summary_checklists") & (files["status"] == "ok")]
     model_parts_known = {(r.model, r.part) for r in chk_files.itertuples()}
+    # a case missing from a released checklist file (audited as missing_case) is unknown, not empty
+    held = set(zip(llm["model"], llm["case_id"]))
     js = rel.judgments[rel.judgments["task"] == "summary"]
     judged = {(r.model, r.case_id, r.item): r for r in js.itertuples(index=False)}
     # reference non-emptiness and consensus length from every model's judgments
@@ -323,7 +326,7 @@ def summary_cells(rel, rules: Rules = Rules(), values: dict | None = None) -> pd
         for case_id, part in cases.itertuples(index=False):
             if case_id not in covered.get((model, part), set()):
                 continue
-            known = (model, part) in model_parts_known
+            known = (model, part) in model_parts_known and (model, case_id) in held
             for item in ITEM_KEYS:
                 n_model = model_len.get((model, case_id, item), 0) if known else None
                 j = judged.get((model, case_id, item))
@@ -405,17 +408,15 @@ def fill_unreleased(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _judged_cases(rel) -> dict:
-    """(model, part) -> cases the judge file covers: all cases of the part for a complete file, the
-    salvaged ones for a truncated file, none for an empty/absent file."""
+    """(model, part) -> cases the judge file covers: the cases of the part it holds (all of them for a
+    complete file, the salvaged ones for a truncated file), none for an empty/absent file."""
     files = rel.files[rel.files["kind"] == "summary_judgments"]
     cases = rel.cases[rel.cases["set"] == "benchmark"]
     js = rel.judgments[rel.judgments["task"] == "summary"]
     out = {}
     for f in files.itertuples():
         part_cases = set(cases.loc[cases["part"] == f.part, "case_id"])
-        if f.status == "ok":
-            out[(f.model, f.part)] = part_cases
-        elif f.status == "truncated":
+        if f.status in ("ok", "truncated"):
             out[(f.model, f.part)] = set(js.loc[js["file"] == f.file, "case_id"]) & part_cases
         else:
             out[(f.model, f.part)] = set()
@@ -436,7 +437,8 @@ def lost_cases(rel) -> pd.DataFrame:
 def aggregate(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """S_checklist per group (100 x mean of applicable item scores): best, and the lower and upper bound
     (a NaN bound means that side's extreme leaves the cell out)."""
-    ambiguous = (cells["low"] != cells["high"]) | (cells["low"].isna() != cells["high"].isna())
+    low, high = cells["low"], cells["high"]
+    ambiguous = (low.isna() != high.isna()) | (low.notna() & (low != high))  # both NaN: not applicable either way
     frame = cells[by + ["best", "low", "high"]].assign(ambiguous=ambiguous.astype(int))
     g = frame.groupby(by, dropna=False)
     sums, counts = g[["best", "low", "high"]].sum(), g[["best", "low", "high"]].count()

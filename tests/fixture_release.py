@@ -5,7 +5,7 @@ summary checklist and judge file, ``human.json``, one agent run and its judge fi
 Planted defects (each test knows how many of each to expect):
 
 * empty files: human-summary checklist part 1, human-eval summaries part 2
-* a truncated judge file (gemini-2.5-pro part 2) with 2 complete cases before the cut
+* a truncated judge file (gemini-2.5-pro part 2) with 1 complete case (c3) before the cut (c4)
 * a judge file in A/B wording (gemini-2.5-pro part 1)
 * judge oddities: 1 null index, 1 list-valued index, 1 out-of-range index, 1 unknown label, 1 raw-text answer,
   1 degenerate answer
@@ -57,7 +57,10 @@ def build(root: Path) -> Path:
     }
     cases2 = {"c3": {"summary/long": "A class of detainees sued the county sheriff over jail conditions.",
                      "filing_date": "2025-03-03", "case_type": "Jail Conditions", "total_token_num": "66000",
-                     "total_length_bin": "64K"}}
+                     "total_length_bin": "64K"},
+              "c4": {"summary/long": "Voters challenged a county's new district map under the Voting Rights Act.",
+                     "filing_date": "2024-10-01", "case_type": "Election/Voting Rights", "total_token_num": "40000",
+                     "total_length_bin": "32K"}}
     _write(data / "summaries" / f"{STEM}.json", cases1)
     _write(data / "summaries" / f"{STEM}_2.json", cases2)
     human_eval = {"h1": {"summary/long": "On February 28, 2023, the United States sued a chemical plant. "
@@ -121,8 +124,7 @@ def build(root: Path) -> Path:
                       "c2": {"Filing Date": "B contains A"}}}
     folder = data / "evaluation" / f"{AB_MODEL}_summarization"
     _write(folder / f"{STEM}_complex_order_by_date_True_thinking_True_thinking_True_thinking_False.json", ab)
-    long = dict(ab["results"])
-    long["c3"] = {"Filing Date": "A and B are different " + "x" * 200}
+    long = {"c3": ab["results"]["c1"], "c4": {"Filing Date": "A and B are different " + "x" * 200}}
     text = json.dumps({"meta_data": ab["meta_data"], "results": long}, indent=4)
     cut = text.index("x" * 50)
     _write(folder / f"{STEM}_2_complex_order_by_date_True_thinking_True_thinking_True_thinking_False.json",

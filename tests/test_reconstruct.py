@@ -32,7 +32,7 @@ def test_summary_cells(fixture_rel):
     assert c["status"] == "ref_unknown_model_empty" and math.isnan(c["best"]) and c["low"] == 0.0
     # cases of the truncated A/B file that were lost are not scored
     ab = cells[cells["model"] == "gemini-2.5-pro"]
-    assert set(ab["case_id"]) == {"c1", "c2"}
+    assert set(ab["case_id"]) == {"c1", "c2", "c3"}  # c4 was cut off
 
 
 def test_aggregate_bounds_bracket_best(fixture_rel):
@@ -42,6 +42,28 @@ def test_aggregate_bounds_bracket_best(fixture_rel):
         assert r.s_checklist_low <= r.s_checklist + 1e-9
         if not math.isnan(r.s_checklist_high):
             assert r.s_checklist <= r.s_checklist_high + 1e-9
+
+
+def test_aggregate_arithmetic_leaves_not_applicable_cells_out():
+    """S_checklist is 100 x the mean over applicable cells: a not-applicable cell (NaN) is neither 0 nor
+    counted; each bound is the mean of its own applicable cells."""
+    import pandas as pd
+
+    nan = math.nan
+    cells = pd.DataFrame({
+        "model": ["a", "a", "a", "a", "b", "b"],
+        "best": [1.0, 0.5, nan, 0.0, nan, nan],
+        "low": [1.0, 0.0, 0.0, 0.0, nan, 0.0],
+        "high": [1.0, 1.0, nan, 0.0, nan, 1.0],
+    })
+    agg = reconstruct.aggregate(cells, ["model"]).set_index("model")
+    a, b = agg.loc["a"], agg.loc["b"]
+    assert a["s_checklist"] == 100 * (1.0 + 0.5 + 0.0) / 3  # 50.0; counting the NaN as 0 would give 37.5
+    assert a["s_checklist_low"] == 100 * 1.0 / 4
+    assert a["s_checklist_high"] == 100 * 2.0 / 3
+    assert (a["cells"], a["applicable"], a["ambiguous"]) == (4, 3, 2)
+    assert math.isnan(b["s_checklist"]) and b["applicable"] == 0  # nothing applicable: no score, not 0
+    assert b["s_checklist_low"] == 0.0 and b["s_checklist_high"] == 100.0 and b["ambiguous"] == 1
 
 
 def test_document_cells(fixture_rel):
@@ -69,3 +91,34 @@ def test_rules_are_switchable(fixture_rel):
     ca = no_class[(no_class["item"] == "class_action") & (no_class["model"] == "gpt-5-2025-08-07") &
                   (no_class["case_id"] == "c1")]
     assert len(ca) == 1
+
+
+def test_a_case_missing_from_a_complete_file_is_not_scored_as_present(tmp_path):
+    """A judge file read in full that lacks a case: the case is lost (not scored from guesses); a checklist
+    file that lacks a case: the model's lists of that case are unknown, not empty."""
+    import json
+
+    import fixture_release
+    from fixture_release import MODEL, STEM
+
+    from gavel.release import load_release
+
+    data = fixture_release.build(tmp_path) / "data"
+    judge = data / "evaluation" / f"{MODEL}_summarization" / \
+        f"{STEM}_complex_order_by_date_True_thinking_high_thinking_True_thinking_False.json"
+    d = json.loads(judge.read_text(encoding="utf-8"))
+    del d["results"]["c2"]
+    judge.write_text(json.dumps(d), encoding="utf-8")
+    chk = data / "summary_checklists" / f"{MODEL}_summarization" / \
+        f"{STEM}_complex_order_by_date_True_thinking_high_thinking_True.json"
+    d = json.loads(chk.read_text(encoding="utf-8"))
+    del d["results"]["c1"]
+    chk.write_text(json.dumps(d), encoding="utf-8")
+    rel = load_release(data)
+    assert {"c2"} <= set(rel.audit.query("defect == 'missing_case'")["record"].str[5:])
+    lost = reconstruct.lost_cases(rel).set_index(["model", "part"])
+    assert lost.loc[(MODEL, 1), "cases_lost"] == 1
+    cells = reconstruct.summary_cells(rel)
+    assert set(cells.loc[cells["model"] == MODEL, "case_id"]) == {"c1"}
+    c = cell(cells, model=MODEL, case_id="c1", item="related_cases")  # checklist of c1 missing: length unknown
+    assert c["n_model"] is None or math.isnan(c["n_model"])

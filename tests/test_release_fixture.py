@@ -26,13 +26,13 @@ def test_every_planted_defect_is_audited(fixture_rel):
 
 def test_good_data_survives_bad_neighbours(fixture_rel):
     rel = fixture_rel
-    assert sorted(rel.cases.loc[rel.cases["set"] == "benchmark", "case_id"]) == ["c1", "c2", "c3"]
+    assert sorted(rel.cases.loc[rel.cases["set"] == "benchmark", "case_id"]) == ["c1", "c2", "c3", "c4"]
     assert rel.cases.set_index("case_id").loc["c2", "total_tokens"] is not None
     assert rel.summaries.query("model == 'gpt-5-2025-08-07'").shape[0] == 2
-    # truncated file: the 2 complete cases are kept, the cut one is not
+    # truncated file: the complete case is kept, the cut one is not
     trunc = rel.judgments[rel.judgments["file"].str.contains("benchmarking_2") &
                           (rel.judgments["model"] == "gemini-2.5-pro")]
-    assert sorted(trunc["case_id"].unique()) == ["c1", "c2"]
+    assert sorted(trunc["case_id"].unique()) == ["c3"]
     # the unreadable answer is kept as a row, not scored and not dropped
     bad = rel.judgments.query("kind == 'unreadable'")
     assert set(bad["item"]) == {"remedy_sought", "trials", "judge_name"}

@@ -3,8 +3,8 @@
 
 import pandas as pd
 
-from gavel import cli
 from gavel.items import ITEMS
+from gavel.release import audit
 
 
 def test_cases_and_bins(shared_rel):
@@ -26,21 +26,21 @@ def test_summaries_complete(shared_rel):
 
 
 def test_audit_counts_match_release_facts(shared_rel):
-    facts = dict(cli.headline(shared_rel))
+    facts = dict(audit.headline(shared_rel))
     assert facts["human-summary checklists empty"] == "2 of 2"
     assert facts["model summary-checklist files empty or absent"] == "6 of 24"
     assert facts["readable summary-judge files in A/B wording (orientation unknown)"] == "5 of 23 (+1 truncated)"
-    audit = shared_rel.audit
-    c = audit.groupby("defect").size()
-    assert c["truncated_file"] == 1 and "8 complete cases salvaged" in audit.query(
+    defects = shared_rel.audit
+    c = defects.groupby("defect").size()
+    assert c["truncated_file"] == 1 and "8 complete cases salvaged" in defects.query(
         "defect == 'truncated_file'")["detail"].iloc[0]
     assert c["null_index"] == 20 and c["list_index"] == 30
     assert c["empty_ledger"] == 1 and c["degenerate_answer"] == 1
-    empty = set(audit.query("defect == 'empty_file'")["file"])
+    empty = set(defects.query("defect == 'empty_file'")["file"])
     assert "document_checklists/end_to_end/20_human_eval_cases_2_order_by_date_True_batch_4.json" in empty
     assert len(empty) == 10
     # end-to-end part 1: 15 of 26 items for each of its 20 cases
-    inc = audit.query("defect == 'incomplete_checklist'")
+    inc = defects.query("defect == 'incomplete_checklist'")
     assert len(inc) == 20 and inc["detail"].str.startswith("15 of 26").all()
 
 
@@ -70,7 +70,7 @@ def test_judgment_vocabulary_is_normalised(shared_rel):
 
 
 def test_audit_report_prints(shared_rel):
-    text = cli.audit_report(shared_rel)
+    text = audit.report(shared_rel)
     assert "unknown_orientation" in text and "6 of 24" in text
 
 

@@ -64,6 +64,10 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+#: the error of a response whose batch has not ended yet (a later run collects it; nothing is resent)
+PENDING_ERROR = "not finished (batch still running)"
+
+
 class ResponseCache:
     """Succeeded responses on disk, one JSON file per custom_id."""
 
@@ -280,7 +284,7 @@ class StageRunner:
             else:
                 failed.append(cid)
                 responses[cid] = Response(custom_id=cid, status="errored",
-                                          error=state["failed"].get(cid) or "not finished (batch still running)",
+                                          error=state["failed"].get(cid) or PENDING_ERROR,
                                           provider=self.provider.name)
         self.save_state(state)
         batches = [s["batch_id"] for s in subs.values() if s.get("batch_id")]
