@@ -42,6 +42,10 @@ EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # default: shipped by the PyPI package gt-
 EMBEDDING_WINDOW = 254  # word pieces per window: the model's 256 less [CLS] and [SEP]
 EMBEDDING_CACHE = config.DATA_DIR / "interim" / "embeddings"
 TEXT_METRICS = ("rouge1", "rouge2", "rougeL", "embedding")
+# per-summary scores of LLM-based metrics (pointwise, judge, GAVEL-REF runs): CSV files with the columns
+# model, case_id, metric, score; `make results` adds every metric found there to the agreement table
+LLM_SCORES_DIR = config.DATA_DIR / "llm_scores"
+LLM_SCORE_COLUMNS = ("model", "case_id", "metric", "score")
 
 
 class MetricError(ValueError):
@@ -175,6 +179,35 @@ def embedding_similarity(summaries: Sequence[str], references: Sequence[str], **
     return (a * b).sum(axis=1)  # unit vectors
 
 
+# ---------------------------------------------------------------------------------------------- LLM metrics
+def load_llm_scores(folder: Path | None = None) -> pd.DataFrame:
+    """Per-summary scores of LLM-based metrics, wide: one column per metric (empty frame when none). A file
+    without the columns, a score that is not a number, or a (model, case, metric) given twice raises
+    MetricError naming the file."""
+    folder = Path(folder) if folder is not None else LLM_SCORES_DIR
+    frames = []
+    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
+        df = pd.read_csv(path, dtype={"model": str, "case_id": str, "metric": str})
+        missing = [c for c in LLM_SCORE_COLUMNS if c not in df.columns]
+        if missing:
+            raise MetricError(f"{path}: missing columns {missing} (need {list(LLM_SCORE_COLUMNS)})")
+        bad = pd.to_numeric(df["score"], errors="coerce").isna() & df["score"].notna()
+        if bad.any():
+            raise MetricError(f"{path}: row {int(bad.idxmax()) + 2} has a score that is not a number")
+        frames.append(df[list(LLM_SCORE_COLUMNS)].assign(score=pd.to_numeric(df["score"]), file=path.name))
+    if not frames:
+        return pd.DataFrame(columns=["model", "case_id"])
+    long = pd.concat(frames, ignore_index=True)
+    dup = long.duplicated(["model", "case_id", "metric"], keep=False)
+    if dup.any():
+        r = long[dup].iloc[0]
+        raise MetricError(f"{sorted(set(long[dup]['file']))}: {r['metric']} of {r['model']}, case {r['case_id']} "
+                          f"given more than once")
+    wide = long.pivot(index=["model", "case_id"], columns="metric", values="score")
+    wide.columns.name = None
+    return wide.reset_index()
+
+
 # ---------------------------------------------------------------------------------------------- agreement
 def pairwise_agreement(metric: Sequence[float], reference: Sequence[float]) -> tuple[int, int]:
     """Of the pairs that ``reference`` orders strictly, how many ``metric`` orders the same way (a tie in
@@ -192,12 +225,15 @@ def pairwise_agreement(metric: Sequence[float], reference: Sequence[float]) -> t
 def agreement(scores: pd.DataFrame, metrics: Sequence[str], reference: str = "s_checklist") -> pd.DataFrame:
     """How each metric agrees with ``reference``. ``scores`` has one row per summary with ``model``,
     ``case_id``, the reference score and the metric columns; rows where either is missing are left out
-    (counted in ``summaries``). Rows per metric: ``level`` = ``summary`` (every summary), ``system`` (the
-    models' means over the summaries both scores have)."""
+    (``n`` counts the rest). Rows per metric: ``level`` = ``summary`` (every summary), ``system`` (the
+    models' means over the summaries both scores have). Fewer than two rows give NaN correlations."""
+    def corr(x, y):
+        return correlations(x, y) if len(x) >= 2 else dict.fromkeys(("pearson", "spearman", "kendall"), math.nan)
+
     rows = []
     for metric in metrics:
         sel = scores.dropna(subset=[metric, reference])
-        per = correlations(sel[metric].to_numpy(), sel[reference].to_numpy())
+        per = corr(sel[metric].to_numpy(), sel[reference].to_numpy())
         agree_case = pairs_case = 0
         for _, case in sel.groupby("case_id"):
             a, p = pairwise_agreement(case[metric].to_numpy(), case[reference].to_numpy())
@@ -207,7 +243,7 @@ def agreement(scores: pd.DataFrame, metrics: Sequence[str], reference: str = "s_
                      "pairs": pairs_case, "pairs_agree": agree_case,
                      "pairwise_agreement": agree_case / pairs_case if pairs_case else math.nan})
         means = sel.groupby("model")[[metric, reference]].mean()
-        sysc = correlations(means[metric].to_numpy(), means[reference].to_numpy())
+        sysc = corr(means[metric].to_numpy(), means[reference].to_numpy())
         a, p = pairwise_agreement(means[metric].to_numpy(), means[reference].to_numpy())
         rows.append({"metric": metric, "level": "system", "n": len(means), **sysc, "pairs": p,
                      "pairs_agree": a, "pairwise_agreement": a / p if p else math.nan})

@@ -282,8 +282,12 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
     scores = scores.merge(case_scores, on=["model", "case_id"], how="left")
     scores = _round(scores[["model", "case_id", "s_checklist", "s_checklist_low", "s_checklist_high",
                             *metrics.TEXT_METRICS]])
-    agree = metrics.agreement(scores, metrics.TEXT_METRICS)
-    means = scores.groupby("model")[["s_checklist", *metrics.TEXT_METRICS]].mean()
+    llm = metrics.load_llm_scores()
+    llm_metrics = [c for c in llm.columns if c not in ("model", "case_id")]
+    if llm_metrics:  # LLM-based metrics join where their outputs exist (data/llm_scores/)
+        scores = scores.merge(_round(llm), on=["model", "case_id"], how="left")
+    agree = metrics.agreement(scores, [*metrics.TEXT_METRICS, *llm_metrics])
+    means = scores.groupby("model")[["s_checklist", *metrics.TEXT_METRICS, *llm_metrics]].mean()
     means["summaries"] = scores.groupby("model").size()
     means = means.sort_values("s_checklist", ascending=False).reset_index()
     means["label"] = means["model"].map(config.model_label)

@@ -158,3 +158,31 @@ def test_grounding_counts_every_snippet(shared_rel):
         hit = grounding.locate(snippet, text[(one["model"], "benchmark", one["case_id"])])
         if hit.status == "exact":
             assert snippet in text[(one["model"], "benchmark", one["case_id"])]
+
+
+def test_llm_scores_join_from_csv_files(tmp_path):
+    (tmp_path / "pointwise.csv").write_text(
+        "model,case_id,metric,score\nA,c1,pointwise_recall,0.5\nB,c1,pointwise_recall,0.25\n"
+        "A,c2,pointwise_recall,0.75\n")
+    (tmp_path / "judge.csv").write_text("model,case_id,metric,score,reasoning\nA,c1,judge,7,fine\n")
+    wide = metrics.load_llm_scores(tmp_path)
+    assert list(wide.columns) == ["model", "case_id", "judge", "pointwise_recall"]
+    assert wide.set_index(["model", "case_id"]).loc[("A", "c1")].tolist() == [7.0, 0.5]
+    scores = pd.DataFrame({"model": ["A", "B", "A"], "case_id": ["c1", "c1", "c2"],
+                           "s_checklist": [60.0, 40.0, 70.0]}).merge(wide, on=["model", "case_id"], how="left")
+    t = metrics.agreement(scores, ["pointwise_recall", "judge"]).set_index(["metric", "level"])
+    assert t.loc[("pointwise_recall", "summary"), "n"] == 3 and t.loc[("pointwise_recall", "summary"), "pearson"] > 0.9
+    assert t.loc[("pointwise_recall", "summary"), "pairs_agree"] == 1  # c1: A above B in both
+    assert t.loc[("judge", "summary"), "n"] == 1 and math.isnan(t.loc[("judge", "summary"), "pearson"])
+    assert metrics.load_llm_scores(tmp_path / "absent").empty
+
+
+@pytest.mark.parametrize("text,message", [
+    ("model,case_id,score\nA,c1,1\n", "missing columns \\['metric'\\]"),
+    ("model,case_id,metric,score\nA,c1,m,high\n", "row 2 has a score that is not a number"),
+    ("model,case_id,metric,score\nA,c1,m,1\nA,c1,m,2\n", "given more than once"),
+])
+def test_bad_llm_score_files_are_refused(tmp_path, text, message):
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(metrics.MetricError, match=message):
+        metrics.load_llm_scores(tmp_path)
