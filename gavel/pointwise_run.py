@@ -77,3 +77,16 @@ def evaluate(subject: str, case_id: str, summary: str, reference: str, model: st
                     f"{method}_recall_high": top.recall, f"{method}_precision_high": top.precision})
     row["similarity_max"] = float(np.max(sim)) if sim.size else float("nan")
     return row
+
+
+def llm_scores(rows: list[dict], method: str = "greedy") -> list[dict]:
+    """Rows in the long form ``make results`` reads from data/llm_scores/ (model, case_id, metric, score):
+    pointwise recall and precision of every fully judged pair; others are left out (their status says why)."""
+    out = []
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        for part in ("recall", "precision"):
+            out.append({"model": r["subject"], "case_id": r["case_id"], "metric": f"pointwise_{part}",
+                        "score": r[f"{method}_{part}"]})
+    return out
