@@ -88,8 +88,8 @@ def test_unreadable_points_leave_the_pair_unscored(tmp_path):
 
 
 def test_rows_become_llm_scores(tmp_path):
-    ok = run(tmp_path, fake_judge())
-    bad = run(tmp_path, fake_judge(bad_pair=("The agency appealed.", "The agency appealed.")))
+    ok = run(tmp_path / "ok", fake_judge())
+    bad = run(tmp_path / "bad", fake_judge(bad_pair=("The agency appealed.", "The agency appealed.")))
     rows = pointwise_run.llm_scores([ok, bad])
     assert [(r["metric"], r["model"]) for r in rows] == [("pointwise_recall", "model-x"), ("pointwise_precision", "model-x")]
     assert rows[0]["score"] == ok["greedy_recall"]
