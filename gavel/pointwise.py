@@ -138,10 +138,8 @@ def assign_greedy(matches: Mapping[tuple[int, int], str], similarity: np.ndarray
             if r not in refs_of[c]:
                 raise PointwiseError(f"choose() picked reference {r} for candidate {c}; options were {options}")
         else:
-            def rank(r_: int) -> tuple:
-                sim = float(similarity[r_, c]) if similarity is not None else 0.0
-                return (CREDIT[matches[(r_, c)]], sim, -r_)
-            r = max(options, key=rank)
+            r = max(options, key=lambda r_, c=c: (CREDIT[matches[(r_, c)]],
+                                                 float(similarity[r_, c]) if similarity is not None else 0.0, -r_))
         take(c, r)
     return Assignment(tuple(sorted(pairs)), "greedy")
 
