@@ -266,8 +266,8 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
 
 def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
-    each agrees with S_checklist (gavel.metrics). Scores are rounded to 4 decimals before the agreement is
-    computed, so the committed tables reproduce exactly."""
+    each agrees with S_checklist (gavel.metrics). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
+    3) before the agreement is computed, so the committed tables reproduce exactly."""
     s = rel.summaries[rel.summaries["set"] == "benchmark"]
     refs = s[s["model"] == "human"].set_index("case_id")["text"]
     cand = s[s["model"] != "human"].sort_values(["model", "case_id"])
@@ -278,7 +278,8 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
     rouge = pd.DataFrame([metrics.rouge_scores(summary, ref) for summary, ref in pairs])
     emb = metrics.embedding_similarity([p[0] for p in pairs], [p[1] for p in pairs])
     scores = cand[["model", "case_id"]].reset_index(drop=True)
-    scores = pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float))
+    # cosine to 3 decimals: float kernels of other CPUs move it by ~1e-8, which must not flip a rounded digit
+    scores = pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
     scores = scores.merge(case_scores, on=["model", "case_id"], how="left")
     scores = _round(scores[["model", "case_id", "s_checklist", "s_checklist_low", "s_checklist_high",
                             *metrics.TEXT_METRICS]])
