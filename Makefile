@@ -7,7 +7,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
-EXTRAS ?= providers,annotation,dev
+EXTRAS ?= providers,annotation,dev,metrics
+# torch for the metrics extra, installed first: on these machines pip finds the CPU build of this version on
+# disk. Elsewhere pass PyTorch's CPU wheel index, e.g. TORCH="torch --index-url <CPU index>", or a plain
+# `torch` brings the multi-GB CUDA build.
+TORCH ?= torch==2.13.0
 
 # Settings (GAVEL_RELEASE, API keys) may come from .env; values already in the environment win.
 ifneq (,$(wildcard .env))
@@ -41,6 +45,7 @@ $(eval $(call figure_notebook,02_checklist_groups,fig03_groups))
 $(eval $(call figure_notebook,03_item_analysis,fig04_item_analysis_gemini-2.5-flash fig04_item_analysis_gemini-2.5-pro fig04_item_analysis_claude-sonnet-4-20250514-thinking))
 $(eval $(call figure_notebook,04_item_scores,fig10_12_item_scores))
 $(eval $(call figure_notebook,05_summary_length,fig06_summary_length))
+$(eval $(call figure_notebook,13_metric_agreement,metric_agreement evidence_grounding))
 $(eval $(call figure_notebook,06_document_extraction,fig05_document_extraction fig08_document_input_tokens fig08_document_output_tokens))
 
 help: ## List the targets
@@ -49,6 +54,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH)
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)

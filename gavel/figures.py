@@ -321,3 +321,85 @@ def fig_release_audit(tables) -> plt.Figure:
         ax.text(n * 1.1, y, f"{n} ({f} files)", va="center", fontsize=7)
     fig.tight_layout()
     return fig
+
+
+METRIC_LABEL = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "embedding": "Embedding cosine",
+                "pointwise_recall": "Pointwise recall", "pointwise_precision": "Pointwise precision",
+                "judge": "LLM judge (CaseGen)"}
+
+
+def fig_metric_agreement(tables) -> plt.Figure:
+    """How ROUGE, embedding similarity (and LLM metrics, when their outputs exist) agree with S_checklist:
+    per-summary correlations, system-level correlations and pairwise ordering agreement, and the models'
+    mean scores side by side."""
+    a = tables["metric_agreement"]
+    metrics_ = list(dict.fromkeys(a["metric"]))
+    labels = [METRIC_LABEL.get(m, m) for m in metrics_]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1, 1, 1.15]})
+    x = np.arange(len(metrics_))
+    for ax, level, title in ((axes[0], "summary", "Per summary"), (axes[1], "system", "Per system (model means)")):
+        sel = a[a["level"] == level].set_index("metric").reindex(metrics_)
+        for k, stat in enumerate(("pearson", "spearman", "kendall", "pairwise_agreement")):
+            ax.bar(x + (k - 1.5) * 0.2, sel[stat], width=0.2, color=PALETTE[k],
+                   label={"pairwise_agreement": "pairs ordered alike"}.get(stat, stat.capitalize()))
+        n = int(sel["n"].max())
+        pairs = int(sel["pairs"].max())
+        ax.set_title(f"{title}: n = {n}, {pairs} model pairs" + (" within cases" if level == "summary" else ""))
+        ax.set_xticks(x, labels, rotation=20, ha="right")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_ylim(min(-0.2, float(np.nanmin(sel[["pearson", "spearman", "kendall"]].to_numpy())) - 0.05), 1)
+        ax.set_ylabel("Agreement with S_checklist")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7, frameon=False, loc="upper left")
+    means = tables["metric_model_means"].sort_values("s_checklist", ascending=False).reset_index(drop=True)
+    ax = axes[2]
+    pos = np.arange(len(means))
+    for k, m in enumerate(metrics_):
+        z = (means[m] - means[m].mean()) / means[m].std()
+        ax.plot(pos, z, marker="o", ms=4, lw=0.8, color=PALETTE[k], label=METRIC_LABEL.get(m, m))
+    z_s = (means["s_checklist"] - means["s_checklist"].mean()) / means["s_checklist"].std()
+    ax.plot(pos, z_s, color="black", lw=2, label="S_checklist")
+    ax.set_xticks(pos, [model_label_marked(tables, m) for m in means["model"]], rotation=40, ha="right", fontsize=7)
+    ax.set_xlabel("Models, by mean S_checklist (best estimate)")
+    ax.set_ylabel("Model mean (z-score over the 12 models)")
+    ax.set_title("Model means side by side")
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    fig.text(0.01, -0.03, "S_checklist: reconstructed from the release (best estimates); " + ESTIMATED_NOTE,
+             fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+GROUNDING_COLOURS = {"exact": PALETTE[2], "normalized": PALETTE[0], "fuzzy": PALETTE[1], "not_found": PALETTE[3]}
+
+
+def fig_evidence_grounding(tables) -> plt.Figure:
+    """Where the evidence snippets of the released summary checklists occur in their summaries: share
+    verbatim, after normalisation, only fuzzily, not at all; per model (left) and per item (right)."""
+    g = tables["summary_evidence_grounding"]
+    statuses = list(GROUNDING_COLOURS)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 6), gridspec_kw={"width_ratios": [1, 1.3]})
+    per_model = g[g["item"] == "all"].sort_values("share_exact")
+    items = (g[g["item"] != "all"].groupby("item")[statuses].sum())
+    items = items.div(items.sum(axis=1), axis=0).sort_values("exact")
+    for ax, frame, ylabels, title in (
+            (axes[0], per_model.set_index("model")[[f"share_{s}" for s in statuses]].set_axis(statuses, axis=1),
+             [f"{config.model_label(m)} (n={int(n)})" for m, n in zip(per_model["model"], per_model["snippets"])],
+             "Per model (checklists extracted by GPT-oss 20B)"),
+            (axes[1], items, [ITEM_LABEL.get(i, i) for i in items.index], "Per item, all models")):
+        left = np.zeros(len(frame))
+        y = np.arange(len(frame))
+        for s in statuses:
+            ax.barh(y, frame[s], left=left, color=GROUNDING_COLOURS[s], label=s.replace("_", " "))
+            left += frame[s].to_numpy()
+        ax.set_yticks(y, ylabels, fontsize=7)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("Share of evidence snippets")
+        ax.set_title(title)
+    axes[0].legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4)
+    fig.text(0.01, -0.02, "Models whose summary-checklist files are empty or absent in the release have no snippets "
+             "(Claude Opus 4.1: none; one half only for GPT-5, Claude Sonnet 4, Qwen3 32B, Gemma3 27B). "
+             "Statuses from gavel.grounding.locate.", fontsize=7)
+    fig.tight_layout()
+    return fig

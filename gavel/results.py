@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import config, grounding, reconstruct, scoring
+from . import config, grounding, metrics, reconstruct, scoring
 from .items import GROUPS, ITEMS
 from .judge import RELATIONS
 from .reconstruct import STATUS_OUTCOMES, Status
@@ -108,7 +108,9 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
             "summary_neighbour_differences": _round(diffs), "summary_item_scores": _round(item_scores),
             "summary_group_scores": _round(groups), "summary_specification": _round(spec),
             "summary_lengths": _round(lengths), "summary_length_correlations": _round(corr),
-            "summary_cell_status": status, "summary_lost_cases": lost}
+            "summary_cell_status": status, "summary_lost_cases": lost,
+            "summary_case_scores": _round(pc[["model", "case_id", "s_checklist", "s_checklist_low",
+                                              "s_checklist_high"]].sort_values(["model", "case_id"]))}
 
 
 def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -284,11 +286,83 @@ def residual_ratio_table(rel) -> pd.DataFrame:
     return _round(out)
 
 
-def compute(rel) -> dict[str, pd.DataFrame]:
+def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
+    each agrees with S_checklist (gavel.metrics). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
+    3) before the agreement is computed, so the committed tables reproduce exactly."""
+    s = rel.summaries[rel.summaries["set"] == "benchmark"]
+    refs = s[s["model"] == "human"].set_index("case_id")["text"]
+    cand = s[s["model"] != "human"].sort_values(["model", "case_id"])
+    missing = sorted(set(cand["case_id"]) - set(refs.index))
+    if missing:
+        raise ValueError(f"release summaries: no human reference for cases {missing}")
+    pairs = list(zip(cand["text"], cand["case_id"].map(refs)))
+    rouge = pd.DataFrame([metrics.rouge_scores(summary, ref) for summary, ref in pairs])
+    emb = metrics.embedding_similarity([p[0] for p in pairs], [p[1] for p in pairs])
+    scores = cand[["model", "case_id"]].reset_index(drop=True)
+    # cosine to 3 decimals: float kernels of other CPUs move it by ~1e-8, which must not flip a rounded digit
+    scores = pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
+    scores = scores.merge(case_scores, on=["model", "case_id"], how="left")
+    scores = _round(scores[["model", "case_id", "s_checklist", "s_checklist_low", "s_checklist_high",
+                            *metrics.TEXT_METRICS]])
+    llm = metrics.load_llm_scores()
+    llm_metrics = [c for c in llm.columns if c not in ("model", "case_id")]
+    if llm_metrics:  # LLM-based metrics join where their outputs exist (data/llm_scores/)
+        scores = scores.merge(_round(llm), on=["model", "case_id"], how="left")
+    agree = metrics.agreement(scores, [*metrics.TEXT_METRICS, *llm_metrics])
+    means = scores.groupby("model")[["s_checklist", *metrics.TEXT_METRICS, *llm_metrics]].mean()
+    means["summaries"] = scores.groupby("model").size()
+    means = means.sort_values("s_checklist", ascending=False).reset_index()
+    means["label"] = means["model"].map(config.model_label)
+    return {"summary_text_metrics": scores, "metric_agreement": _round(agree), "metric_model_means": _round(means)}
+
+
+def grounding_tables(rel) -> dict[str, pd.DataFrame]:
+    """Where each evidence snippet of the released summary checklists occurs in the summary it was extracted
+    from (gavel.grounding): counts and shares per model and item, and per model over all items (``all``)."""
+    s = rel.summaries[rel.summaries["set"] == "benchmark"].set_index(["model", "case_id"])["text"]
+    v = rel.checklist_values
+    v = v[(v["origin"] == "summary") & (v["method"] == "llm")]
+    rows = []
+    normalized = {}
+    for r in v[["model", "case_id", "item", "evidence"]].itertuples(index=False):
+        snippets = r.evidence if isinstance(r.evidence, list) else []
+        if not snippets:
+            rows.append({"model": r.model, "item": r.item, "status": "no_evidence"})
+            continue
+        text = s.get((r.model, r.case_id))
+        if text is None:
+            raise ValueError(f"summary checklist of {r.model}, case {r.case_id}: the release has no such summary")
+        if (r.model, r.case_id) not in normalized:
+            normalized[(r.model, r.case_id)] = grounding.normalize(text)
+        for snippet in snippets:
+            hit = grounding.locate(snippet, text, normalized_text=normalized[(r.model, r.case_id)])
+            rows.append({"model": r.model, "item": r.item, "status": hit.status})
+    df = pd.DataFrame(rows)
+    both = pd.concat([df, df.assign(item="all")], ignore_index=True)
+    counts = both.pivot_table(index=["model", "item"], columns="status", aggfunc="size", fill_value=0)
+    for col in (*grounding.STATUSES, "no_evidence"):
+        if col not in counts:
+            counts[col] = 0
+    counts = counts[[*grounding.STATUSES, "no_evidence"]].reset_index()
+    counts.columns.name = None
+    counts["snippets"] = counts[list(grounding.STATUSES)].sum(axis=1)
+    for col in grounding.STATUSES:
+        counts[f"share_{col}"] = counts[col] / counts["snippets"].where(counts["snippets"] > 0)
+    counts["label"] = counts["model"].map(config.model_label)
+    return {"summary_evidence_grounding": _round(counts)}
+
+
+def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
+    """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
+    model is the slow part; its vectors are cached under data/interim/embeddings)."""
     tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
     tables.update(case_tables(rel))
     tables.update(summary_tables(rel, values))
+    tables.update(grounding_tables(rel))
+    if text_metrics:
+        tables.update(text_metric_tables(rel, tables["summary_case_scores"]))
     tables.update(document_tables(rel, values))
     tables["residual_ratio"] = residual_ratio_table(rel)
     audit = rel.audit_summary()[["defect", "records", "files"]]

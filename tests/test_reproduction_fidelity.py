@@ -13,7 +13,7 @@ from gavel.reconstruct import STATUS_OUTCOMES, Status
 
 @pytest.fixture(scope="module")
 def tables(shared_rel):
-    return results.compute(shared_rel)
+    return results.compute(shared_rel, text_metrics=False)  # ROUGE and embeddings: tests/test_metrics.py
 
 
 @pytest.fixture(scope="module")
