@@ -100,6 +100,7 @@ def test_a_case_missing_from_a_complete_file_is_not_scored_as_present(tmp_path):
 
     import fixture_release
     from fixture_release import MODEL, STEM
+
     from gavel.release import load_release
 
     data = fixture_release.build(tmp_path) / "data"

@@ -8,10 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 import fixture_release
+import pytest
 from fixture_release import MODEL, STEM
+
 from gavel import cli
 from gavel.release import load_release
 
