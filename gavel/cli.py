@@ -91,6 +91,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
         kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
                   "command": args.vllm_command}
+    if args.provider == "local":  # llama.cpp server started here, stopped at exit
+        kwargs = {"model_path": args.gguf} if args.gguf else {}
     runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts)
@@ -103,6 +105,67 @@ def cmd_stage(args: argparse.Namespace) -> int:
     for cid in report.failed[:20]:
         print(f"  failed {cid}: {report.responses[cid].error}")
     return 1 if report.failed else 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.pipeline)."""
+    import pandas as pd
+
+    from . import pipeline
+    from .items import item
+
+    summaries = [row for path in args.summaries for row in pipeline.read_summaries(path, args.name)]
+    if args.references:
+        references = {c: t for _, c, t in pipeline.read_summaries(args.references, "human")}
+        bins = {}
+    else:
+        from .release import load_release
+
+        references, bins = pipeline.release_references(load_release(args.release))
+    roles = pipeline.default_roles()
+    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
+    settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
+                                 items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
+                                 max_tokens=args.max_tokens, progress=True)
+    provider = pipeline.provider(args.provider, args.base_url)
+    if args.dry_run:
+        pipeline.dry_run(summaries, references, provider, settings, args.out)
+        return 0
+    tables = pipeline.evaluate(summaries, references, provider, args.out, settings, bins=bins)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(tables["model_scores"].to_string(index=False))
+    answers = tables["answers"]
+    print(f"sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}; unusable answers: "
+          f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
+    for rec in tables["problems"].to_dict("records"):
+        print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
+    return 0
+
+
+def cmd_replay_check(args: argparse.Namespace) -> int:
+    """Replay the release's document judgments through compare + score; compare with data/results/."""
+    import pandas as pd
+
+    from .release import load_release
+    from .stages import release_replay
+
+    out = release_replay.replay_check(load_release(args.release), args.workdir,
+                                      config.RESULTS_DIR / "document_s_checklist.csv")
+    cols = ["subject", "s_checklist", "committed", "difference", "listed_cells", "left_after_listed_cells", "reproduced"]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 120):
+        print(out["table"][cols].to_string(index=False))
+        print("\nrequests with no recorded answer:")
+        print(out["missing"].to_string())
+        print("\ncells that differ, by reason:")
+        print(out["cells"]["reason"].value_counts().to_string())
+    return 0 if out["table"]["reproduced"].all() else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A real local model answering through the stage runner (gavel/demo.py)."""
+    from . import demo
+
+    return demo.main()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,10 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "mock"],
+    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock"],
                    help="vllm: a running server (--base-url); vllm-batch: `vllm run-batch` on this machine")
     p.add_argument("--vllm-command", default="vllm run-batch", help="run-batch command for --provider vllm-batch")
     p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
+    p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
@@ -134,6 +198,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
     p.set_defaults(func=cmd_stage)
+    p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
+    p.add_argument("--summaries", required=True, nargs="+", action="extend",
+                   help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")
+    p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
+    p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")
+    p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
+    p.add_argument("--provider", required=True, help="openai, anthropic, gemini, vllm, mock, replay, local, ...")
+    p.add_argument("--base-url", default=None)
+    p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
+    p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
+    p.add_argument("--items", nargs="*", default=None, help="item names (default: all 26)")
+    p.add_argument("--alpha", type=float, default=0.9)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", default="online", choices=["batch", "online"])
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
+    p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
+    p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("replay-check", help="replay the release's document judgments through compare + score")
+    p.add_argument("--release", default=None)
+    p.add_argument("--workdir", default="data/interim/replay", help="cache folder of the replayed run")
+    p.set_defaults(func=cmd_replay_check)
+    p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
+    p.set_defaults(func=cmd_demo)
+    from .documents.cli import add_parser as add_documents_parser
+
+    add_documents_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -84,8 +84,13 @@ def models() -> tuple[Model, ...]:
     return tuple(Model(**m) for m in _registry()["models"])
 
 
+def local_models() -> tuple[Model, ...]:
+    """Models gavel runs itself on this machine (provider ``local``); not part of the benchmark."""
+    return tuple(Model(**m) for m in _registry().get("local_models", []))
+
+
 def model(release_name: str) -> Model:
-    for m in models():
+    for m in models() + local_models():
         if m.release_name == release_name:
             return m
     raise KeyError(f"unknown model {release_name!r}: not in gavel/models.yaml")

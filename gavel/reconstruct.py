@@ -46,6 +46,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from . import scoring
+from .checklist import NOT_APPLICABLE
 from .items import ITEM_KEYS
 
 NAN = math.nan
@@ -148,7 +149,7 @@ def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:
     keys = ["origin", "method", "model", "configuration", "case_id", "item"]
     lengths = items.groupby(keys, dropna=False)["n_values"].sum()
     if rules.not_applicable_is_empty:
-        na = values[(values["method"] == "agent") & (values["value"].str.strip() == "Not Applicable")]
+        na = values[(values["method"] == "agent") & (values["value"].str.strip() == NOT_APPLICABLE)]
         if len(na):
             lengths = lengths.sub(na.groupby(keys, dropna=False).size(), fill_value=0).astype(int)
     return lengths.rename("n_values").reset_index()

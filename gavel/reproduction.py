@@ -125,6 +125,10 @@ class Metrics:
     def doc_tokens(self, method, model, configuration):
         return _nan_none(self._doc(method, model, configuration)["total_tokens_per_case"] / 1e6), None, None
 
+    def residual_ratio(self, model):
+        t = self.t["residual_ratio"].set_index("model")
+        return float(t.loc[model, "r_percent"]), None, None
+
     def token_saving(self, than):
         ours = self._doc("agent", "Qwen3-30B-A3B-Thinking-2507", "individual")["total_tokens_per_case"]
         other = self._doc(*than)["total_tokens_per_case"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import config, reconstruct, scoring
+from . import config, grounding, reconstruct, scoring
 from .items import GROUPS, ITEMS
 from .judge import RELATIONS
 from .reconstruct import STATUS_OUTCOMES, Status
@@ -262,12 +262,35 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
     return {"benchmark_cases": _round(by_bin.reset_index())}
 
 
+def residual_ratio_table(rel) -> pd.DataFrame:
+    """Residual ratio r (%) from the released evidence: the deterministic first step of the residual stage
+    (``gavel.grounding.uncovered_spans``) on every summary whose checklist the release holds: the 12 models'
+    benchmark summaries (GPT-oss 20B extractions) and the 40 human summaries of ``human.json``."""
+    cv = rel.checklist_values
+    sel = cv[cv["origin"] == "summary"]
+    s = rel.summaries
+    keep = ((s["model"] == "human") & (s["set"] == "human_eval")) | ((s["model"] != "human") & (s["set"] == "benchmark"))
+    texts = {(m, c): t for m, c, t in s.loc[keep, ["model", "case_id", "text"]].itertuples(index=False)}
+    values: dict = {}
+    for m, c, v, e in sel[["model", "case_id", "value", "evidence"]].itertuples(index=False):
+        values.setdefault((m, c), []).append((v, list(e)))
+    per = pd.DataFrame(grounding.residual_ratios(texts, values))
+    g = per.groupby("who")
+    out = pd.DataFrame({"summaries": g.size(), "r_percent": 100 * g["r"].mean(), "r_median_percent": 100 * g["r"].median(),
+                        "r_q1_percent": 100 * g["r"].quantile(0.25), "r_q3_percent": 100 * g["r"].quantile(0.75),
+                        "residual_spans_per_summary": g["spans"].mean()})
+    out = out.reset_index().rename(columns={"who": "model"})
+    out["set"] = out["model"].map(lambda m: "human_eval" if m == "human" else "benchmark")
+    return _round(out)
+
+
 def compute(rel) -> dict[str, pd.DataFrame]:
     tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
     tables.update(case_tables(rel))
     tables.update(summary_tables(rel, values))
     tables.update(document_tables(rel, values))
+    tables["residual_ratio"] = residual_ratio_table(rel)
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
     return tables

@@ -22,11 +22,14 @@ def canonical_json(obj) -> str:
 
 
 def make_custom_id(stage: str, model: str, case_id: str | None, item: str | None, messages: list[dict],
-                   params: dict, schema: dict | None = None) -> str:
+                   params: dict, schema: dict | None = None, subject: str | None = None) -> str:
     """``<stage>-<hash>``: a readable prefix plus 40 hex digits of sha256 over the whole content."""
     body = {"stage": stage, "model": model, "case": case_id, "item": item, "messages": messages, "params": params}
-    if schema is not None:  # requests without a schema keep the ids they had before the field existed
+    # optional fields enter the hash only when set: requests without them keep the ids they had before
+    if schema is not None:
         body["schema"] = schema
+    if subject is not None:
+        body["subject"] = subject
     content = canonical_json(body)
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
     prefix = _SAFE.sub("_", stage)[: MAX_CUSTOM_ID - 41] or "req"
@@ -47,11 +50,12 @@ class Request:
     case_id: str | None = None
     item: str | None = None
     schema: dict | None = None
+    subject: str | None = None  # whose text the request is about (the summarizing model, "human", a run)
 
     @property
     def custom_id(self) -> str:
         return make_custom_id(self.stage, self.model, self.case_id, self.item, self.messages, self.params,
-                              self.schema)
+                              self.schema, self.subject)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "custom_id": self.custom_id}
@@ -120,7 +124,8 @@ def read_requests(path) -> list[Request]:
                 data = json.loads(line)
                 out.append(Request(**{k: data[k] for k in ("stage", "model", "messages")},
                                    params=data.get("params") or {}, case_id=data.get("case_id"),
-                                   item=data.get("item"), schema=data.get("schema")))
+                                   item=data.get("item"), schema=data.get("schema"),
+                                   subject=data.get("subject")))
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}, line {n}: not a request ({type(err).__name__}: {err})") from None
     return out

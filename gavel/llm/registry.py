@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from .. import config
 
-PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "mock")
+PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "local", "mock", "replay")
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,10 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+#: the error of a response whose batch has not ended yet (a later run collects it; nothing is resent)
+PENDING_ERROR = "not finished (batch still running)"
+
+
 class ResponseCache:
     """Succeeded responses on disk, one JSON file per custom_id."""
 
@@ -136,7 +140,7 @@ class StageRunner:
 
         rows = []
         for r in requests:
-            m = llm_model(r.model, self.provider.name if self.provider.name in ("vllm", "mock") else None)
+            m = llm_model(r.model, self.provider.name if self.provider.name in ("vllm", "local", "mock") else None)
             n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
             n_out = expected_output_tokens or m.max_output_tokens // 4
             price = m.price or {}
@@ -189,7 +193,8 @@ class StageRunner:
         while todo and attempt < self.max_attempts:
             attempt += 1
             retry = []
-            with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            pool = ThreadPoolExecutor(max_workers=self.concurrency)
+            try:
                 futures = {pool.submit(self.provider.complete, r): r for r in todo}
                 for fut in as_completed(futures):
                     r = futures[fut]
@@ -201,6 +206,14 @@ class StageRunner:
                     else:
                         retry.append(r)
                     responses[r.custom_id] = resp
+            except BaseException:
+                # interrupted (Ctrl-C, a kernel interrupt): queued requests are not sent, and a provider that
+                # runs its own server (local) stops it, so calls in flight end now instead of when answered
+                pool.shutdown(wait=False, cancel_futures=True)
+                if callable(getattr(self.provider, "stop", None)):
+                    self.provider.stop()
+                raise
+            pool.shutdown()
             todo = retry
             if todo and attempt < self.max_attempts:
                 time.sleep(min(60.0, 2.0 ** attempt * 0.5))
@@ -280,7 +293,7 @@ class StageRunner:
             else:
                 failed.append(cid)
                 responses[cid] = Response(custom_id=cid, status="errored",
-                                          error=state["failed"].get(cid) or "not finished (batch still running)",
+                                          error=state["failed"].get(cid) or PENDING_ERROR,
                                           provider=self.provider.name)
         self.save_state(state)
         batches = [s["batch_id"] for s in subs.values() if s.get("batch_id")]
@@ -306,7 +319,7 @@ class StageRunner:
 
 def _model_params(name: str, provider: str) -> dict:
     try:
-        m = llm_model(name, provider if provider in ("vllm", "mock") else None)
+        m = llm_model(name, provider if provider in ("vllm", "local", "mock") else None)
     except (KeyError, ValueError):
         return {}
     return {"model_id": m.model_id, "provider": m.provider, "context_window": m.context_window,

@@ -19,6 +19,12 @@ def get_provider(name: str, **kwargs):
     if name == "vllm-batch":
         from .vllm import VLLMRunBatch
         return VLLMRunBatch(**kwargs)
+    if name == "replay":
+        from .replay import ReplayProvider
+        return ReplayProvider(**kwargs)
+    if name == "local":
+        from .local import LocalServer
+        return LocalServer(**kwargs)
     if name == "mock":
         from .mock import MockProvider
         return MockProvider(**kwargs)

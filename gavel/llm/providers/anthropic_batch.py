@@ -9,6 +9,7 @@ from datetime import datetime
 
 from ..records import Request, Response
 from .base import BatchStatus, Provider, fill_missing
+from .openai_batch import FINISH
 
 
 def message_params(request: Request, model_id: str, params: dict) -> dict:
@@ -27,16 +28,26 @@ def message_params(request: Request, model_id: str, params: dict) -> dict:
     for key in ("temperature", "top_p"):
         if key in p:
             out[key] = p.pop(key)
+    if request.schema and not budget:
+        # structured output as a forced tool call whose input must follow the schema; extended thinking
+        # does not allow a forced tool, so thinking requests rely on the prompt and the tolerant parser
+        out["tools"] = [{"name": request.schema["name"], "description": "Record the answer in this structure.",
+                         "input_schema": request.schema["schema"]}]
+        out["tool_choice"] = {"type": "tool", "name": request.schema["name"]}
     return out
 
 
 def parse_message(custom_id: str, message: dict, provider: str, batch_id: str | None = None) -> Response:
-    text = "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+    blocks = message.get("content", [])
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    tool = next((b for b in blocks if b.get("type") == "tool_use"), None)
+    if tool is not None:  # a forced tool call: its input is the structured answer
+        text = json.dumps(tool.get("input"), ensure_ascii=False)
     thinking = "".join(b.get("thinking", "") for b in message.get("content", []) if b.get("type") == "thinking")
     usage = message.get("usage") or {}
     return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thinking or None,
                     input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
-                    provider=provider, batch_id=batch_id)
+                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(message.get("stop_reason")))
 
 
 class AnthropicBatch(Provider):

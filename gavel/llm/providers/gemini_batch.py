@@ -10,6 +10,7 @@ import os
 from ..records import Request, Response
 from ..registry import llm_model
 from .base import BatchStatus, Provider, fill_missing
+from .openai_batch import FINISH
 
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
 
@@ -29,6 +30,9 @@ def gemini_request(request: Request, params: dict) -> dict:
             cfg[key] = p.pop(key)
     if "thinking_budget" in p:
         cfg["thinking_config"] = {"thinking_budget": p.pop("thinking_budget"), "include_thoughts": True}
+    if request.schema:
+        cfg["response_mime_type"] = "application/json"
+        cfg["response_json_schema"] = request.schema["schema"]
     return {"contents": contents, "config": cfg}
 
 
@@ -45,7 +49,8 @@ def parse_generate(custom_id: str, resp: dict, provider: str, batch_id: str | No
         (usage.get("thoughts_token_count") or usage.get("thoughtsTokenCount") or 0)
     return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thought or None,
                     input_tokens=usage.get("prompt_token_count") or usage.get("promptTokenCount"),
-                    output_tokens=out_tokens, provider=provider, batch_id=batch_id)
+                    output_tokens=out_tokens, provider=provider, batch_id=batch_id,
+                    finish_reason=FINISH.get(cands[0].get("finish_reason") or cands[0].get("finishReason")))
 
 
 def sdk_config(cfg: dict):

@@ -38,7 +38,24 @@ def chat_body(request: Request, model_id: str, params: dict, vllm: bool = False)
     p.pop("thinking_budget", None)
     p.pop("thinking_budget_tokens", None)
     body.update(p)
+    if request.schema:
+        body.update(structured_output(request.schema, vllm))
     return body
+
+
+def structured_output(schema: dict, vllm: bool = False) -> dict:
+    """The request's answer schema in the chat-completions body: OpenAI's strict ``json_schema`` response
+    format; vLLM's ``structured_outputs`` (guided decoding by the schema)."""
+    if vllm:
+        return {"structured_outputs": {"json": schema["schema"]}}
+    return {"response_format": {"type": "json_schema",
+                                "json_schema": {"name": schema["name"], "schema": schema["schema"], "strict": True}}}
+
+
+#: provider words for why generation stopped -> Response.finish_reason
+FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "function_call": "tool_calls",
+          "content_filter": "content_filter", "max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop",
+          "tool_use": "stop", "MAX_TOKENS": "length", "STOP": "stop", "SAFETY": "content_filter"}
 
 
 def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None = None) -> Response:
@@ -50,9 +67,14 @@ def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None =
                         provider=provider, batch_id=batch_id)
     usage = body.get("usage") or {}
     reasoning = message.get("reasoning_content") or message.get("reasoning")
-    return Response(custom_id=custom_id, status="succeeded", text=message.get("content"), reasoning=reasoning,
+    text = message.get("content")
+    calls = message.get("tool_calls") or []
+    if calls and not (text or "").strip():  # native tool calls (a server's tool-call parser): kept as JSON text
+        text = json.dumps({"tool_calls": [{"name": (c.get("function") or {}).get("name"),
+                                           "arguments": (c.get("function") or {}).get("arguments")} for c in calls]})
+    return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=reasoning,
                     input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                    provider=provider, batch_id=batch_id)
+                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(choice.get("finish_reason")))
 
 
 class OpenAIBatch(Provider):

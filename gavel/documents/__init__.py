@@ -1,0 +1,19 @@
+"""Checklists extracted straight from a case's documents (paper §4): the three methods and what they share.
+
+* ``corpus``      case documents from the ``full_case_data`` JSON shape or a folder, in the paper's order
+                  (chronological, undated after dated, docket sheets last), each with a unique stable name;
+                  corpora built from real release text for tests and benchmarks.
+* ``chunking``    lossless 16K-token (o200k) chunks cut at whitespace.
+* ``configs``     checklist configurations: all 26 items, the 9 groups, the 26 single items (from
+                  ``gavel.items``), or any user YAML of keys and definitions.
+* ``checklist``   the checklist store (append / update patches, the "Not Applicable" encoding), its files in
+                  the release's field names, value rows, and the replay of released agent ledgers.
+* ``tools``       the six Gavel-Agent tools over a corpus and a store, with the paper's limits.
+* ``agent``       the Gavel-Agent loop: snapshot prompt, two-stage stop, step limit, refused repeats,
+                  ledger / stats / checklist files, resume after a kill.
+* ``end_to_end``  one request per item over all documents (proportional truncation), evidence grounding.
+* ``chunked``     chunk-by-chunk extraction with an explicit state merge.
+
+Data flows one way: ``corpus`` and ``chunking`` know nothing of checklists; ``checklist`` knows nothing of
+tools; every LLM call goes through ``gavel.llm.runner.StageRunner``'s online path.
+"""

@@ -1,0 +1,312 @@
+"""``python -m gavel documents ...``: the release checks and the three extraction methods from the shell.
+
+    python -m gavel documents replay                 # released agent ledgers -> checklist.json, how many match
+    python -m gavel documents patterns --tokens 128000  # released regex patterns through the search tool
+    python -m gavel documents chunk-check            # chunking over every summary and checklist text
+    python -m gavel documents agent CORPUS --config grouped --provider vllm --model NAME --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def cmd_replay(args) -> int:
+    from ..config import release_root
+    from .checklist import replay_release, replay_report
+
+    t0 = time.perf_counter()
+    results = replay_release(release_root(args.release))
+    print(replay_report(results))
+    print(f"({time.perf_counter() - t0:.1f} s)")
+    ok = sum(r.reproduced for r in results)
+    return 0 if ok / max(len(results), 1) >= 0.99 else 1
+
+
+def cmd_patterns(args) -> int:
+    from ..config import release_root
+    from .corpus import large_corpus
+    from .tools import check_patterns, release_patterns
+
+    root = release_root(args.release)
+    patterns = release_patterns(root)[: args.limit or None]
+    corpus = large_corpus(root, args.tokens)
+    print(f"{len(patterns)} distinct (pattern, flags) from the released ledgers; corpus: {len(corpus.documents)} "
+          f"release summaries, {corpus.total_tokens:,} tokens; time limit {args.timeout:g} s per search")
+    t0 = time.perf_counter()
+    check = check_patterns(corpus, patterns, args.timeout)
+    print(f"answered with matches or none: {check.completed}; refused at once (validation / compile): "
+          f"{check.refused} {check.refusal_reasons}; stopped at the time limit with an error: "
+          f"{len(check.timed_out)}")
+    print(f"slowest call: {check.slowest_s:.3f} s ({check.slowest_pattern[:80]!r}); total {time.perf_counter() - t0:.0f} s")
+    for pattern, flags in check.timed_out:
+        print(f"  time limit: {pattern[:100]!r} {flags}")
+    return 0
+
+
+def cmd_chunk_check(args) -> int:
+    from ..config import release_root
+    from .chunking import check_release
+
+    bad = 0
+    for c in check_release(release_root(args.release), tuple(args.sizes)):
+        print(f"chunk size {c.max_tokens}: {c.texts} texts, {c.chunks} chunks, {c.multi_chunk_texts} texts cut, "
+              f"longest text {c.longest_text_tokens} tokens, largest chunk {c.largest_chunk_tokens} tokens, "
+              f"failures {len(c.failures)}")
+        for source, what in c.failures[:20]:
+            print(f"  {source}: {what}")
+        bad += len(c.failures)
+    return 1 if bad else 0
+
+
+def provider_from_args(args):
+    from ..llm.providers import get_provider
+
+    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    return get_provider(args.provider, **kwargs)
+
+
+def cmd_agent(args) -> int:
+    from . import configs
+    from . import corpus as corpus_mod
+    from .agent import run_agent
+
+    corpus = corpus_mod.load(args.corpus, args.case_id)
+    provider = provider_from_args(args)
+    for cfg in configs.resolve(args.config):
+        out = Path(args.out) / args.model / corpus.case_id / cfg.path
+        res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
+                        tool_mode=args.tool_mode)
+        print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
+                          "resumed": res.resumed}))
+    return 0
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def cmd_end_to_end(args) -> int:
+    from ..llm.runner import StageRunner
+    from . import corpus as corpus_mod
+    from . import end_to_end
+
+    corpus = corpus_mod.load(args.corpus, args.case_id)
+    built = end_to_end.build_requests(corpus, args.model, items=args.items or None)
+    out = Path(args.out) / args.model / corpus.case_id
+    runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm")
+    t = built.truncation
+    print(f"case {corpus.case_id}: {len(built.requests)} requests; documents {sum(t.original_tokens):,} tokens, "
+          f"kept {sum(t.kept_tokens):,} (budget {built.budget:,})")
+    if args.dry_run:
+        runner.dry_run(built.requests, mode=args.mode)
+        return 0
+    report = runner.run(built.requests, mode=args.mode)
+    rows, problems = [], []
+    for r in built.requests:
+        resp = report.responses[r.custom_id]
+        if not resp.ok:
+            problems.append(f"item {r.item}: call failed: {resp.error}")
+            continue
+        got, issues = end_to_end.parse(resp.text, corpus, r.item)
+        rows += got
+        problems += issues
+    _write_rows(out / "rows.jsonl", rows)
+    (out / "problems.txt").write_text("".join(p + "\n" for p in problems), encoding="utf-8")
+    print(f"{len(rows)} values -> {out / 'rows.jsonl'}; {len(problems)} problems -> {out / 'problems.txt'}")
+    return 1 if report.failed else 0
+
+
+def cmd_chunked(args) -> int:
+    from . import chunked
+    from . import corpus as corpus_mod
+
+    corpus = corpus_mod.load(args.corpus, args.case_id)
+    out = Path(args.out) / args.model / corpus.case_id
+    res = chunked.run_chunked(corpus, provider_from_args(args), args.model, items=args.items or None,
+                              workdir=out / "llm", max_tokens=args.chunk_tokens)
+    _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id))
+    _write_rows(out / "merge_log.jsonl", res.log)
+    (out / "token_stats.json").write_text(json.dumps({"by_item_case": res.token_stats}, indent=1), encoding="utf-8")
+    errors = sum(1 for e in res.log if "error" in e)
+    print(f"{sum(len(v) for v in res.states.values())} values -> {out / 'rows.jsonl'}; {errors} pieces not "
+          f"merged (see merge_log.jsonl)")
+    return 0
+
+
+def cmd_collect(args) -> int:
+    """Value rows and per-case tokens of agent runs (ours or the release's), for the compare stage."""
+    from .agent import collect_runs, tokens_per_case
+
+    values, tokens = collect_runs(args.root)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    values.to_json(out / "agent_values.jsonl", orient="records", lines=True, force_ascii=False)
+    tokens.to_csv(out / "agent_run_tokens.csv", index=False)
+    per_case = tokens_per_case(tokens)
+    per_case.to_csv(out / "agent_tokens_per_case.csv", index=False)
+    summary = per_case.groupby(["model", "configuration"])[["input_tokens", "output_tokens", "total_tokens"]].mean()
+    print(f"{len(tokens)} runs, {len(values)} values -> {out}")
+    print((summary / 1e6).round(3).rename(columns=lambda c: c + " (M/case)").to_string())
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    """S_checklist of one run's value rows against human.json (compare + score stages)."""
+    import pandas as pd
+
+    from ..config import release_root
+    from . import evaluate
+
+    values = pd.concat([pd.read_json(p, lines=True, dtype={"case_id": str}) for p in args.values], ignore_index=True)
+    for col, want in (("model", args.model_filter), ("configuration", args.configuration)):
+        if want and col in values:
+            values = values[values[col] == want]
+    refs = evaluate.human_references(release_root(args.release))
+    pair_list = evaluate.pairs(values, args.subject, refs)
+    if not pair_list:
+        print("no value rows for any reference case (human.json)", file=sys.stderr)
+        return 2
+    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed)
+    out = Path(args.out)
+    res["rows"].to_csv(out / "compare_rows.csv", index=False)
+    res["per_case"].to_csv(out / "s_checklist_per_case.csv", index=False)
+    res["per_run"].to_csv(out / "s_checklist.csv", index=False)
+    print(res["per_run"].to_string(index=False))
+    return 0
+
+
+def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_ids=None) -> int:
+    """The tasks file of the agent job array: one line per (case, configuration run)."""
+    from . import configs
+    from . import corpus as corpus_mod
+
+    lines = []
+    for src in corpora:
+        src_path = Path(src)
+        if src_path.is_dir() and not (src_path / "metadata.json").exists() and not list(src_path.glob("*.txt")):
+            cases = [(str(p), "") for p in sorted(src_path.iterdir()) if p.is_dir()]  # a folder of case folders
+        elif src_path.is_dir():
+            cases = [(str(src_path), "")]
+        else:
+            cases = [(str(src_path), c.case_id) for c in corpus_mod.load_full_case_data(src_path, case_ids)]
+        for corpus_path, case_id in cases:
+            lines += [f"{Path(corpus_path).resolve()}\t{case_id}\t{cfg.path if cfg.kind != 'custom' else configs_spec}"
+                      for cfg in configs.resolve(configs_spec)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return len(lines)
+
+
+def cmd_agent_array(args) -> int:
+    import sys as _sys
+    from string import Template
+
+    from ..config import REPO_ROOT
+
+    out_dir = Path(args.script).resolve().parent
+    tasks = out_dir / "agent_tasks.tsv"
+    n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id)
+    directives = [f"#SBATCH --partition={args.partition}"] if args.partition else []
+    script = Template((REPO_ROOT / "slurm" / "agent_array.sbatch.in").read_text()).substitute(
+        job_name=f"gavel-agent-{args.model}"[:60], log_dir=str((out_dir / "logs").resolve()),
+        time_limit=args.time_limit, cpus=args.cpus, n_tasks=n, max_parallel=args.max_parallel,
+        optional_directives="\n".join(directives), repo_dir=str(REPO_ROOT), tasks=str(tasks),
+        python=args.python or _sys.executable, provider=args.provider,
+        base_url_arg=f"--base-url {args.base_url}" if args.base_url else "", model=args.model,
+        out=str(Path(args.out).resolve()), max_steps=args.max_steps)
+    (out_dir / "logs").mkdir(parents=True, exist_ok=True)
+    Path(args.script).write_text(script, encoding="utf-8")
+    print(f"wrote {args.script} ({n} array tasks, listed in {tasks}); submit with: sbatch {args.script}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("documents", help="checklists from case documents: release checks and the three methods")
+    dsub = p.add_subparsers(dest="documents_command", required=True)
+    q = dsub.add_parser("replay", help="replay every released agent ledger through our checklist store")
+    q.add_argument("--release", default=None)
+    q.set_defaults(func=cmd_replay)
+    q = dsub.add_parser("patterns", help="run the released regex patterns through the search tool")
+    q.add_argument("--release", default=None)
+    q.add_argument("--tokens", type=int, default=128_000, help="size of the real-text corpus (release summaries)")
+    q.add_argument("--timeout", type=float, default=2.0, help="time limit per search, seconds")
+    q.add_argument("--limit", type=int, default=0, help="only the first N patterns (0: all)")
+    q.set_defaults(func=cmd_patterns)
+    q = dsub.add_parser("chunk-check", help="chunk every summary and checklist text of the release")
+    q.add_argument("--release", default=None)
+    q.add_argument("--sizes", type=int, nargs="+", default=[16_000, 256])
+    q.set_defaults(func=cmd_chunk_check)
+    q = dsub.add_parser("agent", help="run the Gavel-Agent on one case")
+    q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
+    q.add_argument("--case-id", default=None)
+    q.add_argument("--config", default="all", help="all | grouped | individual | grouped/03_judge_info | a YAML file")
+    q.add_argument("--provider", required=True, help="openai, anthropic, gemini, vllm, local, mock")
+    q.add_argument("--base-url", default=None)
+    q.add_argument("--model", required=True, help="registry name (gavel/models.yaml)")
+    q.add_argument("--out", default="data/interim/agent", help="output root: OUT/MODEL/CASE/KIND/NAME/")
+    q.add_argument("--max-steps", type=int, default=100)
+    q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
+    q.add_argument("--tool-mode", default="json", choices=["json", "native"],
+                   help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
+    q.set_defaults(func=cmd_agent)
+    for name, func, helptext in (("end-to-end", cmd_end_to_end, "end-to-end extraction, one request per item"),
+                                 ("chunked", cmd_chunked, "chunk-by-chunk extraction")):
+        q = dsub.add_parser(name, help=helptext)
+        q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
+        q.add_argument("--case-id", default=None)
+        q.add_argument("--items", nargs="*", default=None, help="item names or keys (default: all 26)")
+        q.add_argument("--provider", required=True)
+        q.add_argument("--base-url", default=None)
+        q.add_argument("--model", required=True)
+        q.add_argument("--out", default=f"data/interim/{name.replace('-', '_')}")
+        if name == "end-to-end":
+            q.add_argument("--mode", default="batch", choices=["batch", "online"])
+            q.add_argument("--dry-run", action="store_true")
+        else:
+            q.add_argument("--chunk-tokens", type=int, default=16_000)
+        q.set_defaults(func=func)
+    q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
+    q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
+    q.add_argument("--out", default="data/interim/agent_collected")
+    q.set_defaults(func=cmd_collect)
+    q = dsub.add_parser("evaluate", help="S_checklist of value rows against human.json (compare + score stages)")
+    q.add_argument("values", nargs="+", help="value-row JSONL files (documents collect / end-to-end / chunked)")
+    q.add_argument("--subject", required=True, help="name of the run in the tables, e.g. agent/MODEL/individual")
+    q.add_argument("--model-filter", default=None, help="keep rows of this model only (collect output)")
+    q.add_argument("--configuration", default=None, help="keep rows of this configuration only (collect output)")
+    q.add_argument("--provider", required=True)
+    q.add_argument("--base-url", default=None)
+    q.add_argument("--judge", default="gemma-3-27b-it", help="registry model of the compare stage")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--release", default=None)
+    q.add_argument("--out", required=True)
+    q.set_defaults(func=cmd_evaluate)
+    q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")
+    q.add_argument("corpus", nargs="+", help="case folders, folders of case folders, or full_case_data JSON files")
+    q.add_argument("--case-id", nargs="*", default=None, help="only these cases of the JSON files")
+    q.add_argument("--config", default="individual")
+    q.add_argument("--provider", required=True)
+    q.add_argument("--base-url", default=None)
+    q.add_argument("--model", required=True)
+    q.add_argument("--out", default="data/interim/agent")
+    q.add_argument("--max-steps", type=int, default=100)
+    q.add_argument("--script", default="data/interim/agent/agent_array.sbatch")
+    q.add_argument("--time-limit", default="04:00:00")
+    q.add_argument("--cpus", type=int, default=2)
+    q.add_argument("--max-parallel", type=int, default=32)
+    q.add_argument("--partition", default=None)
+    q.add_argument("--python", default=None)
+    q.set_defaults(func=cmd_agent_array)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="gavel-documents")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    a = parser.parse_args()
+    sys.exit(a.func(a))

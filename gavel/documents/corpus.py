@@ -1,0 +1,349 @@
+"""Case corpora: the documents of one case, in the paper's order, each with a unique stable name.
+
+Two input shapes:
+
+* the ``full_case_data`` JSON of the original pipeline: a list of cases (or ``{"cases": [...]}``), each with
+  ``case_id``, ``case_documents_text`` and the parallel lists ``case_documents_title`` (or
+  ``case_documents``), ``case_documents_doc_type``, ``case_documents_date``, ``case_documents_id`` where
+  present;
+* a folder per case: one text file per document plus an optional ``metadata.json`` whose ``documents`` list
+  gives ``filename``, ``title``, ``doc_type``, ``date``, ``doc_id`` (the original agent's prepared layout);
+  without it every ``*.txt`` file is a document titled by its file name.
+
+Order (paper §4.1): chronological by date; undated documents after the dated ones; docket sheets last; ties
+keep the input order. Names: the title (else the document type, else ``Document``); a name shared by several
+documents gets `` (001)``, `` (002)``… in that order, as in the release's ledgers (``Order (003)``).
+
+The release has no case documents. ``summaries_corpus`` builds a corpus of real legal text from it: the
+summaries of one case (the 12 models' and the human one) treated as that case's documents.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cached_property
+from pathlib import Path
+
+from ..tokens import encoding
+
+
+class CorpusError(ValueError):
+    pass
+
+
+class DocumentNotFoundError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "document not found"
+
+
+@dataclass
+class Document:
+    name: str
+    text: str
+    title: str = ""
+    doc_type: str = ""
+    date: str | None = None
+    doc_id: str | None = None
+    position: int = 0  # index in the input, before ordering
+
+    @cached_property
+    def tokens(self) -> list[int]:
+        return encoding().encode(self.text, disallowed_special=())
+
+    @cached_property
+    def offsets(self) -> list[int]:
+        """Character offset where each token starts, plus ``len(text)`` at the end (so token ``i`` spans
+        ``text[offsets[i]:offsets[i + 1]]``)."""
+        _, starts = encoding().decode_with_offsets(self.tokens)
+        return [*starts, len(self.text)]
+
+    @property
+    def token_count(self) -> int:
+        return len(self.tokens)
+
+    def window(self, start: int, end: int) -> str:
+        """The text of tokens ``[start, end)`` (clipped to the document)."""
+        n = self.token_count
+        start, end = max(0, min(start, n)), max(0, min(end, n))
+        offs = self.offsets
+        return self.text[offs[start]:offs[end]] if end > start else ""
+
+    @property
+    def is_docket(self) -> bool:
+        return "docket" in f"{self.doc_type} {self.title}".lower()
+
+
+def parse_date(value) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(str(value).strip()[:10])
+    except ValueError:
+        return None
+
+
+def order_key(doc: Document):
+    d = parse_date(doc.date)
+    return (doc.is_docket, d is None, d or date.min, doc.position)
+
+
+def unique_names(bases: list[str]) -> list[str]:
+    """Repeated names numbered `` (001)``, `` (002)``… in order; never two equal names."""
+    counts: dict[str, int] = {}
+    for b in bases:
+        counts[b] = counts.get(b, 0) + 1
+    seen: dict[str, int] = {}
+    taken = {b for b in bases if counts[b] == 1}
+    out = []
+    for b in bases:
+        if counts[b] == 1:
+            out.append(b)
+            continue
+        while True:
+            seen[b] = seen.get(b, 0) + 1
+            name = f"{b} ({seen[b]:03d})"
+            if name not in taken:
+                break
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass
+class Corpus:
+    case_id: str
+    documents: list[Document] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.by_name = {d.name: d for d in self.documents}
+        if len(self.by_name) != len(self.documents):
+            raise CorpusError(f"case {self.case_id}: document names are not unique")
+
+    @classmethod
+    def build(cls, case_id, texts: list[str], titles=None, doc_types=None, dates=None, doc_ids=None,
+              source: str = "") -> Corpus:
+        n = len(texts)
+        for label, values in (("titles", titles), ("doc_types", doc_types), ("dates", dates), ("ids", doc_ids)):
+            if values is not None and len(values) != n:
+                raise CorpusError(f"{source or 'corpus'} case {case_id}: {n} document texts but {len(values)} "
+                                  f"{label}")
+        docs = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise CorpusError(f"{source or 'corpus'} case {case_id}: document {i + 1} text is not a string")
+            title = _SPACES.sub(" ", str((titles or [""] * n)[i] or "")).strip()
+            dtype = _SPACES.sub(" ", str((doc_types or [""] * n)[i] or "")).strip()
+            docs.append(Document(name="", text=text, title=title, doc_type=dtype,
+                                 date=(dates or [None] * n)[i] or None,
+                                 doc_id=None if doc_ids is None or doc_ids[i] is None else str(doc_ids[i]),
+                                 position=i))
+        docs.sort(key=order_key)
+        for d, name in zip(docs, unique_names([d.title or d.doc_type or "Document" for d in docs])):
+            d.name = name
+        return cls(case_id=str(case_id), documents=docs)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(d.token_count for d in self.documents)
+
+    def names(self) -> list[str]:
+        return [d.name for d in self.documents]
+
+    def resolve(self, name) -> Document:
+        """The document called ``name``: exact, then ignoring case and spacing, then a unique prefix (a
+        trailing ``...`` allowed), then a unique close match. Only catalog names can match; a name is never
+        used as a path. Raises DocumentNotFoundError with suggestions."""
+        if not isinstance(name, str) or not name.strip():
+            raise DocumentNotFoundError("document name must be a non-empty string")
+        if name in self.by_name:
+            return self.by_name[name]
+        folded = {_fold(n): n for n in self.by_name}
+        want = _fold(name)
+        if want in folded:
+            return self.by_name[folded[want]]
+        stem = want.rstrip(". …")
+        prefixed = [n for f, n in folded.items() if stem and f.startswith(stem)]
+        if len(prefixed) == 1:
+            return self.by_name[prefixed[0]]
+        close = difflib.get_close_matches(want, list(folded), n=3, cutoff=0.85)
+        if len(close) == 1:
+            return self.by_name[folded[close[0]]]
+        hints = [folded[c] for c in difflib.get_close_matches(want, list(folded), n=3, cutoff=0.4)] or prefixed[:3]
+        hint = f" Did you mean: {', '.join(hints)}?" if hints else f" Available: {', '.join(self.names()[:10])}"
+        raise DocumentNotFoundError(f"document not found: {name!r}.{hint}")
+
+
+def _fold(name: str) -> str:
+    return _SPACES.sub(" ", name).strip().lower()
+
+
+# ------------------------------------------------------------------ readers
+def load_full_case_data(path: str | Path, case_ids=None) -> list[Corpus]:
+    """Corpora of a ``full_case_data`` JSON file; a malformed case raises naming the file and case."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise CorpusError(f"{path}: cannot read ({err})") from None
+    cases = data.get("cases") if isinstance(data, dict) else data
+    if not isinstance(cases, list):
+        raise CorpusError(f"{path}: expected a list of cases (or {{'cases': [...]}})")
+    wanted = {str(c) for c in case_ids} if case_ids else None
+    out = []
+    for n, case in enumerate(cases, 1):
+        if not isinstance(case, dict) or "case_id" not in case:
+            raise CorpusError(f"{path}: case {n} has no case_id")
+        cid = str(case["case_id"])
+        if wanted and cid not in wanted:
+            continue
+        texts = case.get("case_documents_text")
+        if not isinstance(texts, list):
+            raise CorpusError(f"{path}: case {cid}: case_documents_text must be a list of texts")
+        titles = case.get("case_documents_title", case.get("case_documents"))
+        out.append(Corpus.build(cid, texts, titles, case.get("case_documents_doc_type"),
+                                case.get("case_documents_date"), case.get("case_documents_id"), source=str(path)))
+    if wanted and len(out) != len(wanted):
+        missing = wanted - {c.case_id for c in out}
+        raise CorpusError(f"{path}: case(s) not found: {', '.join(sorted(missing))}")
+    return out
+
+
+def load_folder(path: str | Path) -> Corpus:
+    """A case folder: ``metadata.json`` + text files, or just ``*.txt`` files. File names from the metadata
+    must stay inside the folder."""
+    folder = Path(path).resolve()
+    if not folder.is_dir():
+        raise CorpusError(f"{folder}: not a folder")
+    meta_path = folder / "metadata.json"
+    if meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise CorpusError(f"{meta_path}: not JSON ({err})") from None
+        entries = meta.get("documents") or []
+        texts, titles, types, dates, ids = [], [], [], [], []
+        for n, e in enumerate(entries, 1):
+            fname = e.get("filename") if isinstance(e, dict) else None
+            if not fname:
+                raise CorpusError(f"{meta_path}: document {n} has no filename")
+            file = (folder / fname).resolve()
+            if folder not in file.parents:
+                raise CorpusError(f"{meta_path}: document {n} file {fname!r} is outside the case folder")
+            try:
+                texts.append(file.read_text(encoding="utf-8"))
+            except OSError as err:
+                raise CorpusError(f"{meta_path}: document {n}: cannot read {fname!r} ({err})") from None
+            titles.append(e.get("title") or Path(fname).stem)
+            types.append(e.get("doc_type") or "")
+            dates.append(e.get("date"))
+            ids.append(e.get("doc_id"))
+        return Corpus.build(str(meta.get("case_id") or folder.name), texts, titles, types, dates, ids,
+                            source=str(meta_path))
+    files = sorted(p for p in folder.glob("*.txt") if p.is_file())
+    if not files:
+        raise CorpusError(f"{folder}: no metadata.json and no .txt documents")
+    return Corpus.build(folder.name, [p.read_text(encoding="utf-8") for p in files], [p.stem for p in files],
+                        source=str(folder))
+
+
+def load(path: str | Path, case_id: str | None = None) -> Corpus:
+    """A folder, or one case of a ``full_case_data`` JSON file."""
+    path = Path(path)
+    if path.is_dir():
+        return load_folder(path)
+    corpora = load_full_case_data(path, [case_id] if case_id else None)
+    if len(corpora) != 1:
+        raise CorpusError(f"{path}: holds {len(corpora)} cases; name one with case_id")
+    return corpora[0]
+
+
+def write_folder(corpus: Corpus, folder: str | Path) -> Path:
+    """Write a corpus in the folder shape (text files + metadata.json); returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for i, d in enumerate(corpus.documents, 1):
+        slug = re.sub(r"[^A-Za-z0-9]+", "_", d.name).strip("_").lower()[:40] or "document"
+        fname = f"{i:03d}_{slug}.txt"
+        (folder / fname).write_text(d.text, encoding="utf-8")
+        entries.append({"filename": fname, "title": d.title or d.name, "doc_type": d.doc_type, "date": d.date,
+                        "doc_id": d.doc_id, "token_count": d.token_count})
+    (folder / "metadata.json").write_text(json.dumps({"case_id": corpus.case_id, "documents": entries}, indent=1),
+                                          encoding="utf-8")
+    return folder
+
+
+# ------------------------------------------------------------------ corpora of real release text
+def release_summaries(root: str | Path, case_id: str) -> list[tuple[str, str]]:
+    """``(author, text)`` of every non-empty summary of ``case_id`` in the release: the human reference
+    first, then each model's (folder order)."""
+    root = Path(root)
+    out = []
+    for f in sorted((root / "summaries").glob("*.json")):
+        data = _read_json(f)
+        entry = data.get(case_id) if isinstance(data, dict) else None
+        if isinstance(entry, dict) and isinstance(entry.get("summary/long"), str) and entry["summary/long"].strip():
+            out.append(("human", entry["summary/long"]))
+            break
+    for model_dir in sorted(p for p in (root / "summaries").iterdir() if p.is_dir()):
+        for f in sorted(model_dir.glob("*.json")):
+            data = _read_json(f)
+            text = (data.get("results") or {}).get(case_id) if isinstance(data, dict) else None
+            if isinstance(text, str) and text.strip():
+                out.append((model_dir.name, text))
+                break
+    return out
+
+
+def summaries_corpus(root: str | Path, case_id: str) -> Corpus:
+    """One case's summaries as its documents (titled ``Summary by <author>``; no dates)."""
+    found = release_summaries(root, str(case_id))
+    if not found:
+        raise CorpusError(f"release {root}: no summaries of case {case_id}")
+    return Corpus.build(str(case_id), [t for _, t in found], [f"Summary by {a}" for a, _ in found],
+                        ["Summary"] * len(found), source=f"{root}/summaries")
+
+
+def benchmark_case_ids(root: str | Path) -> list[str]:
+    ids = []
+    for f in sorted((Path(root) / "summaries").glob("50_cases_for_benchmarking*.json")):
+        data = _read_json(f)
+        if isinstance(data, dict):
+            ids += [str(k) for k in data]
+    return ids
+
+
+def large_corpus(root: str | Path, target_tokens: int = 512_000) -> Corpus:
+    """A corpus of about ``target_tokens`` tokens of real release text: the summaries of benchmark cases,
+    one document per summary, case after case until the target is reached."""
+    texts, titles = [], []
+    total = 0
+    enc = encoding()
+    for cid in benchmark_case_ids(root):
+        for author, text in release_summaries(root, cid):
+            texts.append(text)
+            titles.append(f"Case {cid} summary by {author}")
+            total += len(enc.encode(text, disallowed_special=()))
+            if total >= target_tokens:
+                return Corpus.build("benchmark", texts, titles, ["Summary"] * len(texts))
+    return Corpus.build("benchmark", texts, titles, ["Summary"] * len(texts))
+
+
+_JSON_CACHE: dict = {}
+
+
+def _read_json(path: Path):
+    key = str(path)
+    if key not in _JSON_CACHE:
+        try:
+            _JSON_CACHE[key] = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size else None
+        except (OSError, json.JSONDecodeError):
+            _JSON_CACHE[key] = None  # empty or broken release files are the audit's business, not ours
+    return _JSON_CACHE[key]

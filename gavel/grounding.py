@@ -1,0 +1,152 @@
+"""Where does an evidence snippet occur in a text? Exact, after normalisation, fuzzily, or not at all.
+
+The paper asks extractors for *verbatim* evidence; in practice models re-quote with other whitespace, curly
+quotes, changed dashes, or a few words changed. ``locate`` tries, in order:
+
+1. ``exact``       the snippet occurs as written (first occurrence);
+2. ``normalized``  it occurs once both sides are normalised: runs of whitespace become one space, curly
+                   quotes become straight ones, dashes become ``-``, letters are lower-cased;
+3. ``fuzzy``       the best-aligned window of the normalised text scores at least ``threshold`` on
+                   rapidfuzz's ``partial_ratio`` (0-100; default ``FUZZY_THRESHOLD`` = 90, i.e. about one
+                   character in ten may differ);
+4. ``not_found``   none of these.
+
+Offsets are always character offsets into the ORIGINAL text (``text[start:end]``), so they can be stored
+next to ``human.json``'s ``evidences_indices`` and highlighted in the annotation app.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rapidfuzz import fuzz
+
+STATUSES = ("exact", "normalized", "fuzzy", "not_found")
+FUZZY_THRESHOLD = 90.0
+MIN_FUZZY_CHARS = 12  # shorter snippets must match exactly or after normalisation: fuzzy is noise there
+
+_CHAR_MAP = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
+    "\u00a0": " ", "\u2009": " ", "\u202f": " ",
+})
+
+
+@dataclass(frozen=True)
+class Located:
+    """``text[start:end]`` is where the snippet was found (``None`` when ``not_found``); ``score`` is 100 for
+    exact and normalised hits, rapidfuzz's alignment score for fuzzy ones, the best score seen otherwise."""
+
+    start: int | None
+    end: int | None
+    status: str
+    score: float
+
+    @property
+    def found(self) -> bool:
+        return self.status != "not_found"
+
+
+@lru_cache(maxsize=512)  # a summary is normalised once for its 26 items and all their snippets
+def normalize(text: str) -> tuple[str, list[int]]:
+    """The normalised text and, for each of its characters, the offset of the original character it came
+    from (a run of whitespace maps to its first character)."""
+    out: list[str] = []
+    offsets: list[int] = []
+    in_space = False
+    for i, ch in enumerate(text):
+        ch = ch.translate(_CHAR_MAP)
+        if ch.isspace():
+            if not in_space and out:
+                out.append(" ")
+                offsets.append(i)
+            in_space = True
+            continue
+        in_space = False
+        low = ch.lower()
+        if len(low) != 1:  # e.g. 'İ' lower-cases to two characters: keep the original, offsets stay aligned
+            low = ch
+        out.append(low)
+        offsets.append(i)
+    if out and out[-1] == " ":
+        out.pop()
+        offsets.pop()
+    return "".join(out), offsets
+
+
+def _span(offsets: list[int], text: str, start: int, end: int) -> tuple[int, int]:
+    """Original offsets of the normalised range [start, end)."""
+    last = offsets[end - 1]
+    return offsets[start], last + 1 if last < len(text) else len(text)
+
+
+def locate(snippet: str, text: str, threshold: float | None = FUZZY_THRESHOLD,
+           normalized_text: tuple[str, list[int]] | None = None) -> Located:
+    """Find ``snippet`` in ``text``. ``normalized_text`` may pass ``normalize(text)`` precomputed when many
+    snippets are located in one text; ``threshold=None`` skips the fuzzy step."""
+    if not isinstance(snippet, str) or not snippet.strip():
+        return Located(None, None, "not_found", 0.0)
+    at = text.find(snippet)
+    if at >= 0:
+        return Located(at, at + len(snippet), "exact", 100.0)
+    norm_text, offsets = normalized_text or normalize(text)
+    norm_snippet, _ = normalize(snippet)
+    if not norm_snippet or not norm_text:
+        return Located(None, None, "not_found", 0.0)
+    at = norm_text.find(norm_snippet)
+    if at >= 0:
+        start, end = _span(offsets, text, at, at + len(norm_snippet))
+        return Located(start, end, "normalized", 100.0)
+    if threshold is None or len(norm_snippet) < MIN_FUZZY_CHARS:
+        return Located(None, None, "not_found", 0.0)
+    alignment = fuzz.partial_ratio_alignment(norm_snippet, norm_text)
+    if alignment is None:
+        return Located(None, None, "not_found", 0.0)
+    if alignment.score >= threshold and alignment.dest_end > alignment.dest_start:
+        start, end = _span(offsets, text, alignment.dest_start, alignment.dest_end)
+        return Located(start, end, "fuzzy", round(alignment.score, 2))
+    return Located(None, None, "not_found", round(alignment.score, 2))
+
+
+# ---------- what a checklist leaves uncovered (the residual stage's first, deterministic step) ----------
+MIN_SPAN_WORDS = 3
+def uncovered_spans(text: str, values: list[tuple[str, list[str]]]) -> list[tuple[int, int]]:
+    """Residual spans of ``text`` given its checklist ``values`` as (value, evidence snippets): the paper's
+    two-stage matching. A value found in the text (exactly or after normalisation) covers just its own
+    words; a value that is not (a paraphrase) covers its evidence snippets instead. What is left, in runs of
+    at least ``MIN_SPAN_WORDS`` words, is residual (leading and trailing whitespace trimmed)."""
+    covered = bytearray(len(text))
+    norm = normalize(text)
+    for value, evidence in values:
+        hit = locate(value, text, threshold=None, normalized_text=norm)
+        if hit.found:
+            covered[hit.start:hit.end] = b"\x01" * (hit.end - hit.start)
+            continue
+        for snippet in evidence:
+            ev = locate(snippet, text, normalized_text=norm)
+            if ev.found:
+                covered[ev.start:ev.end] = b"\x01" * (ev.end - ev.start)
+    out = []
+    for m in re.finditer(rb"\x00+", bytes(covered)):
+        piece = text[m.start():m.end()]
+        if len(re.findall(r"\w+", piece)) >= MIN_SPAN_WORDS:
+            lead = len(piece) - len(piece.lstrip())
+            out.append((m.start() + lead, m.start() + len(piece.rstrip())))
+    return out
+
+
+def residual_ratios(summaries, values) -> list[dict]:
+    """r of each summary: ``summaries`` is {(who, case_id): text}, ``values`` {(who, case_id): [(value,
+    evidence), ...]} (a summary without values is skipped: its checklist is not known)."""
+    out = []
+    for key, vals in values.items():
+        text = summaries.get(key)
+        if not text:
+            continue
+        spans = uncovered_spans(text, vals)
+        covered = sum(e - s for s, e in spans)
+        out.append({"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)})
+    return out

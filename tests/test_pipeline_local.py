@@ -1,0 +1,57 @@
+"""A real model end to end: the whole GAVEL-REF pipeline (extract -> compare -> residual -> style -> score) on
+the local llama.cpp model (SmolLM2-135M), offline, on one short case and two items. A 135M-parameter model
+answers badly; what is checked is that every answer is parsed or recorded with a reason, the tables are
+written, and an immediate rerun sends nothing. Skipped (with the reason) only without llama-cpp-python;
+in CI that is an error."""
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from gavel import pipeline
+from gavel.items import item
+from gavel.llm.providers.local import LocalServer, installed
+
+MODEL = "SmolLM2-135M-Instruct"
+SUMMARY = ("On March 3, 2020, the ACLU of Illinois filed a class action in the Northern District of Illinois. "
+           "In 2021 the court denied the city's motion to dismiss.")
+REFERENCE = ("This class action was filed on March 3, 2020 in the Northern District of Illinois by the ACLU. "
+             "The court denied the motion to dismiss in 2021.")
+
+
+@pytest.fixture(scope="module")
+def server():
+    problem = installed()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the local-model tests: {problem}")
+        pytest.skip(f"local-model pipeline test skipped: {problem}")
+    s = LocalServer().start()
+    yield s
+    s.stop()
+
+
+def test_whole_pipeline_on_the_local_model(server, tmp_path):
+    settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(item("Filing Date"),),
+                                 max_tokens=120)
+    tables = pipeline.evaluate([("smollm2", "c1", SUMMARY)], {"c1": REFERENCE}, server, tmp_path, settings)
+    answers = tables["answers"]
+    assert len(answers) >= 2 and answers["status"].notna().all()
+    # every answer is either used or carries a reason from the reader's vocabulary
+    reasons = set(answers["status"]) - {"ok", "gated"}
+    assert reasons <= {"failed", "truncated", "empty", "no_json", "conflicting", "schema", "unknown_label", "indices"}
+    assert (answers.loc[answers["status"] != "ok", "detail"].fillna("") != "").all()
+    for name in ("values", "answers", "compare", "scores", "model_scores", "summary_s_checklist"):
+        assert (tmp_path / f"{name}.csv").exists(), name
+    scores = pd.read_csv(tmp_path / "scores.csv")
+    assert list(scores["subject"]) == ["smollm2"]
+    row = scores.iloc[0]
+    assert pd.isna(row["s_checklist"]) or 0 <= row["s_checklist"] <= 100
+    assert row["s_checklist_low"] <= row["s_checklist_high"] if not pd.isna(row["s_checklist_low"]) else True
+    manifest = json.loads((tmp_path / "evaluation.json").read_text())
+    assert manifest["sent"]["extract"] >= 2 and manifest["provider"] == "local"
+    print(answers[["stage", "subject", "item", "round", "status", "detail"]].to_string())
+    again = pipeline.evaluate([("smollm2", "c1", SUMMARY)], {"c1": REFERENCE}, server, tmp_path, settings)
+    assert sum(again["manifest"]["sent"].values()) == 0
