@@ -118,6 +118,14 @@ def test_a_duplicate_case_id_across_parts(data):
     assert not rel.summaries["text"].eq("A second c1.").any()
 
 
+def test_a_case_moved_to_the_other_part(data):
+    edit_json(data / HUMAN_2, lambda d: {"c3": d["c3"], "c4": d["c4"], "c2": {**d["c3"], "summary/long": "Moved."}})
+    edit_json(data / HUMAN_1, lambda d: {"c1": d["c1"]})
+    rel = load_release(data)
+    assert named(rel, "misplaced_case", SUMMARIES, "case c2") and named(rel, "misplaced_case", JUDGE, "case c2")
+    assert rel.cases.set_index("case_id").loc["c2", "part"] == 2
+
+
 def test_a_judged_case_that_matches_no_summary(data):
     edit_json(data / JUDGE, lambda d: {**d, "results": {**d["results"], "c9": d["results"]["c2"]}})
     rel = load_release(data)

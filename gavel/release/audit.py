@@ -17,6 +17,7 @@ DEFECTS = {
     "duplicate_part_file": "a second file matching a part (a rerun); the larger one is read, this one not",
     "duplicate_case": "case already read from another part; this copy is not read",
     "missing_case": "a case the file should hold is not in it",
+    "misplaced_case": "a case of the other part (by the reference summaries); read",
     "unmatched_case": "checklist or judgment of a case the model has no summary of; not read",
     "unregistered_model": "model folder not in gavel/models.yaml; not read",
     "unexpected_file": "file or folder outside the release layout; not read",

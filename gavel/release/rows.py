@@ -360,14 +360,18 @@ def check_case_coverage(b: Rows) -> None:
         if r["model"] != "human" and r["set"] == "benchmark":
             held[(r["model"], r["part"])].add(r["case_id"])
     for f in b.rows["files"]:
-        if f["status"] != "ok" or f["kind"] not in ("model_summaries", "summary_checklists", "summary_judgments"):
+        if f["status"] not in ("ok", "truncated") or f["kind"] not in (
+                "model_summaries", "summary_checklists", "summary_judgments"):
             continue
         should = {c for c, p in bench.items() if p == f["part"]}
-        if f["kind"] == "model_summaries":
-            got = held[(f["model"], f["part"])]
-        else:
-            should &= allowed.get(f["model"], set()) if f["model"] != "human" else should
-            got = held[f["file"]]
+        got = held[(f["model"], f["part"]) if f["kind"] == "model_summaries" else f["file"]]
+        for case_id in sorted(c for c in got if bench.get(c, f["part"]) != f["part"]):
+            b.defect(f["file"], "misplaced_case", f"case {case_id}",
+                     f"a case of part {bench[case_id]} in a part-{f['part']} file; read")
+        if f["status"] != "ok":  # what a truncated file lost is said by its truncated_file row
+            continue
+        if f["kind"] != "model_summaries" and f["model"] != "human":
+            should &= allowed.get(f["model"], set())
         for case_id in sorted(should - got - _unreadable_cases(b, f["file"])):
             b.defect(f["file"], "missing_case", f"case {case_id}", "a case of this part the file does not hold")
 
