@@ -121,7 +121,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from . import pipeline
     from .items import item
 
-    summaries = [row for path in args.summaries for row in pipeline.read_summaries(path, args.name)]
+    summaries = []
+    for path in args.summaries:  # a file in an unknown shape is reported; the other files go on
+        try:
+            summaries += pipeline.read_summaries(path, args.name)
+        except (pipeline.InputError, OSError) as err:
+            print(f"skipped {path}: {err}", file=sys.stderr)
+    if not summaries:
+        print("no summaries to evaluate", file=sys.stderr)
+        return 2
     if args.references:
         references = {c: t for _, c, t in pipeline.read_summaries(args.references, "human")}
         bins = {}

@@ -34,6 +34,7 @@ from .items import ITEMS, Item
 from .llm.records import Request, Response
 from .llm.runner import PENDING_ERROR, StageRunner
 from .stages import answers, compare, extract, residual, score, style
+from .stages import summarize as summarize_stage
 
 REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
@@ -117,12 +118,19 @@ class _Stages:
         return results
 
 
-def _index_summaries(rows, where: str) -> dict[tuple[str, str], str]:
+def _index_summaries(rows, where: str, problems: list[dict]) -> dict[tuple[str, str], str]:
+    """{(subject, case_id): text}; an empty or non-text summary, or a second summary of the same subject
+    and case, is reported in ``problems`` (naming the record) and left out; the rest goes on."""
     out = {}
     for n, (subject, case_id, text) in enumerate(rows, 1):
+        key = (subject, str(case_id))
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}, record {n} ({subject}, case {case_id}): empty summary")
-        out[(subject, str(case_id))] = text
+            problems.append({"subject": subject, "case_id": str(case_id), "problem": f"{where}, record {n}: empty summary"})
+        elif key in out:
+            problems.append({"subject": subject, "case_id": str(case_id),
+                             "problem": f"{where}, record {n}: a second summary of this case; the first is kept"})
+        else:
+            out[key] = text
     return out
 
 
@@ -130,20 +138,21 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
              settings: Settings, bins: dict[str, str] | None = None,
              timeout: float | None = None) -> dict[str, pd.DataFrame]:
     """Evaluate ``summaries`` (subject, case_id, text) against ``references`` (case_id -> human summary).
-    A summary whose case has no reference is reported in ``problems`` and left out; the rest goes on."""
+    Bad input (an empty summary, a repeated one, a case without a usable reference) is reported in
+    ``problems`` naming the record and left out; the rest goes on."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = settings
     problems = []
-    models = _index_summaries(summaries, "summaries")
+    models = _index_summaries(summaries, "summaries", problems)
+    usable_refs = _index_summaries([("human", c, t) for c, t in references.items()], "references", problems)
     kept = {}
     for (subject, case_id), text in models.items():
-        if case_id not in references:
-            problems.append({"subject": subject, "case_id": case_id, "problem": "no reference summary for this case"})
+        if ("human", case_id) not in usable_refs:
+            problems.append({"subject": subject, "case_id": case_id, "problem": "no usable reference summary for this case"})
         else:
             kept[(subject, case_id)] = text
     refs = {c: references[c] for c in sorted({c for _, c in kept})}
-    _index_summaries([("human", c, t) for c, t in refs.items()], "references")
     texts = {**kept, **{("human", c): t for c, t in refs.items()}}
     st = _Stages(provider, out, s, timeout)
 
@@ -228,6 +237,22 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     tables["manifest"] = manifest
     return tables
+
+
+def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: str, out: str | Path,
+              max_tokens: int | None = None, context_window: int | None = None,
+              mode: str = "online") -> tuple[list[tuple[str, str, str]], pd.DataFrame]:
+    """Summaries of cases (case_id, [(document name, text), ...] in reading order) by ``model``: the
+    summaries as (model, case_id, text) for ``evaluate``, and a table with every case's status, what the
+    truncation kept, and why a summary is missing (``summaries.csv`` in ``out``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = summarize_stage.build_requests(cases, model, max_tokens, context_window)
+    st = _Stages(provider, out, Settings(extractor=model, judge=model, mode=mode))
+    rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
+    table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
+    table.to_csv(out / "summaries.csv", index=False)
+    return [(model, r["case_id"], r["summary"]) for r in rows if r["status"] == "ok"], table
 
 
 def _with_status(row: dict):

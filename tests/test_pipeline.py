@@ -79,14 +79,21 @@ def test_pipeline_scores_a_summary_and_reruns_from_cache(tmp_path):
 
 def test_bad_input_names_the_record_and_the_rest_goes_on(tmp_path):
     settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS[:1])
-    with pytest.raises(pipeline.InputError, match="record 2 .*empty summary"):
-        pipeline.evaluate([("m", "1", MODEL), ("m", "2", "  ")], {"1": REF}, MockProvider(answer=scripted),
-                          tmp_path, settings)
-    tables = pipeline.evaluate([("m", "1", MODEL), ("m", "9", MODEL)], {"1": REF}, MockProvider(answer=scripted),
-                               tmp_path, settings)
-    assert tables["problems"].to_dict("records") == [
-        {"subject": "m", "case_id": "9", "problem": "no reference summary for this case"}]
-    assert list(tables["scores"]["case_id"]) == ["1"]
+    tables = pipeline.evaluate([("m", "1", MODEL), ("m", "2", "  "), ("m", "9", MODEL), ("m", "1", REF)],
+                               {"1": REF, "2": REF}, MockProvider(answer=scripted), tmp_path, settings)
+    problems = tables["problems"].to_dict("records")
+    assert {"subject": "m", "case_id": "2", "problem": "summaries, record 2: empty summary"} in problems
+    assert {"subject": "m", "case_id": "9", "problem": "no usable reference summary for this case"} in problems
+    assert any("record 4: a second summary" in p["problem"] for p in problems)
+    assert list(tables["scores"]["case_id"]) == ["1"]  # the rest went on
+    bad = tmp_path / "odd.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(pipeline.InputError, match="odd.json: unknown shape"):
+        pipeline.read_summaries(bad)
+    lines = tmp_path / "s.jsonl"
+    lines.write_text('{"case_id": "1", "summary": "x"}\nnot json\n')
+    with pytest.raises(pipeline.InputError, match="s.jsonl, line 2: not JSON"):
+        pipeline.read_summaries(lines)
 
 
 def test_ab_order_is_seeded_and_mapped_back():

@@ -33,10 +33,21 @@ def server():
     s.stop()
 
 
+DOCUMENTS = [("Complaint (2020-03-03)", "The ACLU of Illinois, for a class of residents, sues the City of Chicago in the "
+               "Northern District of Illinois, alleging unconstitutional police stops."),
+              ("Order (2021-05-10)", "The court denies the city's motion to dismiss.")]
+
+
 def test_whole_pipeline_on_the_local_model(server, tmp_path):
+    # summarize a small case with the local model, then evaluate that summary
+    made, table = pipeline.summarize([("c1", DOCUMENTS)], server, MODEL, tmp_path / "summarize", max_tokens=150)
+    assert len(table) == 1 and table["status"].iloc[0] in ("ok", "truncated", "empty", "failed")
+    assert (tmp_path / "summarize" / "summaries.csv").exists()
+    summaries = made if made else [("smollm2", "c1", SUMMARY)]  # a 135M model may not produce one
+    summaries = [("smollm2", c, t) for _, c, t in summaries]
     settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(item("Filing Date"),),
                                  max_tokens=120)
-    tables = pipeline.evaluate([("smollm2", "c1", SUMMARY)], {"c1": REFERENCE}, server, tmp_path, settings)
+    tables = pipeline.evaluate(summaries, {"c1": REFERENCE}, server, tmp_path, settings)
     answers = tables["answers"]
     assert len(answers) >= 2 and answers["status"].notna().all()
     # every answer is either used or carries a reason from the reader's vocabulary
@@ -53,5 +64,6 @@ def test_whole_pipeline_on_the_local_model(server, tmp_path):
     manifest = json.loads((tmp_path / "evaluation.json").read_text())
     assert manifest["sent"]["extract"] >= 2 and manifest["provider"] == "local"
     print(answers[["stage", "subject", "item", "round", "status", "detail"]].to_string())
-    again = pipeline.evaluate([("smollm2", "c1", SUMMARY)], {"c1": REFERENCE}, server, tmp_path, settings)
+    print(table.to_string())
+    again = pipeline.evaluate(summaries, {"c1": REFERENCE}, server, tmp_path, settings)
     assert sum(again["manifest"]["sent"].values()) == 0
