@@ -72,6 +72,17 @@ def test_gemini_sends_response_json_schema():
     assert resp.truncated
 
 
+def test_vllm_server_receives_structured_outputs():
+    from fakes.vllm_fake_server import FakeVLLM
+
+    with FakeVLLM() as srv:
+        p = get_provider("vllm", base_url=srv.url + "/v1")
+        resp = p.complete(schema_request("Qwen3-32B", compare.SINGLE_SCHEMA))
+        body = srv.chat_bodies[-1]
+    assert resp.ok and body["structured_outputs"] == {"json": compare.SINGLE_SCHEMA["schema"]}
+    assert body["model"] == "Qwen/Qwen3-32B" and "response_format" not in body
+
+
 def test_vllm_sends_structured_outputs_and_requests_without_schema_send_none():
     r = schema_request("Qwen3-32B")
     body = chat_body(r, "Qwen/Qwen3-32B", {}, vllm=True)

@@ -41,6 +41,7 @@ class FakeOpenAI(FakeServer):
         self.shuffle = shuffle
         self.reasoning = reasoning
         self.chat_calls = 0
+        self.chat_bodies: list[dict] = []  # every chat-completions body received (online calls)
         self.rate_limit_next = 0  # answer this many batch creations with 429 before accepting
 
     def _batch_view(self, b: dict) -> dict:
@@ -119,6 +120,7 @@ class FakeOpenAI(FakeServer):
             if method == "POST" and path == "/v1/chat/completions":
                 body = json.loads(raw)
                 self.chat_calls += 1
+                self.chat_bodies.append(body)
                 cid = body["messages"][-1]["content"].split("id=")[-1] if "id=" in body["messages"][-1]["content"] else f"call{self.chat_calls}"
                 return 200, completion(cid, body["model"], self.reasoning), "application/json"
         raise KeyError(path)
