@@ -1,36 +1,23 @@
 """A real model end to end: the whole GAVEL-REF pipeline (extract -> compare -> residual -> style -> score) on
-the local llama.cpp model (SmolLM2-135M), offline, on one short case and two items. A 135M-parameter model
+the local llama.cpp model (SmolLM2-135M), offline, on one short case it summarizes first, one item. A 135M-parameter model
 answers badly; what is checked is that every answer is parsed or recorded with a reason, the tables are
 written, and an immediate rerun sends nothing. Skipped (with the reason) only without llama-cpp-python;
 in CI that is an error."""
 
 import json
-import os
 
 import pandas as pd
-import pytest
+from test_local_model import local_server  # noqa: F401  (the local-model fixture, defined once)
 
 from gavel import pipeline
 from gavel.items import item
-from gavel.llm.providers.local import LocalServer, installed
 
 MODEL = "SmolLM2-135M-Instruct"
+# evaluated when the 135M model produces no summary of its own
 SUMMARY = ("On March 3, 2020, the ACLU of Illinois filed a class action in the Northern District of Illinois. "
            "In 2021 the court denied the city's motion to dismiss.")
 REFERENCE = ("This class action was filed on March 3, 2020 in the Northern District of Illinois by the ACLU. "
              "The court denied the motion to dismiss in 2021.")
-
-
-@pytest.fixture(scope="module")
-def server():
-    problem = installed()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the local-model tests: {problem}")
-        pytest.skip(f"local-model pipeline test skipped: {problem}")
-    s = LocalServer().start()
-    yield s
-    s.stop()
 
 
 DOCUMENTS = [("Complaint (2020-03-03)", "The ACLU of Illinois, for a class of residents, sues the City of Chicago in the "
@@ -38,7 +25,8 @@ DOCUMENTS = [("Complaint (2020-03-03)", "The ACLU of Illinois, for a class of re
               ("Order (2021-05-10)", "The court denies the city's motion to dismiss.")]
 
 
-def test_whole_pipeline_on_the_local_model(server, tmp_path):
+def test_whole_pipeline_on_the_local_model(local_server, tmp_path):  # noqa: F811
+    server = local_server
     # summarize a small case with the local model, then evaluate that summary
     made, table = pipeline.summarize([("c1", DOCUMENTS)], server, MODEL, tmp_path / "summarize", max_tokens=150)
     assert len(table) == 1 and table["status"].iloc[0] in ("ok", "truncated", "empty", "failed")
