@@ -10,8 +10,8 @@ the first sentence, so nothing is cached. Cache pricing per provider, from each 
 
 - OpenAI: automatic prefix caching (prefixes >= 1,024 tokens), cached tokens at the registry's
   ``cached_input`` price; Gemini: implicit caching, the same;
-- Anthropic: explicit cache breakpoint after the summary; the first request writes the cache at 1.25 x the
-  input price, later ones read it at ``cached_input`` (0.1 x).
+- Anthropic: the provider puts a cache breakpoint after the summary's message (``cache_control``); the first
+  request writes the cache at 1.25 x the input price, later ones read it at ``cached_input`` (0.1 x).
 
 "Billed input" is expressed in full-price-token equivalents (cost / input price), so layouts and providers
 compare directly; the target is <= 50% of the original. Also printed: a full GAVEL-REF evaluation of one
@@ -50,9 +50,8 @@ def main() -> None:
     rows = []
     for r in human.itertuples(index=False):
         reqs = extract.build_requests([extract.Summary("human", r.case_id, r.text)], "gpt-oss-20b-BF16")
-        first_user = reqs[0].messages[1]["content"]
-        prefix_user = first_user[: first_user.index("# Checklist item:")]
-        prefix = count_tokens(reqs[0].messages[0]["content"]) + count_tokens(prefix_user)
+        # system + the summary's user message: what the 26 requests share (the item is the last message)
+        prefix = count_tokens(reqs[0].messages[0]["content"]) + count_tokens(reqs[0].messages[1]["content"])
         for req in reqs:
             rows.append({"case_id": r.case_id, "item": req.item, "tokens": _tokens(req.messages), "prefix": prefix})
     df = pd.DataFrame(rows)

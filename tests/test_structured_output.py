@@ -52,6 +52,13 @@ def test_anthropic_forces_a_tool_with_the_schema_unless_thinking():
     with FakeAnthropic() as srv:
         body = _submitted("anthropic", srv, plain)
     assert body["tool_choice"] == {"type": "tool", "name": "checklist_item"}
+    # an extraction request (summary, then item, as two user messages) carries a cache breakpoint after the summary
+    from gavel.stages import extract as ex
+
+    req = ex.build_requests([ex.Summary("m", "1", "The summary.")], "claude-sonnet-4-20250514-thinking")[0]
+    sent = get_provider("anthropic", api_key=KEY).body(req)
+    assert sent["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "The summary." in sent["messages"][0]["content"][0]["text"] and sent["messages"][1]["role"] == "user"
     assert body["tools"][0]["input_schema"] == extract.SCHEMA["schema"]
     # a tool_use answer is read as the JSON text of its input
     msg = {"content": [{"type": "tool_use", "name": "checklist_item", "input": {"reasoning": "r", "extracted": []}}],

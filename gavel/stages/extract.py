@@ -1,7 +1,8 @@
 """Extract stage: one summary x one checklist item -> values with verbatim evidence, grounded in the summary.
 
-``build_requests`` makes 26 requests per summary (one per item; the summary comes before the item in the
-prompt so a provider's prompt cache serves the shared prefix to the other 25). ``parse_response`` turns
+``build_requests`` makes 26 requests per summary (one per item). The summary is its own user message before
+the item's, so a provider's prompt cache serves that shared prefix to the other 25 requests (Anthropic gets
+an explicit cache breakpoint after it). ``parse_response`` turns
 one answer into value rows, reading the values with ``gavel.checklist.entry_values`` (the same reading the
 release loader uses) and locating each evidence snippet in the summary with ``gavel.grounding.locate``.
 """

@@ -15,6 +15,11 @@ from .openai_batch import FINISH
 def message_params(request: Request, model_id: str, params: dict) -> dict:
     system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
     messages = [{"role": m["role"], "content": m["content"]} for m in request.messages if m["role"] != "system"]
+    if len(messages) >= 2 and messages[0]["role"] == messages[1]["role"] == "user":
+        # the prompt layout puts what many requests share in the first user message (e.g. the summary):
+        # a cache breakpoint after it lets the later requests read it from Anthropic's prompt cache
+        messages[0] = {"role": "user", "content": [{"type": "text", "text": messages[0]["content"],
+                                                    "cache_control": {"type": "ephemeral"}}]}
     p = dict(params)
     out = {"model": model_id, "max_tokens": p.pop("max_tokens", 4096), "messages": messages}
     if system:
