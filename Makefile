@@ -100,7 +100,7 @@ list-figures: ## Print the figure files `make figures` keeps up to date
 
 reproduce: data results figures ## Everything from the release: data, results, figures
 
-test: $(STAMP) ## Run the test suite and the notebooks (nbval); the release tests need GAVEL_RELEASE
+test: $(LOCAL_STAMP) ## Run the test suite and the notebooks (nbval), the local model included; release tests need GAVEL_RELEASE
 	$(PY) -m pytest -q tests notebooks --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 lint: $(STAMP) ## Lint the library and tests with ruff

@@ -178,7 +178,7 @@ def test_make_audit_and_results_exit_0_and_print_each_defect(corrupted, tmp_path
     argv = [sys.executable, "-m", "gavel", command] + (["--out", str(tmp_path / "results")] if command == "results"
                                                        else [])
     done = subprocess.run(argv, cwd=config.REPO_ROOT, env={**os.environ, "GAVEL_RELEASE": str(root)},
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=1800)  # a hang guard: a cold embedding cache takes minutes
     assert done.returncode == 0, done.stderr[-2000:]
     for what, (file, record) in expect.items():
         line = f"{file} | {record}" if record else file
