@@ -740,7 +740,8 @@ def comparison_tasks_from_release(release, n_single: int = 50, n_multi: int = 10
 
 
 def run(release, *, export_path=None, tasks_path=None, extraction_path=None, extractor: str = "extractor",
-        provider=None, cases: int | None = None, n_resamples: int = 1000, seed: int = 0) -> dict:
+        provider=None, cases: int | None = None, items=None, max_tokens: int | None = None,
+        n_resamples: int = 1000, seed: int = 0) -> dict:
     """Everything the meta-evaluation notebook shows.
 
     * ``table``: Table 1 rows. The extractor's row (``extraction_path``: its value rows for the 40 human
@@ -749,6 +750,8 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
     * With ``provider`` (a gavel.llm provider) the extractor is run first on the human summaries (the first
       ``cases`` of them, or all 40), its rows written to data/interim/metaeval/<extractor>/values.jsonl,
       scored on the cases it covered, and its Table 1 row written to data/interim/metaeval/table1.csv.
+      ``items`` (gavel.items.Item) limits the run and the scoring to those items (a quick look with a slow
+      model); ``max_tokens`` caps each answer.
     * ``iaa``: Appendix D inter-annotator agreement from the export (None without one).
     * ``judge_vs_exact``: real release data, no people: the released judge's answers on the sampled value
       pairs against the exact-match baseline (how often a string comparison would have sufficed).
@@ -760,11 +763,13 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
     status = None
     if provider is not None:
         chosen = dict(sorted(texts.items())[:cases] if cases else sorted(texts.items()))
-        values, status = extract_human_summaries(chosen, provider, extractor)
+        values, status = extract_human_summaries(chosen, provider, extractor, items=items, max_tokens=max_tokens)
         extraction_path = METAEVAL_DIR / extractor / "values.jsonl"
         extraction_path.parent.mkdir(parents=True, exist_ok=True)
         values.to_json(extraction_path, orient="records", lines=True)
         texts_scored, human_scored = chosen, human_rows[human_rows["case_id"].astype(str).isin(chosen)]
+        if items:
+            human_scored = human_scored[human_scored["item"].isin([it.key for it in items])]
     else:
         texts_scored, human_scored = texts, human_rows
     if extraction_path:
@@ -792,7 +797,8 @@ METAEVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "interim" / "me
 
 
 def extract_human_summaries(texts: dict[str, str], provider, extractor: str, workdir: str | Path | None = None,
-                            items=None, mode: str = "online") -> tuple[pd.DataFrame, pd.DataFrame]:
+                            items=None, mode: str = "online", max_tokens: int | None = None
+                            ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the extract stage (gavel.stages.extract) of ``extractor`` over the human summaries ``texts``
     through ``provider`` with the resumable stage runner; returns (value rows, one status row per
     summary x item). Unusable answers stay in the status rows with their reason; their items hold no value
@@ -802,7 +808,7 @@ def extract_human_summaries(texts: dict[str, str], provider, extractor: str, wor
 
     workdir = Path(workdir or METAEVAL_DIR / extractor)
     summaries = [extract.Summary("human", c, t) for c, t in sorted(texts.items())]
-    requests = extract.build_requests(summaries, extractor, items or gitems.ITEMS)
+    requests = extract.build_requests(summaries, extractor, items or gitems.ITEMS, max_tokens=max_tokens)
     report = StageRunner("extract", provider, workdir, progress=False).run(requests, mode=mode)
     rows, status = [], []
     for req in requests:
