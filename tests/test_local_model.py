@@ -219,10 +219,14 @@ def test_demo_runs_then_answers_from_the_cache(local_server, tmp_path):
     extract = next(iter(first["demo_extract"]["outcomes"].values()))
     assert extract["status"] == "parsed", extract["problem"]  # schema-constrained JSON, validated
     assert any(row.get("party") == "plaintiff" for row in extract["rows"])
+    assert demo.failures(first) == []
     lines.clear()
     second = demo.run(workdir=tmp_path, show=lines.append)
     assert lines[-1].startswith("demo: 0 request(s) sent to the model")
     assert second["demo_extract"]["outcomes"] == first["demo_extract"]["outcomes"]
+    lines.clear()
+    assert demo.main(workdir=tmp_path, show=lines.append) == 0  # what `make demo` runs, from the cache
+    assert lines[-1].startswith("demo: 0 request(s) sent to the model")
 
 
 def test_release_summary_through_the_local_model(local_server, shared_rel, tmp_path):
