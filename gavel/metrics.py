@@ -132,7 +132,7 @@ def _cache_key(model_name: str, window: int, text: str) -> str:
 
 def embed_texts(texts: Sequence[str], model=None, model_name: str = EMBEDDING_MODEL,
                 window: int = EMBEDDING_WINDOW, cache_dir: Path | None = EMBEDDING_CACHE,
-                batch_size: int = 16) -> np.ndarray:
+                batch_size: int = 32) -> np.ndarray:
     """One unit vector per text (rows in the order given). Cached vectors are read; the rest are computed
     (the model is loaded only when something is missing). ``cache_dir=None`` disables the cache."""
     folder = Path(cache_dir) / model_name.replace("/", "__") if cache_dir is not None else None
@@ -151,11 +151,13 @@ def embed_texts(texts: Sequence[str], model=None, model_name: str = EMBEDDING_MO
         model = model if model is not None else load_embedder(model_name)
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
+        pieces = {key: windows(texts[where[0]], model.tokenizer, window) for key, where in todo.items()}
+        vectors = _encode_windows([p for ps in pieces.values() for p, _ in ps], model, batch_size)
+        at = 0
         for key, where in todo.items():
-            pieces = windows(texts[where[0]], model.tokenizer, window)
-            vecs = model.encode([p for p, _ in pieces], batch_size=batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
-            weights = np.array([n for _, n in pieces], dtype=np.float64)
+            vecs = vectors[at:at + len(pieces[key])]
+            at += len(pieces[key])
+            weights = np.array([n for _, n in pieces[key]], dtype=np.float64)
             mean = (vecs.astype(np.float64) * weights[:, None]).sum(axis=0) / weights.sum()
             vec = (mean / np.linalg.norm(mean)).astype(np.float32)
             if folder:
@@ -165,6 +167,24 @@ def embed_texts(texts: Sequence[str], model=None, model_name: str = EMBEDDING_MO
             for i in where:
                 out[i] = vec
     return np.vstack(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+
+def _encode_windows(pieces: list[str], model, batch_size: int) -> np.ndarray:
+    """Unit vectors of the windows, in order. Windows are batched only with windows of the same length in
+    model tokens, so no batch is padded and a window's vector does not depend on which other texts are
+    embedded with it (bitwise equal to encoding it alone, tested); most windows are full, so the batches
+    are large and fast."""
+    lengths = [len(ids) for ids in model.tokenizer(pieces, truncation="longest_first",
+                                                    max_length=model.max_seq_length, verbose=False)["input_ids"]]
+    out = np.zeros((len(pieces), model.get_embedding_dimension()), dtype=np.float32)
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        groups.setdefault(n, []).append(i)
+    for n in sorted(groups):
+        idx = groups[n]
+        out[idx] = model.encode([pieces[i] for i in idx], batch_size=batch_size, normalize_embeddings=True,
+                                convert_to_numpy=True, show_progress_bar=False)
+    return out
 
 
 def embedding_similarity(summaries: Sequence[str], references: Sequence[str], **kwargs) -> np.ndarray:

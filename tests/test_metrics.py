@@ -88,6 +88,16 @@ def test_a_text_embeds_the_same_alone_or_with_others(embedder):
     assert np.array_equal(alone[0], together[1])
 
 
+def test_release_texts_embed_the_same_alone_as_in_one_batched_run(embedder, shared_rel):
+    """Windows of several texts share batches (same token length, no padding): each text's vector is still
+    bitwise what it is when the text is embedded alone."""
+    s = shared_rel.summaries
+    texts = list(s[s["set"] == "benchmark"].sort_values(["case_id", "model"])["text"].iloc[:6])
+    together = metrics.embed_texts(texts, model=embedder, cache_dir=None)
+    for i, text in enumerate(texts):
+        assert np.array_equal(metrics.embed_texts([text], model=embedder, cache_dir=None)[0], together[i]), i
+
+
 def test_empty_text_is_refused(tmp_path):
     with pytest.raises(metrics.MetricError, match="text 1"):
         metrics.embed_texts(["fine", "  "], cache_dir=tmp_path)
