@@ -30,6 +30,17 @@ def fixture_rel(fixture_root):
 
 
 @pytest.fixture(scope="session")
+def release_root() -> Path:
+    """The shared release's data folder (GAVEL_RELEASE): missing in CI is an error, elsewhere a skip."""
+    try:
+        return config.release_root()
+    except config.ReleaseNotFoundError as err:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
+        pytest.skip(f"release tests skipped: {err}")
+
+
+@pytest.fixture(scope="session")
 def shared_rel():
     from gavel.release import load_release
 

@@ -4,7 +4,6 @@ released agent ledger, the released regex patterns, chunking over release text).
 from __future__ import annotations
 
 import json
-import os
 import random
 
 import pytest
@@ -24,16 +23,6 @@ from gavel.documents.corpus import (
     write_folder,
 )
 from gavel.tokens import count_tokens
-
-
-@pytest.fixture(scope="module")
-def release_root():
-    try:
-        return gconfig.release_root()
-    except gconfig.ReleaseNotFoundError as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
-        pytest.skip(f"release tests skipped: {err}")
 
 
 # ------------------------------------------------------------------ corpora

@@ -7,13 +7,10 @@ its stop protocol or its step limit, and S_checklist and the token tables are wr
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 import pytest
 from test_local_model import local_server  # noqa: F401  (the local-model fixture, defined once)
 
-from gavel import config as gconfig
 from gavel.documents import chunked, configs, end_to_end, evaluate
 from gavel.documents.agent import collect_runs, run_agent, tokens_per_case
 from gavel.documents.corpus import Corpus, summaries_corpus
@@ -25,13 +22,8 @@ ITEMS = ["filing_date", "judge_name"]
 
 
 @pytest.fixture(scope="module")
-def corpus():
-    try:
-        root = gconfig.release_root()
-    except gconfig.ReleaseNotFoundError as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
-        pytest.skip(f"release tests skipped: {err}")
+def corpus(release_root):
+    root = release_root
     full = summaries_corpus(root, CASE)
     docs = full.documents[:3]  # three real documents keep a CPU run short
     small = Corpus.build(CASE, [d.text for d in docs], [d.title for d in docs], [d.doc_type for d in docs])
