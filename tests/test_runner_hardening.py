@@ -184,6 +184,36 @@ def test_two_runners_on_one_workdir_submit_every_request_once(kind, tmp_path):
         assert sum(len(s["custom_ids"]) for s in state["submissions"].values()) == n
 
 
+WORKER = """
+import sys
+from gavel.llm import Request
+from gavel.llm.providers import get_provider
+from gavel.llm.runner import StageRunner
+url, workdir, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rq = [Request(stage="judge", model="gpt-4.1-2025-04-14", case_id=f"c{i}", messages=[{"role": "user", "content": f"q{i}"}])
+      for i in range(n)]
+run = StageRunner("judge", get_provider("openai", base_url=url, api_key="sk-two-process-test-0000"), workdir,
+                  poll_interval=0.01, progress=False)
+run.lock_timeout = 600  # a bound, not an expectation: the other runner ends long before
+run.provider.max_batch_requests = 3
+report = run.run(rq)
+sys.exit(1 if report.failed else 0)
+"""
+
+
+def test_two_runner_processes_on_one_workdir_submit_every_request_once(tmp_path):
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    with FakeOpenAI() as srv:
+        srv.polls_to_end, srv.latency = 3, 0.02
+        procs = [subprocess.Popen([sys.executable, "-c", WORKER, srv.url + "/v1", str(tmp_path / "run"), "9"], env=env)
+                 for _ in range(2)]
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]
+        assert len(srv.submissions) == 9 and set(srv.submissions.values()) == {1}, srv.submissions
+
+
 def test_a_busy_workdir_is_refused_with_a_message_naming_the_holder(tmp_path):
     rq = reqs(MODELS["openai"], 1)
     holder = runner(MockProvider(), tmp_path / "run")
