@@ -110,8 +110,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
     except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyError as err:  # a model the registry does not know
-        print(f"error: {err.args[0] if err.args else err}", file=sys.stderr)
+    except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: traceback
+        if not str(err.args[0] if err.args else "").startswith(("unknown model", "model ")):
+            raise
+        print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "

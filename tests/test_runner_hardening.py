@@ -383,3 +383,13 @@ def test_a_missing_user_models_file_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("GAVEL_MODELS", str(tmp_path / "nope.yaml"))
     with pytest.raises(config.ModelsFileError, match="nope.yaml: models file named by GAVEL_MODELS does not exist"):
         config.model("Qwen3-14B")
+
+
+def test_an_unknown_model_is_one_line_naming_the_models_file_variable(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    path = tmp_path / "requests.jsonl"
+    write_requests(path, reqs("no-such-model-xyz", 1))
+    rc = main(["stage", "--requests", str(path), "--provider", "openai", "--workdir", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "unknown model 'no-such-model-xyz'" in err[0] and "GAVEL_MODELS" in err[0]
+    assert not (tmp_path / "run" / "state.json").exists()
