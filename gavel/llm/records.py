@@ -1,8 +1,10 @@
 """Requests and responses as plain typed records.
 
-``custom_id`` is derived from the request's content (stage, model, case, item, rendered messages, sampling
-parameters): the same request always gets the same id, so a rerun finds its cached answer, and any change
-to the prompt or the parameters makes a new request. Ids are at most 64 characters of ``[A-Za-z0-9_-]``,
+``custom_id`` is derived from the request's content (stage, model, case, item, rendered messages, the
+request's own parameters, schema, subject): the same request always gets the same id, and any change to
+the prompt or the parameters makes a new request. It is the request's identity, sent to batch APIs as the
+request id; the runner caches answers under a key that adds who answers and the body as sent
+(``StageRunner.key``). Ids are at most 64 characters of ``[A-Za-z0-9_-]``,
 within every provider's limit (Anthropic's is the tightest: 64).
 """
 

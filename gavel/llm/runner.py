@@ -391,8 +391,9 @@ class StageRunner:
         try:
             batch_id = self.provider.submit(chunk, tag)
         except BaseException:
+            known = {s["batch_id"] for s in subs.values() if s.get("batch_id")}
             try:
-                found = self.provider.find_submitted(tag, subs[tag]["created"], set())
+                found = self.provider.find_submitted(tag, subs[tag]["created"], known)
             except Exception:  # noqa: BLE001 -- cannot tell: keep the intent, the next run asks again
                 found = None
                 keep = True
