@@ -504,7 +504,7 @@ class StageRunner:
             "requests": len(requests), "prompt_sha256": prompts if len(prompts) <= 50 else None,
             "prompts_sha256": hashlib.sha256("".join(prompts).encode()).hexdigest(),
             "sent": report.sent, "cached": report.cached, "failed": report.failed, "batch_ids": report.batches,
-            "too_long": report.too_long, "repeated": report.repeated, "identity": self.provider.identity(),
+            "too_long": report.too_long, "repeated": report.repeated, "identity_sha256": self.identity_key(),
         }
         path = self.workdir / "manifest.json"
         atomic_write(path, json.dumps(manifest, indent=1, sort_keys=True))
