@@ -75,33 +75,49 @@ def _shown(path: Path) -> str:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    """Run (or dry-run) one stage's requests through a provider with the resumable runner."""
+    """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
+    provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
     from .llm.providers import get_provider
-    from .llm.records import read_requests
-    from .llm.runner import StageRunner
+    from .llm.providers.base import ProviderError
+    from .llm.records import RequestError, read_requests, repeats
+    from .llm.runner import StageRunner, WorkdirBusyError
 
-    requests = read_requests(args.requests)
-    if not requests:
-        print(f"{args.requests}: no requests", file=sys.stderr)
+    try:
+        lines: list[int] = []
+        requests = read_requests(args.requests, lines)
+        if not requests:
+            print(f"{args.requests}: no requests", file=sys.stderr)
+            return 2
+        for i, first in repeats(requests).items():
+            print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
+                  f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
+        stage = args.stage or requests[0].stage
+        kwargs = {"base_url": args.base_url} if args.base_url else {}
+        if args.provider == "vllm-batch":
+            from .llm.runner import DEFAULT_RUNS_DIR
+
+            kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
+                      "command": args.vllm_command}
+        if args.provider == "local":  # llama.cpp server started here, stopped at exit
+            kwargs = {"model_path": args.gguf} if args.gguf else {}
+        runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
+                             poll_interval=args.poll_interval, concurrency=args.concurrency,
+                             max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
+        if args.dry_run:
+            runner.dry_run(requests, mode=args.mode)
+            return 0
+        report = runner.run(requests, mode=args.mode)
+    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError) as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
-    stage = args.stage or requests[0].stage
-    kwargs = {"base_url": args.base_url} if args.base_url else {}
-    if args.provider == "vllm-batch":
-        from .llm.runner import DEFAULT_RUNS_DIR
-
-        kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
-                  "command": args.vllm_command}
-    if args.provider == "local":  # llama.cpp server started here, stopped at exit
-        kwargs = {"model_path": args.gguf} if args.gguf else {}
-    runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
-                         poll_interval=args.poll_interval, concurrency=args.concurrency,
-                         max_attempts=args.max_attempts)
-    if args.dry_run:
-        runner.dry_run(requests, mode=args.mode)
-        return 0
-    report = runner.run(requests, mode=args.mode)
+    except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: traceback
+        if not str(err.args[0] if err.args else "").startswith(("unknown model", "model ")):
+            raise
+        print(f"error: {err.args[0]}", file=sys.stderr)
+        return 2
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
-          f"{len(report.failed)} failed; responses in {runner.cache.folder}")
+          f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
+          f"{runner.cache.folder}")
     for cid in report.failed[:20]:
         print(f"  failed {cid}: {report.responses[cid].error}")
     return 1 if report.failed else 0
@@ -215,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--poll-interval", type=float, default=30.0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
+    p.add_argument("--lock-timeout", type=float, default=60.0,
+                   help="seconds to wait for another runner using the same workdir before giving up")
     p.set_defaults(func=cmd_stage)
     sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)")
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")

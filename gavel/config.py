@@ -73,14 +73,124 @@ class Model:
     llm: dict = field(default_factory=dict)  # backend settings (see gavel.llm.registry)
 
 
+#: environment variable (or .env entry) naming the user's own models file, merged over gavel/models.yaml
+MODELS_ENV = "GAVEL_MODELS"
+MODEL_FIELDS = ("release_name", "label", "provider", "open_weights", "settings", "llm")
+LLM_FIELDS = ("model_id", "context_window", "max_output_tokens", "sampling", "quirks", "price")
+_REQUIRED_LLM = ("model_id", "context_window", "max_output_tokens")
+
+
+class ModelsFileError(ValueError):
+    """A malformed models file; the message names the file, the entry, the field and what to set."""
+
+
 @lru_cache(maxsize=1)
-def _registry() -> dict:
+def _package_registry() -> dict:
     with open(Path(__file__).with_name("models.yaml"), encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 
 
+def models_file() -> Path | None:
+    """The user's models file named by GAVEL_MODELS (environment or .env), or None."""
+    load_dotenv_once()
+    value = os.environ.get(MODELS_ENV)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute() and not path.exists() and (REPO_ROOT / path).exists():
+        path = REPO_ROOT / path  # a relative setting in .env is relative to the repository
+    return path
+
+
+def _registry() -> dict:
+    """The package's registry with the user's models file (GAVEL_MODELS) merged over it."""
+    path = models_file()
+    if path is None:
+        return _package_registry()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        raise ModelsFileError(f"{path}: models file named by {MODELS_ENV} does not exist; fix the path or unset "
+                              f"{MODELS_ENV}") from None
+    return _merged_registry(str(path), stamp)
+
+
+@lru_cache(maxsize=8)
+def _merged_registry(path: str, _stamp: int) -> dict:
+    import copy
+
+    base = copy.deepcopy(_package_registry())
+    for entry in _read_user_models(Path(path)):
+        name = entry["release_name"]
+        for group in ("models", "local_models"):
+            found = next((m for m in base.get(group, []) if m["release_name"] == name), None)
+            if found is not None:  # override: the given fields replace the package's; `llm` key by key
+                llm = {**found.get("llm", {}), **entry.get("llm", {})}
+                found.update({k: v for k, v in entry.items() if k != "llm"}, llm=llm)
+                break
+        else:
+            _check_new_model(path, entry)
+            base.setdefault("user_models", []).append(
+                {"label": name, "open_weights": False, "settings": {}, **entry})
+    return base
+
+
+def _read_user_models(path: Path) -> list[dict]:
+    from .llm.registry import PROVIDERS
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise ModelsFileError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
+    except OSError as err:
+        raise ModelsFileError(f"{path}: cannot read the models file named by {MODELS_ENV} ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or set(data) - {"models"}:
+        raise ModelsFileError(f"{path}: a models file is a mapping with one key, `models:`, holding a list of "
+                              f"entries like gavel/models.yaml's (release_name, provider, llm: {{model_id, "
+                              f"context_window, max_output_tokens, ...}})")
+    for n, entry in enumerate(data["models"], 1):
+        where = f"{path}, models entry {n}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("release_name"), str):
+            raise ModelsFileError(f"{where}: field 'release_name' (a string, the model's name) is missing")
+        where += f" ({entry['release_name']})"
+        unknown = sorted(set(entry) - set(MODEL_FIELDS))
+        if unknown:
+            raise ModelsFileError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(MODEL_FIELDS)}")
+        if "provider" in entry and entry["provider"] not in PROVIDERS:
+            raise ModelsFileError(f"{where}: field 'provider' is {entry['provider']!r}; set one of "
+                                  f"{', '.join(PROVIDERS)}")
+        llm = entry.get("llm", {})
+        if not isinstance(llm, dict):
+            raise ModelsFileError(f"{where}: field 'llm' must be a mapping ({', '.join(LLM_FIELDS)})")
+        unknown = sorted(set(llm) - set(LLM_FIELDS))
+        if unknown:
+            raise ModelsFileError(f"{where}: unknown field 'llm.{unknown[0]}'; known: {', '.join(LLM_FIELDS)}")
+        for key in ("context_window", "max_output_tokens"):
+            if key in llm and (not isinstance(llm[key], int) or isinstance(llm[key], bool) or llm[key] <= 0):
+                raise ModelsFileError(f"{where}: field 'llm.{key}' must be a positive whole number of tokens, "
+                                      f"got {llm[key]!r}")
+        for key in ("sampling", "quirks", "price"):
+            if key in llm and not isinstance(llm[key], dict):
+                raise ModelsFileError(f"{where}: field 'llm.{key}' must be a mapping, got {llm[key]!r}")
+        if "model_id" in llm and not (isinstance(llm["model_id"], str) and llm["model_id"]):
+            raise ModelsFileError(f"{where}: field 'llm.model_id' must be the provider's model id (a string)")
+    return data["models"]
+
+
+def _check_new_model(path: str, entry: dict) -> None:
+    where = f"{path}, model {entry['release_name']}"
+    if "provider" not in entry:
+        raise ModelsFileError(f"{where}: a model not in gavel/models.yaml needs field 'provider'")
+    missing = [k for k in _REQUIRED_LLM if k not in entry.get("llm", {})]
+    if missing:
+        raise ModelsFileError(f"{where}: a model not in gavel/models.yaml needs field 'llm.{missing[0]}' "
+                              f"(llm needs {', '.join(_REQUIRED_LLM)})")
+
+
 def models() -> tuple[Model, ...]:
-    """The 12 benchmark models, in the paper's order of S_GAVEL-REF."""
+    """The 12 benchmark models, in the paper's order of S_GAVEL-REF (with the user's overrides applied)."""
     return tuple(Model(**m) for m in _registry()["models"])
 
 
@@ -89,11 +199,18 @@ def local_models() -> tuple[Model, ...]:
     return tuple(Model(**m) for m in _registry().get("local_models", []))
 
 
+def user_models() -> tuple[Model, ...]:
+    """Models added by the user's models file (GAVEL_MODELS); not part of the benchmark."""
+    return tuple(Model(**m) for m in _registry().get("user_models", []))
+
+
 def model(release_name: str) -> Model:
-    for m in models() + local_models():
+    for m in models() + local_models() + user_models():
         if m.release_name == release_name:
             return m
-    raise KeyError(f"unknown model {release_name!r}: not in gavel/models.yaml")
+    where = f"gavel/models.yaml or {models_file()}" if models_file() else "gavel/models.yaml"
+    raise KeyError(f"unknown model {release_name!r}: not in {where}; add it to your own models file named by "
+                   f"{MODELS_ENV} (environment or .env)")
 
 
 def model_label(release_name: str) -> str:

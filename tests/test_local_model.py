@@ -142,7 +142,7 @@ def test_free_text_answer_comes_with_token_usage(local_server, tmp_path):
     assert resp.text and resp.text.strip()
     assert resp.input_tokens > 5 and 0 < resp.output_tokens <= 120
     assert resp.finish_reason in ("stop", "length")
-    cached = StageRunner("localtest", local_server, tmp_path, progress=False).cache.get(req.custom_id)
+    cached = StageRunner("localtest", local_server, tmp_path, progress=False).cached(req)
     assert (cached.input_tokens, cached.output_tokens, cached.text) == (resp.input_tokens, resp.output_tokens,
                                                                         resp.text)
 
@@ -156,7 +156,7 @@ def test_answer_cut_by_max_tokens_is_truncated_and_not_parsed(local_server, tmp_
     assert resp.output_tokens == 6
     with pytest.raises(json.JSONDecodeError):  # what came back really is cut JSON
         json.loads(resp.text, strict=False)
-    assert runner.cache.get(req.custom_id).truncated  # the cache keeps the mark
+    assert runner.cached(req).truncated  # the cache keeps the mark
     outcome = demo.parse_response(req, resp, demo.extract_rows)
     assert outcome["status"] == "truncated" and outcome["rows"] == []
 

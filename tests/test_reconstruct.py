@@ -66,6 +66,27 @@ def test_aggregate_arithmetic_leaves_not_applicable_cells_out():
     assert b["s_checklist_low"] == 0.0 and b["s_checklist_high"] == 100.0 and b["ambiguous"] == 1
 
 
+
+def test_per_case_scores_average_only_applicable_cells_of_each_summary():
+    """Per summary (model x case), hand-computed: a case whose cells are all not applicable gets no score
+    (NaN), never 0, and a not-applicable cell does not dilute its case's mean."""
+    import pandas as pd
+
+    nan = math.nan
+    cells = pd.DataFrame({
+        "model": ["a", "a", "a", "a", "a", "b"],
+        "case_id": ["c1", "c1", "c1", "c2", "c2", "c1"],
+        "best": [1.0, nan, 0.0, nan, nan, 0.25],
+        "low": [1.0, nan, 0.0, nan, 0.0, 0.25],
+        "high": [1.0, nan, 0.0, nan, 1.0, 0.25],
+    })
+    got = reconstruct.per_case_scores(cells, ["model"]).set_index(["model", "case_id"])
+    assert got.loc[("a", "c1"), "s_checklist"] == 50.0  # (1 + 0) / 2; NaN as 0 would give 33.3
+    assert got.loc[("a", "c1"), "applicable"] == 2 and got.loc[("a", "c1"), "cells"] == 3
+    assert math.isnan(got.loc[("a", "c2"), "s_checklist"]) and got.loc[("a", "c2"), "applicable"] == 0
+    assert (got.loc[("a", "c2"), "s_checklist_low"], got.loc[("a", "c2"), "s_checklist_high"]) == (0.0, 100.0)
+    assert got.loc[("b", "c1"), "s_checklist"] == 25.0
+
 def test_document_cells(fixture_rel):
     cells = reconstruct.document_cells(fixture_rel)
     c = cell(cells, method="agent", configuration="individual", case_id="h1", item="filing_date")

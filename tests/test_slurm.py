@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from gavel.llm import Request
+from gavel.llm.providers import get_provider
 from gavel.llm.records import write_requests
-from gavel.llm.runner import ResponseCache
+from gavel.llm.runner import StageRunner
 from gavel.llm.slurm import render_vllm_job
 
 FAKE_VLLM = Path(__file__).parent / "fakes" / "vllm_fake_server.py"
@@ -41,9 +42,9 @@ def test_vllm_stage_runs_on_slurm(slurm_cluster, tmp_path):
     logs = "\n".join(p.read_text(errors="ignore") for p in (tmp_path / "logs").glob("*"))
     assert done.returncode == 0, done.stderr + logs
     assert "vLLM server healthy" in logs and "5 requests" in logs
-    cache = ResponseCache(tmp_path / "work" / "cache")
+    runner = StageRunner("summaries", get_provider("vllm", base_url=f"http://127.0.0.1:{port}/v1"), tmp_path / "work")
     for r in requests:
-        got = cache.get(r.custom_id)
+        got = runner.cached(r)  # cached under the key of the server the job used
         assert got is not None and got.ok and got.text == f"answer:{r.case_id}"  # the fake echoes the id= tag
     with socket.socket() as s:  # the job stopped its server
         assert s.connect_ex(("127.0.0.1", port)) != 0

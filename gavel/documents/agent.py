@@ -391,7 +391,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
         messages = render_messages(PROMPT, snapshot=snapshot, action_format=ACTION_FORMAT[tool_mode])
         request = Request(stage=STAGE, model=model, messages=messages, params=params, case_id=corpus.case_id,
                           item=config.path, schema=ACTION_SCHEMA if tool_mode == "json" else None)
-        cached = request.custom_id in runner.cache
+        cached = runner.is_cached(request)
         report = runner.run([request], mode="online")
         response = report.responses[request.custom_id]
         if not response.ok:

@@ -1,8 +1,10 @@
 """Requests and responses as plain typed records.
 
-``custom_id`` is derived from the request's content (stage, model, case, item, rendered messages, sampling
-parameters): the same request always gets the same id, so a rerun finds its cached answer, and any change
-to the prompt or the parameters makes a new request. Ids are at most 64 characters of ``[A-Za-z0-9_-]``,
+``custom_id`` is derived from the request's content (stage, model, case, item, rendered messages, the
+request's own parameters, schema, subject): the same request always gets the same id, and any change to
+the prompt or the parameters makes a new request. It is the request's identity, sent to batch APIs as the
+request id; the runner caches answers under a key that adds who answers and the body as sent
+(``StageRunner.key``). Ids are at most 64 characters of ``[A-Za-z0-9_-]``,
 within every provider's limit (Anthropic's is the tightest: 64).
 """
 
@@ -15,6 +17,13 @@ from dataclasses import asdict, dataclass, field
 
 MAX_CUSTOM_ID = 64
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+ROLES = ("system", "user", "assistant")
+#: the fields of one line of a requests JSONL file (``custom_id`` is optional and must match the content)
+REQUEST_FIELDS = ("stage", "model", "messages", "params", "case_id", "item", "schema", "subject", "custom_id")
+
+
+class RequestError(ValueError):
+    """A request that cannot be sent as given; the message names the field and what to set."""
 
 
 def canonical_json(obj) -> str:
@@ -51,6 +60,23 @@ class Request:
     item: str | None = None
     schema: dict | None = None
     subject: str | None = None  # whose text the request is about (the summarizing model, "human", a run)
+
+    def __post_init__(self):
+        for name in ("stage", "model"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise RequestError(f"field {name!r} must be a non-empty string, got {getattr(self, name)!r}")
+        if not isinstance(self.messages, list):
+            raise RequestError(f"field 'messages' must be a list of {{\"role\": ..., \"content\": ...}}, got "
+                               f"{type(self.messages).__name__}")
+        for n, msg in enumerate(self.messages):
+            if not isinstance(msg, dict) or msg.get("role") not in ROLES or not isinstance(msg.get("content"), str):
+                raise RequestError(f"field 'messages', message {n}: must be {{\"role\": one of {', '.join(ROLES)}, "
+                                   f"\"content\": a string}}, got {str(msg)[:80]!r}")
+        if not isinstance(self.params, dict):
+            raise RequestError(f"field 'params' must be an object of sampling parameters (e.g. "
+                               f"{{\"temperature\": 0.2, \"max_tokens\": 512}}), got {type(self.params).__name__}")
+        if self.schema is not None and not (isinstance(self.schema, dict) and "schema" in self.schema):
+            raise RequestError("field 'schema' must be {\"name\": ..., \"schema\": {a JSON Schema}}")
 
     @property
     def custom_id(self) -> str:
@@ -113,19 +139,58 @@ def write_requests(path, requests: list[Request]) -> None:
             fh.write(json.dumps({k: v for k, v in r.to_dict().items() if k != "custom_id"}, ensure_ascii=False) + "\n")
 
 
-def read_requests(path) -> list[Request]:
-    """Read a requests JSONL file; a bad line raises naming the file and line, nothing is skipped."""
+def read_requests(path, lines: list[int] | None = None) -> list[Request]:
+    """Read a requests JSONL file. A bad line raises RequestError naming the file, the line, the field and
+    what to set; nothing is skipped. An unknown top-level field is an error (sampling parameters such as
+    ``temperature`` go inside ``params``), not ignored. ``lines``, when given, receives each request's line
+    number."""
     out = []
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
+            where = f"{path}, line {n}"
             try:
                 data = json.loads(line)
-                out.append(Request(**{k: data[k] for k in ("stage", "model", "messages")},
-                                   params=data.get("params") or {}, case_id=data.get("case_id"),
-                                   item=data.get("item"), schema=data.get("schema"),
-                                   subject=data.get("subject")))
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ValueError(f"{path}, line {n}: not a request ({type(err).__name__}: {err})") from None
+            except json.JSONDecodeError as err:
+                raise RequestError(f"{where}: not JSON ({err})") from None
+            if not isinstance(data, dict):
+                raise RequestError(f"{where}: a request must be a JSON object, got {type(data).__name__}")
+            unknown = sorted(set(data) - set(REQUEST_FIELDS))
+            if unknown:
+                hint = (' (sampling parameters go inside "params", e.g. "params": {"temperature": 0.2})'
+                        if set(unknown) & {"temperature", "top_p", "max_tokens", "seed", "reasoning_effort"} else "")
+                raise RequestError(f"{where}: unknown field {unknown[0]!r}{hint}; known fields: "
+                                   f"{', '.join(REQUEST_FIELDS)}")
+            missing = [k for k in ("stage", "model", "messages") if k not in data]
+            if missing:
+                raise RequestError(f"{where}: field {missing[0]!r} is missing; every request needs stage, model "
+                                   f"and messages")
+            try:
+                request = Request(**{k: data[k] for k in ("stage", "model", "messages")},
+                                  params={} if data.get("params") is None else data["params"],
+                                  case_id=data.get("case_id"), item=data.get("item"), schema=data.get("schema"),
+                                  subject=data.get("subject"))
+            except RequestError as err:
+                raise RequestError(f"{where}: {err}") from None
+            if "custom_id" in data and data["custom_id"] != request.custom_id:
+                raise RequestError(f"{where}: field 'custom_id' is {data['custom_id']!r} but the request's content "
+                                   f"gives {request.custom_id!r} (ids are derived from the content); remove the field")
+            out.append(request)
+            if lines is not None:
+                lines.append(n)
+    return out
+
+
+def repeats(requests: list[Request]) -> dict[int, int]:
+    """Requests that repeat an earlier one (same custom_id, hence the same content): {index: index of the
+    first}. The runner sends each distinct request once and answers every repeat from it."""
+    first: dict[str, int] = {}
+    out = {}
+    for i, r in enumerate(requests):
+        cid = r.custom_id
+        if cid in first:
+            out[i] = first[cid]
+        else:
+            first[cid] = i
     return out

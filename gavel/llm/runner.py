@@ -6,9 +6,18 @@
 
 Guarantees:
 
-* **Content-addressed cache.** Every succeeded response is stored under its request's ``custom_id`` (a hash
-  of stage, model, case, item, prompt and parameters) as soon as it is retrieved. A rerun of an unchanged
-  stage sends nothing.
+* **Content-addressed cache.** Every succeeded response is stored, as soon as it is retrieved, under a cache
+  key: a hash of the request's ``custom_id`` (stage, model, case, item, prompt, the request's parameters),
+  of who answers (provider, its kind, the base URL of a server or proxy, the model file of a local model)
+  and of the body as sent (model id and sampling parameters after the registry, user models file included,
+  is applied). A rerun of an unchanged stage sends nothing; another provider, server or setting never gets
+  an answer that was not its own.
+* **One runner per workdir.** A run holds an exclusive lock on ``<workdir>/runner.lock``; a second runner
+  on the same workdir waits for it up to ``lock_timeout`` seconds, then stops with a message naming the
+  holder (WorkdirBusyError). Nothing is submitted twice because two runners shared a state file.
+* **Checked before anything is recorded.** The provider's ``check_ready`` (an API key, a program) runs
+  before any intent is written; a request whose prompt (o200k tokens) plus ``max_tokens`` does not fit
+  the model's context window is refused unsent (a failed Response saying so; the dry run lists it).
 * **Persisted state.** ``state.json`` is rewritten atomically before and after every submission and after
   every retrieval, so a run killed at any point resumes where it stopped. A batch is recorded as an
   *intent* (with a tag) before it is sent; after a crash the runner asks the provider for a batch with that
@@ -23,20 +32,25 @@ Everything is synchronous (threads for online concurrency), so it runs inside Ju
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import platform
+import socket
 import subprocess
+import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 from .. import config
-from .records import Request, Response, canonical_json
+from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY",
@@ -56,7 +70,7 @@ def scrub(text: str) -> str:
 
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(scrub(text))
         fh.flush()
@@ -66,6 +80,14 @@ def atomic_write(path: Path, text: str) -> None:
 
 #: the error of a response whose batch has not ended yet (a later run collects it; nothing is resent)
 PENDING_ERROR = "not finished (batch still running)"
+#: the start of the error of a request refused before sending (prompt + max_tokens over the context window)
+TOO_LONG_ERROR = "not sent: too long"
+#: providers that serve any registry model (the registry's own provider is not where it is served)
+SERVES_ANY_MODEL = ("vllm", "local", "mock")
+
+
+class WorkdirBusyError(RuntimeError):
+    """Another runner holds the workdir's lock."""
 
 
 class ResponseCache:
@@ -74,11 +96,11 @@ class ResponseCache:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
 
-    def _path(self, custom_id: str) -> Path:
-        return self.folder / custom_id[-2:] / f"{custom_id}.json"
+    def _path(self, key: str) -> Path:
+        return self.folder / key[-2:] / f"{key}.json"
 
-    def get(self, custom_id: str) -> Response | None:
-        path = self._path(custom_id)
+    def get(self, key: str) -> Response | None:
+        path = self._path(key)
         try:
             return Response.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
@@ -86,13 +108,14 @@ class ResponseCache:
         except (json.JSONDecodeError, TypeError, ValueError) as err:
             raise RuntimeError(f"cache file {path} is unreadable ({err}); delete it to refetch") from None
 
-    def put(self, response: Response) -> None:
+    def put(self, response: Response, key: str | None = None) -> None:
+        """Store a succeeded response under ``key`` (a StageRunner's cache key; default its custom_id)."""
         if not response.ok:
             raise ValueError(f"only succeeded responses are cached ({response.custom_id}: {response.status})")
-        atomic_write(self._path(response.custom_id), json.dumps(response.to_dict(), ensure_ascii=False))
+        atomic_write(self._path(key or response.custom_id), json.dumps(response.to_dict(), ensure_ascii=False))
 
-    def __contains__(self, custom_id: str) -> bool:
-        return self._path(custom_id).exists()
+    def __contains__(self, key: str) -> bool:
+        return self._path(key).exists()
 
 
 @dataclass
@@ -102,20 +125,87 @@ class RunReport:
     cached: int
     failed: list[str]
     batches: list[str]
+    too_long: list[str] = field(default_factory=list)  # refused unsent: prompt + max_tokens > context window
+    repeated: int = 0  # requests that repeated an earlier one (same custom_id): sent once, answered each
 
 
 class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
-                 max_attempts: int = 3, progress: bool = True, concurrency: int = 8):
+                 max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0):
         self.stage = stage
         self.provider = provider
         self.workdir = Path(workdir) if workdir else DEFAULT_RUNS_DIR / stage
         self.cache = ResponseCache(self.workdir / "cache")
         self.state_path = self.workdir / "state.json"
+        self.lock_path = self.workdir / "runner.lock"
         self.poll_interval = poll_interval
         self.max_attempts = max_attempts
         self.progress = progress
         self.concurrency = concurrency
+        self.lock_timeout = lock_timeout
+
+    # ---------------- cache keys ----------------
+    def _registry_model(self, name: str):
+        return llm_model(name, self.provider.name if self.provider.name in SERVES_ANY_MODEL else None)
+
+    def identity_key(self) -> str:
+        """A short hash of ``provider.identity()``: who answers this runner's requests."""
+        return hashlib.sha256(canonical_json(self.provider.identity()).encode()).hexdigest()[:16]
+
+    def key(self, request: Request) -> str:
+        """The cache key of a request sent through this runner's provider: its custom_id, who answers
+        (``provider.identity()``) and the body as sent (model id and effective sampling parameters after the
+        registry is applied). Same readable prefix as the custom_id; at most 64 characters."""
+        try:
+            model_id = self._registry_model(request.model).model_id
+        except KeyError:
+            model_id = None  # a model only the mock knows: its body is what it answers from
+        material = {"custom_id": request.custom_id, "identity": self.provider.identity(), "model_id": model_id,
+                    "body": self.provider.body(request)}
+        digest = hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()[:40]
+        prefix = request.custom_id.rsplit("-", 1)[0][: MAX_CUSTOM_ID - 41] or "req"
+        return f"{prefix}-{digest}"
+
+    def cached(self, request: Request) -> Response | None:
+        """The cached answer of this request from this runner's provider and settings, or None."""
+        return self.cache.get(self.key(request))
+
+    def is_cached(self, request: Request) -> bool:
+        return self.key(request) in self.cache
+
+    # ---------------- lock ----------------
+    @contextmanager
+    def locked(self):
+        """Hold ``runner.lock`` of the workdir; wait up to ``lock_timeout`` s for another runner holding it."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        fh = open(self.lock_path, "a+", encoding="utf-8")
+        try:
+            deadline, told = time.monotonic() + self.lock_timeout, False
+            while True:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    fh.seek(0)
+                    holder = fh.read().strip() or "another runner"
+                    if time.monotonic() >= deadline:
+                        raise WorkdirBusyError(
+                            f"workdir {self.workdir} is in use by {holder}; gave up after waiting "
+                            f"{self.lock_timeout:g} s. Let it finish (or stop it), or give this run another "
+                            f"workdir") from None
+                    if not told:
+                        print(f"{self.stage}: workdir {self.workdir} is in use by {holder}; waiting up to "
+                              f"{self.lock_timeout:g} s", file=sys.stderr, flush=True)
+                        told = True
+                    time.sleep(0.2)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"runner pid {os.getpid()} on {socket.gethostname()} (stage {self.stage}, provider "
+                     f"{self.provider.name}) since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            fh.flush()
+            yield
+        finally:
+            fh.close()  # closing releases the lock
 
     # ---------------- state ----------------
     def load_state(self) -> dict:
@@ -128,64 +218,129 @@ class StageRunner:
     def save_state(self, state: dict) -> None:
         atomic_write(self.state_path, json.dumps(state, indent=1, sort_keys=True))
 
+    # ---------------- checks before sending ----------------
+    def too_long(self, request: Request) -> str | None:
+        """Why the request cannot fit its model's context window (prompt in o200k tokens + max_tokens), or
+        None. A model the registry does not know is left to the provider (the mock answers any name)."""
+        from ..tokens import count_tokens
+
+        try:
+            m = self._registry_model(request.model)
+        except KeyError:
+            if self.provider.name in ("mock", "replay"):
+                return None
+            raise
+        cap = request.params.get("max_tokens") or m.max_output_tokens
+        if sum(len(msg["content"].encode("utf-8")) for msg in request.messages) + cap <= m.context_window:
+            return None  # a token is at least one byte: it fits without counting
+        n_in = sum(count_tokens(msg["content"]) for msg in request.messages)
+        if n_in + cap <= m.context_window:
+            return None
+        return (f"{TOO_LONG_ERROR}: prompt of {n_in:,} tokens (o200k) + max_tokens {cap:,} > context window "
+                f"{m.context_window:,} of {request.model}; shorten the prompt or set a smaller params.max_tokens")
+
     # ---------------- dry run ----------------
     def dry_run(self, requests: list[Request], mode: str = "batch", expected_output_tokens: int | None = None,
                 cached_prefix_tokens: int = 0, show: bool = True):
         """Requests, input tokens (o200k_base) and estimated cost per provider and model, before anything is
-        sent. Output tokens are estimated as ``expected_output_tokens`` (default: a quarter of the model's
-        output cap); ``cached_prefix_tokens`` per request are priced at the prompt-cache rate."""
+        sent. Output tokens are estimated as ``expected_output_tokens`` (default: a quarter of the output
+        cap), capped by the output cap: the request's ``params.max_tokens``, else the model's. Requests
+        that do not fit their model's context window are not priced but listed (``attrs["too_long"]``);
+        ``cached_prefix_tokens`` per request are priced at the prompt-cache rate."""
         import pandas as pd
 
         from ..tokens import count_tokens
 
-        rows = []
+        rows, too_long = [], {}
         for r in requests:
-            m = llm_model(r.model, self.provider.name if self.provider.name in ("vllm", "local", "mock") else None)
+            m = self._registry_model(r.model)
             n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
-            n_out = expected_output_tokens or m.max_output_tokens // 4
+            cap = r.params.get("max_tokens") or m.max_output_tokens
+            n_out = min(expected_output_tokens, cap) if expected_output_tokens else cap // 4
             price = m.price or {}
             cached = min(cached_prefix_tokens, n_in)
             cost = ((n_in - cached) * price.get("input", 0.0) + cached * price.get("cached_input", price.get("input", 0.0))
                     + n_out * price.get("output", 0.0)) / 1e6
             if mode == "batch":
                 cost *= 1 - price.get("batch_discount", 0.0)
-            rows.append({"provider": self.provider.name, "model": r.model, "cached": r.custom_id in self.cache,
-                         "input_tokens": n_in, "output_tokens_est": n_out, "cost_usd_est": cost})
-        df = pd.DataFrame(rows, columns=["provider", "model", "cached", "input_tokens", "output_tokens_est",
-                                         "cost_usd_est"])
-        to_send = df[~df["cached"]]
+            is_cached = self.is_cached(r)
+            if not is_cached and n_in + cap > m.context_window:
+                too_long[r.custom_id] = self.too_long(r)
+            rows.append({"provider": self.provider.name, "model": r.model, "cached": is_cached,
+                         "too_long": r.custom_id in too_long, "input_tokens": n_in, "output_tokens_est": n_out,
+                         "cost_usd_est": cost})
+        df = pd.DataFrame(rows, columns=["provider", "model", "cached", "too_long", "input_tokens",
+                                         "output_tokens_est", "cost_usd_est"])
+        to_send = df[~df["cached"] & ~df["too_long"]]
         summary = to_send.groupby(["provider", "model"]).agg(
             requests=("input_tokens", "size"), input_tokens=("input_tokens", "sum"),
             output_tokens_est=("output_tokens_est", "sum"), cost_usd_est=("cost_usd_est", "sum")).reset_index()
         summary.attrs["already_cached"] = int(df["cached"].sum())
+        summary.attrs["too_long"] = too_long
         if show:
             print(f"dry run of stage {self.stage!r} ({mode}): {len(to_send)} to send, "
-                  f"{int(df['cached'].sum())} already cached; nothing was sent")
+                  f"{int(df['cached'].sum())} already cached, {len(too_long)} too long for the context window "
+                  f"(will not be sent); nothing was sent")
             print(summary.to_string(index=False))
+            for cid, why in too_long.items():
+                print(f"  too long {cid}: {why}")
         return summary
 
     # ---------------- running ----------------
     def run(self, requests: list[Request], mode: str = "batch", timeout: float | None = None) -> RunReport:
+        if mode not in ("batch", "online"):
+            raise ValueError(f"mode must be 'batch' or 'online', got {mode!r}")
         by_id: dict[str, Request] = {}
         for r in requests:
             by_id.setdefault(r.custom_id, r)
-        if mode == "online" or not self.provider.supports_batch:
-            report = self._run_online(by_id)
-        elif mode == "batch":
-            report = self._run_batch(by_id, timeout)
-        else:
-            raise ValueError(f"mode must be 'batch' or 'online', got {mode!r}")
-        self.write_manifest(list(by_id.values()), report, mode)
+        with self.locked():
+            keys = {cid: self.key(r) for cid, r in by_id.items()}
+            todo = [cid for cid in by_id if keys[cid] not in self.cache]
+            refused = {}
+            for cid in todo:
+                why = self.too_long(by_id[cid])
+                if why:
+                    refused[cid] = Response(custom_id=cid, status="errored", error=why, provider=self.provider.name)
+            if len(todo) > len(refused) or self._has_open_submissions():
+                self.provider.check_ready()  # before anything is recorded or sent
+            sendable = {cid: r for cid, r in by_id.items() if cid not in refused}
+            if mode == "online" or not self.provider.supports_batch:
+                report = self._run_online(sendable, keys)
+            else:
+                report = self._run_batch(sendable, keys, timeout)
+            report.responses.update(refused)
+            report.failed += list(refused)
+            report.too_long = list(refused)
+            report.repeated = len(repeats(requests))
+            self.write_manifest(list(by_id.values()), report, mode)
         return report
+
+    def _has_open_submissions(self) -> bool:
+        try:
+            subs = self.load_state().get("submissions", {})
+        except (json.JSONDecodeError, OSError):
+            return False
+        return any(s.get("status") in ("intent", "submitted") and self._mine(s) for s in subs.values())
+
+    def _mine(self, sub: dict, state: dict | None = None) -> bool:
+        """A submission made through this runner's provider (one from before identities were recorded
+        belongs to the provider named in the state)."""
+        if "identity" in sub:
+            return sub["identity"] == self.identity_key()
+        return state is None or state.get("provider") == self.provider.name
 
     def _bar(self, total: int, desc: str):
         from tqdm.auto import tqdm
 
         return tqdm(total=total, desc=desc, disable=not self.progress, leave=False)
 
-    def _run_online(self, by_id: dict[str, Request]) -> RunReport:
+    def _run_online(self, by_id: dict[str, Request], keys: dict[str, str]) -> RunReport:
         state = self.load_state()
-        responses = {cid: self.cache.get(cid) for cid in by_id if cid in self.cache}
+        responses = {}
+        for cid in by_id:
+            hit = self.cache.get(keys[cid])
+            if hit is not None:
+                responses[cid] = hit
         todo = [r for cid, r in by_id.items() if cid not in responses]
         cached, sent, failed = len(responses), 0, []
         bar = self._bar(len(todo), f"{self.stage}: online")
@@ -201,7 +356,7 @@ class StageRunner:
                     resp = fut.result()
                     sent += 1
                     if resp.ok:
-                        self.cache.put(resp)
+                        self.cache.put(resp, keys[r.custom_id])
                         bar.update(1)
                     else:
                         retry.append(r)
@@ -219,17 +374,58 @@ class StageRunner:
                 time.sleep(min(60.0, 2.0 ** attempt * 0.5))
         bar.close()
         failed = [r.custom_id for r in todo]
-        state["failed"] = {cid: responses[cid].error for cid in failed}
+        for cid in by_id:
+            state["failed"].pop(keys[cid], None)
+        state["failed"].update({keys[cid]: responses[cid].error for cid in failed})
         self.save_state(state)
         return RunReport(responses=responses, sent=sent, cached=cached, failed=failed, batches=[])
 
-    def _run_batch(self, by_id: dict[str, Request], timeout: float | None) -> RunReport:
+    def _submit(self, state: dict, chunk: list[Request], keys: dict[str, str]) -> None:
+        """Record an intent, submit, record the batch id. A submission that raises leaves no intent behind
+        unless the provider may have the batch (then the next run adopts it)."""
+        subs = state["submissions"]
+        tag = f"gavel-{self.stage[:20]}-{uuid.uuid4().hex[:12]}"
+        subs[tag] = {"status": "intent", "created": time.time(), "batch_id": None, "identity": self.identity_key(),
+                     "custom_ids": [r.custom_id for r in chunk], "keys": {r.custom_id: keys[r.custom_id] for r in chunk}}
+        self.save_state(state)
+        try:
+            batch_id = self.provider.submit(chunk, tag)
+        except BaseException:
+            known = {s["batch_id"] for s in subs.values() if s.get("batch_id")}
+            try:
+                found = self.provider.find_submitted(tag, subs[tag]["created"], known)
+            except Exception:  # noqa: BLE001 -- cannot tell: keep the intent, the next run asks again
+                found = None
+                keep = True
+            else:
+                keep = False
+            if found:
+                subs[tag].update(batch_id=found, status="submitted")
+            elif not keep:
+                del subs[tag]
+            self.save_state(state)
+            if not found:
+                raise
+            batch_id = found
+        subs[tag].update(batch_id=batch_id, status="submitted")
+        for r in chunk:
+            state["attempts"][keys[r.custom_id]] = state["attempts"].get(keys[r.custom_id], 0) + 1
+        self.save_state(state)
+
+    def _run_batch(self, by_id: dict[str, Request], keys: dict[str, str], timeout: float | None) -> RunReport:
         started = time.monotonic()
         state = self.load_state()
         subs = state["submissions"]
+        ident = self.identity_key()
+        # submissions from before identities and keys were recorded: this provider's, keyed as now
+        for sub in subs.values():
+            if "identity" not in sub and self._mine(sub, state):
+                sub["identity"] = ident
+                sub["keys"] = {cid: keys[cid] for cid in sub["custom_ids"] if cid in keys}
+        mine = {tag: s for tag, s in subs.items() if s.get("identity") == ident}
         # 1. intents left by a crash between recording and submitting: adopt the batch if the provider has it
-        known = {s["batch_id"] for s in subs.values() if s.get("batch_id")}
-        for tag, sub in list(subs.items()):
+        known = {s["batch_id"] for s in mine.values() if s.get("batch_id")}
+        for tag, sub in list(mine.items()):
             if sub["status"] == "intent":
                 found = self.provider.find_submitted(tag, sub["created"], known)
                 if found:
@@ -238,27 +434,21 @@ class StageRunner:
                 else:
                     del subs[tag]  # never reached the provider: its requests are simply pending again
                 self.save_state(state)
-        cached_at_start = sum(1 for cid in by_id if cid in self.cache)
+        wanted = set(keys[cid] for cid in by_id)
+        cached_at_start = sum(1 for cid in by_id if keys[cid] in self.cache)
         sent = 0
         bar = self._bar(len(by_id) - cached_at_start, f"{self.stage}: batch")
         while True:
-            done = {cid for cid in by_id if cid in self.cache}
-            in_flight = {cid for s in subs.values() if s["status"] == "submitted" for cid in s["custom_ids"]}
-            exhausted = {cid for cid in by_id if state["attempts"].get(cid, 0) >= self.max_attempts} - done
-            pending = [r for cid, r in by_id.items() if cid not in done and cid not in in_flight and cid not in exhausted]
+            mine = {tag: s for tag, s in subs.items() if s.get("identity") == ident}
+            done = {k for k in wanted if k in self.cache}
+            in_flight = {k for s in mine.values() if s["status"] == "submitted" for k in s["keys"].values()}
+            exhausted = {k for k in wanted if state["attempts"].get(k, 0) >= self.max_attempts} - done
+            pending = [r for cid, r in by_id.items() if keys[cid] not in done | in_flight | exhausted]
             # 2. submit what is pending, in batches within the provider's limits
             for chunk in self.provider.split(pending) if pending else []:
-                tag = f"gavel-{self.stage[:20]}-{uuid.uuid4().hex[:12]}"
-                subs[tag] = {"status": "intent", "created": time.time(), "batch_id": None,
-                             "custom_ids": [r.custom_id for r in chunk]}
-                self.save_state(state)
-                batch_id = self.provider.submit(chunk, tag)
-                subs[tag].update(batch_id=batch_id, status="submitted")
-                for r in chunk:
-                    state["attempts"][r.custom_id] = state["attempts"].get(r.custom_id, 0) + 1
-                self.save_state(state)
+                self._submit(state, chunk, keys)
                 sent += len(chunk)
-            active = [(tag, s) for tag, s in subs.items() if s["status"] == "submitted"]
+            active = [(tag, s) for tag, s in subs.items() if s.get("identity") == ident and s["status"] == "submitted"]
             if not active:
                 break
             # 3. poll; retrieve ended batches
@@ -269,11 +459,14 @@ class StageRunner:
                     continue
                 ids = list(sub["custom_ids"])
                 for resp in self.provider.fetch(sub["batch_id"], ids):
-                    if resp.ok and resp.custom_id not in self.cache:
-                        self.cache.put(resp)
+                    key = sub["keys"].get(resp.custom_id)
+                    if key is None:
+                        continue  # an id of a request no longer asked for, from before keys were recorded
+                    if resp.ok and key not in self.cache:
+                        self.cache.put(resp, key)
                         bar.update(1)
                     elif not resp.ok:
-                        state["failed"][resp.custom_id] = resp.error
+                        state["failed"][key] = resp.error
                 sub["status"] = "fetched"
                 sub["final_state"] = status.state
                 self.save_state(state)
@@ -286,17 +479,17 @@ class StageRunner:
         responses: dict[str, Response] = {}
         failed = []
         for cid in by_id:
-            cached = self.cache.get(cid)
+            cached = self.cache.get(keys[cid])
             if cached:
                 responses[cid] = cached
-                state["failed"].pop(cid, None)
+                state["failed"].pop(keys[cid], None)
             else:
                 failed.append(cid)
                 responses[cid] = Response(custom_id=cid, status="errored",
-                                          error=state["failed"].get(cid) or PENDING_ERROR,
+                                          error=state["failed"].get(keys[cid]) or PENDING_ERROR,
                                           provider=self.provider.name)
         self.save_state(state)
-        batches = [s["batch_id"] for s in subs.values() if s.get("batch_id")]
+        batches = [s["batch_id"] for s in subs.values() if s.get("batch_id") and s.get("identity") == ident]
         return RunReport(responses=responses, sent=sent, cached=cached_at_start, failed=failed, batches=batches)
 
     # ---------------- manifest ----------------
@@ -311,6 +504,7 @@ class StageRunner:
             "requests": len(requests), "prompt_sha256": prompts if len(prompts) <= 50 else None,
             "prompts_sha256": hashlib.sha256("".join(prompts).encode()).hexdigest(),
             "sent": report.sent, "cached": report.cached, "failed": report.failed, "batch_ids": report.batches,
+            "too_long": report.too_long, "repeated": report.repeated, "identity_sha256": self.identity_key(),
         }
         path = self.workdir / "manifest.json"
         atomic_write(path, json.dumps(manifest, indent=1, sort_keys=True))
@@ -319,7 +513,7 @@ class StageRunner:
 
 def _model_params(name: str, provider: str) -> dict:
     try:
-        m = llm_model(name, provider if provider in ("vllm", "local", "mock") else None)
+        m = llm_model(name, provider if provider in SERVES_ANY_MODEL else None)
     except (KeyError, ValueError):
         return {}
     return {"model_id": m.model_id, "provider": m.provider, "context_window": m.context_window,

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from ..records import Request, Response
+
+#: the environment variables (or .env entries) holding each hosted provider's API key, any one of which will do
+KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+                 "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
 
 
 class ProviderError(RuntimeError):
@@ -47,6 +52,27 @@ class Provider:
 
     def make_client(self):
         raise NotImplementedError
+
+    def check_ready(self) -> None:
+        """Raise ProviderError, one line saying what to set, when this provider cannot send anything (no API
+        key, a missing program). The runner calls it before it records or sends anything; a dry run does
+        not. Default: a hosted provider given no client and no api_key needs its key variable set."""
+        if self._client is not None:
+            return
+        from ...config import load_dotenv_once
+
+        load_dotenv_once()
+        names = KEY_VARIABLES.get(self.name, ())
+        if names and not (getattr(self, "_client_args", None) or {}).get("api_key") \
+                and not any(os.environ.get(v) for v in names):
+            raise ProviderError(f"{self.name}: no API key; set {' or '.join(names)} in the environment or in .env")
+
+    def identity(self) -> dict:
+        """Who answers, beyond the request itself: the runner's cache key covers it, so an answer from one
+        provider, server or model file is never served as another's. Default: the provider's name and kind
+        and the base URL it was given (a vLLM server, a proxy)."""
+        return {"provider": self.name, "kind": type(self).__name__,
+                "base_url": (getattr(self, "_client_args", None) or {}).get("base_url")}
 
     def body(self, request: Request) -> dict:
         """The provider-native request body: registry settings of the request's model, overridden by the

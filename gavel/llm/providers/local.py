@@ -283,6 +283,17 @@ class LocalServer(VLLMServer):
         self.stop()
 
     # ---------------- the protocol ----------------
+    def identity(self) -> dict:
+        # the port changes at every start; what answers is the model file
+        from ..registry import llm_model
+
+        return {"provider": self.name, "kind": type(self).__name__, "model": self.model, "sha256": self.sha256,
+                "model_path": str(self.model_path) if self.model_path else None,
+                "gguf": None if self.model_path else llm_model(self.model, "local").quirks.get("gguf")}
+
+    def check_ready(self) -> None:
+        return None  # no key; a server that cannot start says why when it is first used
+
     def make_client(self):
         self.start()
         return super().make_client()

@@ -71,6 +71,15 @@ class VLLMRunBatch(Provider):
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return self._files.native_body(request, model_id, params)
 
+    def check_ready(self) -> None:
+        import shlex
+        import shutil
+
+        program = (shlex.split(self.command) or [""])[0]
+        if not shutil.which(program):
+            raise ProviderError(f"vllm run-batch: command {program!r} not found on this machine; install vLLM "
+                                f"(pip install vllm) where the runner runs, or give --vllm-command")
+
     def _paths(self, tag: str) -> dict:
         return {k: self.folder / f"{tag}.{k}" for k in ("in.jsonl", "out.jsonl", "rc", "log", "started")}
 
