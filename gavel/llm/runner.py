@@ -38,20 +38,9 @@ from pathlib import Path
 from .. import config
 from .records import Request, Response, canonical_json
 from .registry import llm_model
+from .secrets import scrub
 
-SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY",
-                    "HF_TOKEN")
 DEFAULT_RUNS_DIR = config.DATA_DIR / "interim" / "runs"
-
-
-def scrub(text: str) -> str:
-    """Remove the values of API-key variables (environment or .env) from text about to be written."""
-    config.load_dotenv_once()
-    for var in SECRET_VARIABLES:
-        value = os.environ.get(var)
-        if value and len(value) >= 8:
-            text = text.replace(value, f"<{var}>")
-    return text
 
 
 def atomic_write(path: Path, text: str) -> None:
