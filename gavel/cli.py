@@ -79,6 +79,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from .llm.providers import get_provider
     from .llm.records import read_requests
     from .llm.runner import StageRunner
+    from .llm.secrets import scrub
 
     requests = read_requests(args.requests)
     if not requests:
@@ -99,11 +100,15 @@ def cmd_stage(args: argparse.Namespace) -> int:
     if args.dry_run:
         runner.dry_run(requests, mode=args.mode)
         return 0
-    report = runner.run(requests, mode=args.mode)
+    try:
+        report = runner.run(requests, mode=args.mode)
+    except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
+        print(scrub(f"stage {stage}: {type(err).__name__}: {err}"), file=sys.stderr)
+        return 1
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.failed)} failed; responses in {runner.cache.folder}")
     for cid in report.failed[:20]:
-        print(f"  failed {cid}: {report.responses[cid].error}")
+        print(scrub(f"  failed {cid}: {report.responses[cid].error}"))  # this output goes to SLURM job logs
     return 1 if report.failed else 0
 
 

@@ -220,7 +220,7 @@ class StageRunner:
         known = {s["batch_id"] for s in subs.values() if s.get("batch_id")}
         for tag, sub in list(subs.items()):
             if sub["status"] == "intent":
-                found = self.provider.find_submitted(tag, sub["created"], known)
+                found = self.provider.find_submitted(tag, sub["created"], known, custom_ids=sub["custom_ids"])
                 if found:
                     sub.update(batch_id=found, status="submitted")
                     known.add(found)
