@@ -157,9 +157,11 @@ def test_planted_key_never_written(tmp_path, monkeypatch):
     rq = reqs("openai", 3)
     with FakeOpenAI() as srv:
         srv.fail_ids = {rq[0].custom_id: 99}
-        srv.route_error_echo = True
+        srv.echo_key = True  # the fake quotes the key in every answer and error
         run = runner("openai", srv, tmp_path, max_attempts=1)
-        run.run(rq)
+        report = run.run(rq)
+        assert not any(KEY in json.dumps(r.to_dict()) for r in report.responses.values())
+        assert "<OPENAI_API_KEY>" in report.responses[rq[0].custom_id].error  # echoed, then scrubbed
         manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
         assert manifest["git"]["commit"] and "openai" in manifest["packages"] and manifest["batch_ids"]
         assert srv.headers_seen.get("Authorization", srv.headers_seen.get("authorization")) == f"Bearer {KEY}"
@@ -219,9 +221,12 @@ def test_planted_key_never_reaches_a_notebook(tmp_path):
     environment: the key is used (the server saw it) but appears in no output file."""
     import papermill
 
+    from gavel import llm
+
     repo = Path(__file__).resolve().parent.parent
     with FakeOpenAI() as srv:
-        srv.fail_ids = {}
+        srv.echo_key = True  # the key comes back in answers and in the failed request's error
+        srv.fail_ids = {llm.demo_requests()[0].custom_id: 99}
         old = os.environ.get("OPENAI_API_KEY")
         os.environ["OPENAI_API_KEY"] = KEY
         try:
@@ -236,9 +241,10 @@ def test_planted_key_never_reaches_a_notebook(tmp_path):
                 os.environ["OPENAI_API_KEY"] = old
         assert srv.headers_seen.get("Authorization", srv.headers_seen.get("authorization")) == f"Bearer {KEY}"
     notebook = (tmp_path / "out.ipynb").read_text()
-    assert "3 sent" in notebook or "0 cached, 3 sent" in notebook
+    assert "1 failed" in notebook and "<OPENAI_API" in notebook  # the report table shows the scrubbed error
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert not any(KEY in p.read_text(errors="ignore") for p in written)
+    # the table cuts long cells: no prefix of the key either
+    assert not any(KEY[:12] in p.read_text(errors="ignore") for p in written)
 
 
 def test_rate_limited_submission_is_retried_with_backoff(tmp_path):
