@@ -93,7 +93,7 @@ class AnthropicBatch(Provider):
     def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
         """Message batches carry no metadata, so our batch is recognised by its requests' custom_ids. Candidates
         are the batches created after the recorded intent that this run does not know. An ended candidate is
-        ours when its results hold exactly the intent's custom_ids. One still in progress shows only its
+        ours when it holds as many requests as the intent and every custom_id its results show is the intent's. One still in progress shows only its
         request count: it is adopted when it is the only candidate whose count matches (an adopted batch that
         turns out to be another's yields no result for our ids; fetch keeps none of its foreign ids). Two or
         more such candidates: a ProviderError, and nothing is resent (rerun once they ended). No candidate:
@@ -111,11 +111,14 @@ class AnthropicBatch(Provider):
         running = []
         for bid in candidates:
             b = self.client.messages.batches.retrieve(bid)  # the list may be stale: ask for the current state
+            size = sum((b.request_counts.model_dump() if b.request_counts else {}).values())
             if b.processing_status == "ended":
-                ids = {cid for cid, _rec, _bad in self._result_records(bid)}
-                if ids == wanted:
+                # every request has a result line; a damaged line may hide its id, so: as many requests, and
+                # every id that can be read is one of ours (ids are content hashes naming stage and prompt)
+                ids = {cid for cid, _rec, _bad in self._result_records(bid)} - {None}
+                if size == len(wanted) and ids and ids <= wanted:
                     return bid
-            elif sum((b.request_counts.model_dump() if b.request_counts else {}).values()) == len(wanted):
+            elif size == len(wanted):
                 running.append(bid)
         if len(running) == 1:
             return running[0]
