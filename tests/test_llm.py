@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from gavel.llm.runner import StageRunner
 KEY = "sk-planted-secret-key-4242424242"
 MODELS = {"openai": "gpt-4.1-2025-04-14", "anthropic": "claude-sonnet-4-20250514-thinking", "gemini": "gemini-2.5-pro"}
 FAKES = {"openai": FakeOpenAI, "anthropic": FakeAnthropic, "gemini": FakeGemini}
+CREATE = {"openai": r"^/v1/batches$", "anthropic": r"^/v1/messages/batches$", "gemini": r":batchGenerateContent$"}
 
 
 def reqs(provider, n=6, stage="judge"):
@@ -193,16 +195,27 @@ def test_kill_and_resume_gives_the_uninterrupted_result(provider, tmp_path):
     with FAKES[provider]() as srv:
         srv.polls_to_end, srv.latency, srv.fail_ids = 3, 0.02, fail
         workdir = tmp_path / "killed"
-        for _ in range(16):
-            # kill after the worker's k-th request to the server (plus a random moment): the kill lands
-            # mid-run however slow the machine is; no wall-clock guess of how long a run takes
+        for attempt in range(16):
+            # kill on an event the server sees, not at a wall-clock guess, so kills land mid-run however busy
+            # the machine is: after the worker's k-th request (plus a random moment), or -- every other time,
+            # the first time included -- as soon as a batch creation arrives if that comes first (the batch
+            # then exists but the runner has not recorded its id: only adoption keeps it from being sent twice)
+            on_creation = attempt % 2 == 0
             before = len(srv.requests_seen)
+            creations = sum(1 for m, path in srv.requests_seen if m == "POST" and re.search(CREATE[provider], path))
             target = before + rng.randint(1, 12)
             proc = start(srv, workdir)
+
+            def created(creations=creations):
+                return sum(1 for m, path in list(srv.requests_seen)
+                           if m == "POST" and re.search(CREATE[provider], path)) > creations
+
             deadline = time.monotonic() + 600  # only a guard against a hung worker
-            while proc.poll() is None and len(srv.requests_seen) < target and time.monotonic() < deadline:
-                time.sleep(0.002)
-            time.sleep(rng.uniform(0, 0.03))
+            while (proc.poll() is None and len(srv.requests_seen) < target and not (on_creation and created())
+                   and time.monotonic() < deadline):
+                time.sleep(0.001)
+            if not (on_creation and created()):
+                time.sleep(rng.uniform(0, 0.03))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 if len(srv.requests_seen) > before:

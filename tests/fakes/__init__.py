@@ -43,19 +43,19 @@ class FakeServer:
 
             def _send(self, code, payload, content_type="application/json"):
                 body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client was killed while waiting (the kill tests)
 
             def _handle(self, method):
-                if server.latency:
-                    import time
-                    time.sleep(server.latency)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
                 path = urlparse(self.path).path
+                # a request is seen (requests_seen) when it arrives, before the latency and the answer: a test
+                # that kills the client on seeing a batch creation kills it before the client hears back
                 with server.lock:
                     if server.first_request_at is None:
                         import time as _t
@@ -68,6 +68,11 @@ class FakeServer:
                     injected = next((e for e in server.http_errors if e[0] == method and re.search(e[1], path)), None)
                     if injected:
                         server.http_errors.remove(injected)
+                if server.latency:
+                    import time
+                    time.sleep(server.latency)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
                 if injected:
                     self._send(injected[2], {"error": {"code": injected[2], "message": "injected error",
                                                        "status": "UNAVAILABLE", "type": "overloaded_error"}})
