@@ -95,8 +95,9 @@ class FakeAnthropic(FakeServer):
                 return 200, lines.encode(), "application/binary"
             if method == "POST" and path == "/v1/messages":
                 body = json.loads(raw)
-                text = body["messages"][-1]["content"]
-                text = text if isinstance(text, str) else text[-1]["text"]
+                content = body["messages"][-1]["content"]
+                text = content if isinstance(content, str) else \
+                    " ".join(b.get("text", "") for b in content if isinstance(b, dict))
                 cid = text.split("id=")[-1] if "id=" in text else "online"
                 if self.should_fail(cid, self.count_submission(cid)):
                     return 500, {"type": "error", "error": {"type": "api_error",

@@ -82,7 +82,7 @@ class FakeGemini(FakeServer):
             m = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):generateContent", path)
             if method == "POST" and m:
                 body = json.loads(raw)
-                text = body["contents"][-1]["parts"][-1]["text"]
+                text = " ".join(part.get("text", "") for part in (body.get("contents") or [{}])[-1].get("parts", []))
                 cid = text.split("id=")[-1] if "id=" in text else "online"
                 if self.should_fail(cid, self.count_submission(cid)):
                     return 500, {"error": {"code": 500, "message": self.echo(f"internal error for {cid}"),
