@@ -81,6 +81,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from .llm.providers.base import ProviderError
     from .llm.records import RequestError, read_requests, repeats
     from .llm.runner import StageRunner, WorkdirBusyError
+    from .llm.secrets import scrub
 
     try:
         lines: list[int] = []
@@ -108,18 +109,21 @@ def cmd_stage(args: argparse.Namespace) -> int:
             return 0
         report = runner.run(requests, mode=args.mode)
     except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(scrub(f"error: {err}"), file=sys.stderr)
         return 2
     except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: traceback
         if not str(err.args[0] if err.args else "").startswith(("unknown model", "model ")):
             raise
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
+    except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
+        print(scrub(f"stage {args.stage or '?'}: {type(err).__name__}: {err}"), file=sys.stderr)
+        return 1
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
     for cid in report.failed[:20]:
-        print(f"  failed {cid}: {report.responses[cid].error}")
+        print(scrub(f"  failed {cid}: {report.responses[cid].error}"))  # this output goes to SLURM job logs
     return 1 if report.failed else 0
 
 

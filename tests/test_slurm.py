@@ -48,3 +48,31 @@ def test_vllm_stage_runs_on_slurm(slurm_cluster, tmp_path):
         assert got is not None and got.ok and got.text == f"answer:{r.case_id}"  # the fake echoes the id= tag
     with socket.socket() as s:  # the job stopped its server
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_slurm_job_log_holds_no_key(slurm_cluster, tmp_path):
+    """The job log is the stage command's stdout: a server that quotes the key in its errors (one request
+    always fails) leaves only the scrubbed placeholder there, in the cache and in the run's files."""
+    key = "sk-slurm-planted-key-5151515151"
+    requests = [Request(stage="summaries", model="Qwen3-32B", case_id=f"c{i}",
+                        messages=[{"role": "user", "content": f"Summarise case {i} id=c{i}"}]) for i in range(3)]
+    write_requests(tmp_path / "requests.jsonl", requests)
+    port = free_port()
+    script = render_vllm_job("Qwen3-32B", tmp_path / "requests.jsonl", tmp_path / "work", tmp_path / "job.sbatch",
+                             port=port, gpus=None, cpus=1, time_limit="00:05:00", health_timeout=60,
+                             vllm_command=f"{sys.executable} {FAKE_VLLM} --echo-key --fail c0", python=sys.executable)
+    old = slurm_cluster.env.get("VLLM_API_KEY")
+    slurm_cluster.env["VLLM_API_KEY"] = key
+    try:
+        done = slurm_cluster.sbatch_wait(script, timeout=240)
+    finally:
+        if old is None:
+            slurm_cluster.env.pop("VLLM_API_KEY")
+        else:
+            slurm_cluster.env["VLLM_API_KEY"] = old
+    logs = "\n".join(p.read_text(errors="ignore") for p in (tmp_path / "logs").glob("*"))
+    assert done.returncode != 0  # the stage reports its failed request
+    assert "1 failed" in logs and "<VLLM_API_KEY>" in logs, logs
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not any(key[:12] in p.read_text(errors="ignore") for p in written)
+    assert key[:12] not in done.stdout + done.stderr

@@ -14,9 +14,11 @@ def demo_requests(model: str = "gpt-4.1-2025-04-14", n: int = 3, stage: str = "d
 
 
 def report_table(report):
-    """One row per request of a RunReport: status, tokens, error (no texts)."""
+    """One row per request of a RunReport: status, tokens, error (no texts; errors scrubbed of API keys)."""
     import pandas as pd
 
+    from .secrets import scrub
+
     rows = [{"custom_id": cid, "status": r.status, "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
-             "batch_id": r.batch_id, "error": r.error} for cid, r in report.responses.items()]
+             "batch_id": r.batch_id, "error": scrub(r.error)} for cid, r in report.responses.items()]
     return pd.DataFrame(rows)

@@ -52,20 +52,9 @@ from pathlib import Path
 from .. import config
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
+from .secrets import scrub
 
-SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY",
-                    "HF_TOKEN")
 DEFAULT_RUNS_DIR = config.DATA_DIR / "interim" / "runs"
-
-
-def scrub(text: str) -> str:
-    """Remove the values of API-key variables (environment or .env) from text about to be written."""
-    config.load_dotenv_once()
-    for var in SECRET_VARIABLES:
-        value = os.environ.get(var)
-        if value and len(value) >= 8:
-            text = text.replace(value, f"<{var}>")
-    return text
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -427,7 +416,7 @@ class StageRunner:
         known = {s["batch_id"] for s in mine.values() if s.get("batch_id")}
         for tag, sub in list(mine.items()):
             if sub["status"] == "intent":
-                found = self.provider.find_submitted(tag, sub["created"], known)
+                found = self.provider.find_submitted(tag, sub["created"], known, custom_ids=sub["custom_ids"])
                 if found:
                     sub.update(batch_id=found, status="submitted")
                     known.add(found)

@@ -2,11 +2,16 @@
 
 Each server answers deterministically from the request (the text is ``answer:<custom_id>``), counts every
 submission of every custom_id, and has knobs for the failure modes a real batch API shows: requests that
-error, batches that expire part-way, a completed batch with no output file, results out of order."""
+error, batches that expire part-way, a completed batch with no output file, results out of order, damaged
+result lines (``damage_ids``), one-off HTTP errors on chosen routes (``http_errors``), an API that quotes the
+caller's key back in answers and errors (``echo_key``) or rejects it quoting it (``reject_key``); and a
+``SilentServer`` that accepts connections and never answers."""
 
 from __future__ import annotations
 
 import json
+import re
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
@@ -25,6 +30,11 @@ class FakeServer:
         self.fail_ids: dict[str, int] = {}  # custom_id -> number of attempts that fail
         self.first_request_at = None  # time.monotonic() of the first request served
         self.latency = 0.0  # seconds added to every HTTP answer (to make runs long enough to interrupt)
+        self.http_errors: list[tuple[str, str, int]] = []  # (method, path regex, status): each answered once
+        self.echo_key = False  # quote the caller's API key in every answer text and error message
+        self.reject_key = False  # answer every call 401 "Incorrect API key provided: <key>"
+        self.current_key = None  # the API key of the latest call (Authorization, x-api-key or x-goog-api-key)
+        self.damage_ids: dict[str, str] = {}  # custom_id -> "truncate" | "garbage": its first result line damaged
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,25 +43,45 @@ class FakeServer:
 
             def _send(self, code, payload, content_type="application/json"):
                 body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client was killed while waiting (the kill tests)
 
             def _handle(self, method):
-                if server.latency:
-                    import time
-                    time.sleep(server.latency)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
                 path = urlparse(self.path).path
+                # a request is seen (requests_seen) when it arrives, before the latency and the answer: a test
+                # that kills the client on seeing a batch creation kills it before the client hears back
                 with server.lock:
                     if server.first_request_at is None:
                         import time as _t
                         server.first_request_at = _t.monotonic()
                     server.requests_seen.append((method, path))
                     server.headers_seen = dict(self.headers)
+                    lower = {k.lower(): v for k, v in self.headers.items()}
+                    server.current_key = (lower.get("authorization", "").removeprefix("Bearer ") or
+                                          lower.get("x-api-key") or lower.get("x-goog-api-key"))
+                    injected = next((e for e in server.http_errors if e[0] == method and re.search(e[1], path)), None)
+                    if injected:
+                        server.http_errors.remove(injected)
+                if server.latency:
+                    import time
+                    time.sleep(server.latency)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if injected:
+                    self._send(injected[2], {"error": {"code": injected[2], "message": "injected error",
+                                                       "status": "UNAVAILABLE", "type": "overloaded_error"}})
+                    return
+                if server.reject_key:
+                    self._send(401, {"type": "error", "error": {
+                        "code": 401, "type": "authentication_error", "status": "UNAUTHENTICATED",
+                        "message": f"Incorrect API key provided: {server.current_key}"}})
+                    return
                 try:
                     code, payload, ctype = server.route(method, path, raw, dict(self.headers), self.path)
                 except KeyError as err:
@@ -100,9 +130,42 @@ class FakeServer:
     def should_fail(self, custom_id: str, attempt: int) -> bool:
         return attempt <= self.fail_ids.get(custom_id, 0)
 
+    def echo(self, text: str) -> str:
+        """``text``, quoting the caller's key when ``echo_key`` is set."""
+        return f"{text} (API key {self.current_key})" if self.echo_key else text
+
+    def damaged(self, custom_id: str, attempt: int, line: str) -> str:
+        """The result line of ``custom_id`` as sent: damaged on the first attempt when it is in damage_ids."""
+        how = self.damage_ids.get(custom_id) if attempt == 1 else None
+        if how == "truncate":  # cut short: not JSON, but the custom_id can still be read
+            return line[: len(line) // 2]
+        if how == "garbage":  # nothing readable
+            return "<html>502 Bad Gateway</html>"
+        return line
+
     def mark_succeeded(self, custom_id: str):
         with self.lock:
             self.succeeded.add(custom_id)
 
     def route(self, method, path, raw, headers, full_path):
         raise KeyError(path)
+
+
+class SilentServer:
+    """Accepts TCP connections on 127.0.0.1 (the kernel completes the handshake) and never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 from . import FakeServer
 
 
-def message(custom_id: str, model: str, thinking: bool) -> dict:
+def message(custom_id: str, model: str, thinking: bool, text: str | None = None) -> dict:
     content = []
     if thinking:
         content.append({"type": "thinking", "thinking": f"thinking about {custom_id}", "signature": "sig"})
-    content.append({"type": "text", "text": f"answer:{custom_id}"})
+    content.append({"type": "text", "text": text or f"answer:{custom_id}"})
     return {"id": f"msg_{custom_id[-8:]}", "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 13, "output_tokens": 9}}
@@ -44,11 +44,14 @@ class FakeAnthropic(FakeServer):
             if cid in self.expire_ids:
                 result = {"type": "expired"}
             elif self.should_fail(cid, b["_attempts"][cid]):
-                result = {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": "overloaded"}}}
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "api_error", "message": self.echo("overloaded")}}}
             else:
                 thinking = "thinking" in req["params"]
-                result = {"type": "succeeded", "message": message(cid, req["params"]["model"], thinking)}
-                self.mark_succeeded(cid)
+                result = {"type": "succeeded", "message": message(cid, req["params"]["model"], thinking,
+                                                                   self.echo(f"answer:{cid}"))}
+                if not (self.damage_ids.get(cid) and b["_attempts"][cid] == 1):
+                    self.mark_succeeded(cid)
             out.append({"custom_id": cid, "result": result})
         if self.shuffle:
             random.Random(len(out)).shuffle(out)
@@ -86,9 +89,21 @@ class FakeAnthropic(FakeServer):
                 return 200, self._view(b), "application/json"
             m = re.fullmatch(r"/v1/messages/batches/([^/]+)/results", path)
             if method == "GET" and m:
-                lines = "\n".join(json.dumps(r) for r in self.results[m.group(1)]) + "\n"
+                b = self.batches[m.group(1)]
+                lines = "\n".join(self.damaged(r["custom_id"], b["_attempts"][r["custom_id"]], json.dumps(r))
+                                  for r in self.results[m.group(1)]) + "\n"
                 return 200, lines.encode(), "application/binary"
             if method == "POST" and path == "/v1/messages":
                 body = json.loads(raw)
-                return 200, message("online", body["model"], "thinking" in body), "application/json"
+                content = body["messages"][-1]["content"]
+                text = content if isinstance(content, str) else \
+                    " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+                cid = text.split("id=")[-1] if "id=" in text else "online"
+                if self.should_fail(cid, self.count_submission(cid)):
+                    return 500, {"type": "error", "error": {"type": "api_error",
+                                                            "message": self.echo(f"server error for {cid}")}}, \
+                        "application/json"
+                self.mark_succeeded(cid)
+                return 200, message(cid, body["model"], "thinking" in body, self.echo(f"answer:{cid}")), \
+                    "application/json"
         raise KeyError(path)

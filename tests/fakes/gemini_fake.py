@@ -10,11 +10,11 @@ import time
 from . import FakeServer
 
 
-def generate_response(key: str, thoughts: bool) -> dict:
+def generate_response(key: str, thoughts: bool, text: str | None = None) -> dict:
     parts = []
     if thoughts:
         parts.append({"text": f"thinking about {key}", "thought": True})
-    parts.append({"text": f"answer:{key}"})
+    parts.append({"text": text or f"answer:{key}"})
     return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
             "usageMetadata": {"promptTokenCount": 17, "candidatesTokenCount": 5, "thoughtsTokenCount": 3,
                               "totalTokenCount": 25}, "modelVersion": "gemini-2.5-pro"}
@@ -43,13 +43,16 @@ class FakeGemini(FakeServer):
             if self.expire and n >= len(b["requests"]) // 2:
                 continue  # never answered: the batch expires
             if self.should_fail(key, b["attempts"][key]):
-                responses.append({"error": {"code": 500, "message": "internal"}, "metadata": {"key": key}})
+                responses.append({"error": {"code": 500, "message": self.echo("internal")}, "metadata": {"key": key}})
+            elif self.damage_ids.get(key) and b["attempts"][key] == 1:  # a record with no readable key
+                responses.append({"response": generate_response(key, False), "metadata": {}})
             else:
                 cfg = (req.get("request") or {}).get("generationConfig") or {}
                 think = cfg.get("thinkingConfig") or cfg.get("thinking_config") or {}
                 # proto3 JSON accepts lowerCamel and original field names alike
                 thoughts = bool(think.get("includeThoughts", think.get("include_thoughts")))
-                responses.append({"response": generate_response(key, thoughts), "metadata": {"key": key}})
+                responses.append({"response": generate_response(key, thoughts, self.echo(f"answer:{key}")),
+                                  "metadata": {"key": key}})
                 self.mark_succeeded(key)
         b["state"] = "BATCH_STATE_EXPIRED" if self.expire else "BATCH_STATE_SUCCEEDED"
         b["output"] = {"inlinedResponses": {"inlinedResponses": list(reversed(responses))}}
@@ -78,5 +81,12 @@ class FakeGemini(FakeServer):
                 return 200, self._op(b), "application/json"
             m = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):generateContent", path)
             if method == "POST" and m:
-                return 200, generate_response("online", False), "application/json"
+                body = json.loads(raw)
+                text = " ".join(part.get("text", "") for part in (body.get("contents") or [{}])[-1].get("parts", []))
+                cid = text.split("id=")[-1] if "id=" in text else "online"
+                if self.should_fail(cid, self.count_submission(cid)):
+                    return 500, {"error": {"code": 500, "message": self.echo(f"internal error for {cid}"),
+                                           "status": "INTERNAL"}}, "application/json"
+                self.mark_succeeded(cid)
+                return 200, generate_response(cid, False, self.echo(f"answer:{cid}")), "application/json"
         raise KeyError(path)

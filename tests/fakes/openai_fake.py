@@ -11,8 +11,8 @@ import time
 from . import FakeServer
 
 
-def completion(custom_id: str, model: str, reasoning: bool = False) -> dict:
-    msg = {"role": "assistant", "content": f"answer:{custom_id}"}
+def completion(custom_id: str, model: str, reasoning: bool = False, text: str | None = None) -> dict:
+    msg = {"role": "assistant", "content": text or f"answer:{custom_id}"}
     if reasoning:
         msg["reasoning_content"] = f"thinking about {custom_id}"
     return {"id": f"chatcmpl-{custom_id[-8:]}", "object": "chat.completion", "created": int(time.time()),
@@ -58,17 +58,21 @@ class FakeOpenAI(FakeServer):
                             "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
             elif self.should_fail(cid, attempt):
                 err.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 500, "request_id": "x",
-                            "body": {"error": {"message": "server error", "type": "server_error"}}}, "error": None})
+                            "body": {"error": {"message": self.echo("server error"), "type": "server_error"}}},
+                            "error": None})
             else:
                 out.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 200, "request_id": "x",
-                            "body": completion(cid, rec["body"]["model"], self.reasoning)}, "error": None})
-                self.mark_succeeded(cid)
+                            "body": completion(cid, rec["body"]["model"], self.reasoning,
+                                               self.echo(f"answer:{cid}"))}, "error": None})
+                if not (self.damage_ids.get(cid) and attempt == 1):
+                    self.mark_succeeded(cid)
         if self.shuffle:
             random.Random(len(lines)).shuffle(out)
+        out = [self.damaged(x["custom_id"], b["_attempts"][x["custom_id"]], json.dumps(x)) for x in out]
         status = "expired" if self.expire_after is not None and len(lines) > self.expire_after else "completed"
         if out and not self.no_output_file:
             fid = f"file-out-{next(self.ids)}"
-            self.files[fid] = ("\n".join(json.dumps(x) for x in out) + "\n").encode()
+            self.files[fid] = ("\n".join(out) + "\n").encode()
             b["output_file_id"] = fid
         if err:
             fid = f"file-err-{next(self.ids)}"
@@ -122,5 +126,9 @@ class FakeOpenAI(FakeServer):
                 self.chat_calls += 1
                 self.chat_bodies.append(body)
                 cid = body["messages"][-1]["content"].split("id=")[-1] if "id=" in body["messages"][-1]["content"] else f"call{self.chat_calls}"
-                return 200, completion(cid, body["model"], self.reasoning), "application/json"
+                if self.should_fail(cid, self.count_submission(cid)):
+                    return 500, {"error": {"message": self.echo(f"server error for {cid}"), "type": "server_error"}}, \
+                        "application/json"
+                self.mark_succeeded(cid)
+                return 200, completion(cid, body["model"], self.reasoning, self.echo(f"answer:{cid}")), "application/json"
         raise KeyError(path)

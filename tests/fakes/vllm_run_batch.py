@@ -2,6 +2,8 @@
 
 import argparse
 import json
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -14,7 +16,13 @@ ap = argparse.ArgumentParser()
 ap.add_argument("-i", required=True)
 ap.add_argument("-o", required=True)
 ap.add_argument("--model", required=True)
+ap.add_argument("--hold", help="wait until this file exists before answering")
+ap.add_argument("--die", action="store_true", help="SIGKILL the whole process group (the shell too) at once")
 args, _ = ap.parse_known_args()
+if args.die:
+    os.killpg(0, signal.SIGKILL)
+while args.hold and not os.path.exists(args.hold):
+    time.sleep(0.05)
 time.sleep(0.3)
 with open(args.i) as src, open(args.o, "w") as out:
     for line in src:

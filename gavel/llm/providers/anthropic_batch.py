@@ -8,8 +8,16 @@ import json
 from datetime import datetime
 
 from ..records import Request, Response
-from .base import BatchStatus, Provider, fill_missing
-from .openai_batch import FINISH
+from ..secrets import register
+from .base import BatchStatus, Provider, ProviderError, error_response, fill_missing, scrub_errors, scrubbed
+from .openai_batch import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    FINISH,
+    bad_line_responses,
+    read_result_lines,
+    unreadable_note,
+)
 
 
 def message_params(request: Request, model_id: str, params: dict) -> dict:
@@ -60,9 +68,10 @@ class AnthropicBatch(Provider):
     max_batch_requests = 100_000
     max_batch_bytes = 256 * 1024 * 1024
 
-    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None, max_retries: int = 5,
-                 timeout: float = 600.0):
+    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None,
+                 max_retries: int = DEFAULT_MAX_RETRIES, timeout: float = DEFAULT_TIMEOUT):
         self._client = client
+        register(api_key)
         self._client_args = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries, "timeout": timeout}
 
     def make_client(self):
@@ -73,41 +82,87 @@ class AnthropicBatch(Provider):
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return message_params(request, model_id, params)
 
+    @scrub_errors
     def submit(self, requests: list[Request], tag: str) -> str:
         self.check_batch(requests)
         batch = self.client.messages.batches.create(
             requests=[{"custom_id": r.custom_id, "params": self.body(r)} for r in requests])
         return batch.id
 
-    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
-        """Message batches carry no metadata: adopt the one batch created after the recorded intent that
-        this run does not know yet (None if there is none, or more than one)."""
-        found = []
+    @scrub_errors
+    def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
+        """Message batches carry no metadata, so our batch is recognised by its requests' custom_ids. Candidates
+        are the batches created after the recorded intent that this run does not know. An ended candidate is
+        ours when it holds as many requests as the intent and every custom_id its results show is the intent's. One still in progress shows only its
+        request count: it is adopted when it is the only candidate whose count matches (an adopted batch that
+        turns out to be another's yields no result for our ids; fetch keeps none of its foreign ids). Two or
+        more such candidates: a ProviderError, and nothing is resent (rerun once they ended). No candidate:
+        None (the batch never reached the provider)."""
+        wanted = set(custom_ids or [])
+        candidates = []
         for batch in self.client.messages.batches.list(limit=100):
             created = batch.created_at.timestamp() if isinstance(batch.created_at, datetime) else float(batch.created_at)
             if created >= since - 5 and batch.id not in known:
-                found.append(batch.id)
-        return found[0] if len(found) == 1 else None
+                candidates.append(batch.id)
+        if not candidates:
+            return None
+        if not wanted:  # a caller that does not say which requests it sent: only an unambiguous candidate
+            return candidates[0] if len(candidates) == 1 else None
+        running = []
+        for bid in candidates:
+            b = self.client.messages.batches.retrieve(bid)  # the list may be stale: ask for the current state
+            size = sum((b.request_counts.model_dump() if b.request_counts else {}).values())
+            if b.processing_status == "ended":
+                # every request has a result line; a damaged line may hide its id, so: as many requests, and
+                # every id that can be read is one of ours (ids are content hashes naming stage and prompt)
+                ids = {cid for cid, _rec, _bad in self._result_records(bid)} - {None}
+                if size == len(wanted) and ids and ids <= wanted:
+                    return bid
+            elif size == len(wanted):
+                running.append(bid)
+        if len(running) == 1:
+            return running[0]
+        if running:
+            raise ProviderError(f"anthropic: batches {', '.join(running)} are all still running and as large as the "
+                                f"intent {tag}; which one is ours shows once they ended (rerun then; nothing was resent)")
+        return None
 
+    @scrub_errors
     def poll(self, batch_id: str) -> BatchStatus:
         b = self.client.messages.batches.retrieve(batch_id)
         return BatchStatus(ended=b.processing_status == "ended", state=b.processing_status,
                            counts=b.request_counts.model_dump() if b.request_counts else {})
 
+    def _result_records(self, batch_id: str):
+        """(custom_id or None, record or None, problem) for every line of a batch's results, read as raw JSONL
+        so that one damaged line does not stop the others."""
+        decoder = self.client.messages.batches.results(batch_id)
+        raw = decoder.http_response.read().decode("utf-8", errors="replace")
+        records, bad = read_result_lines(raw, f"anthropic batch {batch_id} results")
+        return [(rec["custom_id"], rec, None) for rec in records] + [(cid, None, problem) for cid, problem in bad]
+
+    @scrub_errors
     def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
-        responses = []
-        for item in self.client.messages.batches.results(batch_id):
-            rec = item.model_dump()
-            result = rec.get("result") or {}
+        responses, bad = [], []
+        for cid, rec, problem in self._result_records(batch_id):
+            if rec is None:
+                bad.append((cid, problem))
+                continue
+            result = rec.get("result") if isinstance(rec.get("result"), dict) else {}
             kind = result.get("type")
-            if kind == "succeeded":
-                responses.append(parse_message(rec["custom_id"], result.get("message") or {}, self.name, batch_id))
-            else:
-                status = {"errored": "errored", "canceled": "canceled", "expired": "expired"}.get(kind, "errored")
-                responses.append(Response(custom_id=rec["custom_id"], status=status,
-                                          error=json.dumps(result.get("error") or {"type": kind})[:500],
-                                          provider=self.name, batch_id=batch_id))
-        return fill_missing(responses, custom_ids, self.name, batch_id, "no result line returned")
+            try:
+                if kind == "succeeded":
+                    responses.append(parse_message(cid, result.get("message") or {}, self.name, batch_id))
+                    continue
+            except (AttributeError, TypeError, ValueError) as err:
+                bad.append((cid, f"anthropic batch {batch_id}, result of {cid}: malformed message ({err})"))
+                continue
+            status = {"errored": "errored", "canceled": "canceled", "expired": "expired"}.get(kind, "errored")
+            responses.append(Response(custom_id=cid, status=status,
+                                      error=json.dumps(result.get("error") or {"type": kind})[:500],
+                                      provider=self.name, batch_id=batch_id))
+        responses += bad_line_responses(bad, self.name, batch_id)
+        return fill_missing(responses, custom_ids, self.name, batch_id, "no result line returned" + unreadable_note(bad))
 
     def complete(self, request: Request) -> Response:
         body = self.body(request)
@@ -115,7 +170,6 @@ class AnthropicBatch(Provider):
         sampling = {k: body.pop(k) for k in ("temperature", "top_p", "top_k") if k in body}
         try:
             msg = self.client.messages.create(**body, extra_body=sampling or None)
-        except Exception as err:
-            return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
-                            provider=self.name)
-        return parse_message(request.custom_id, msg.model_dump(), self.name)
+        except Exception as err:  # the SDK already retried rate limits, overload, 5xx and timeouts
+            return error_response(request, err, self.name)
+        return scrubbed(parse_message(request.custom_id, msg.model_dump(), self.name))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 
 from ..records import Request, Response
+from ..secrets import scrub
 
 #: the environment variables (or .env entries) holding each hosted provider's API key, any one of which will do
 KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
@@ -42,12 +46,16 @@ class Provider:
 
     @property
     def client(self):
-        """The SDK client, built on first use (a dry run needs no credentials)."""
+        """The SDK client, built once on first use (a dry run needs no credentials). Online mode calls this
+        from several threads at once: construction is under a per-provider lock, so all share one client."""
         if self._client is None:
-            from ...config import load_dotenv_once
+            # dict.setdefault is atomic: every thread gets the same lock
+            with self.__dict__.setdefault("_client_lock", threading.Lock()):
+                if self._client is None:
+                    from ...config import load_dotenv_once
 
-            load_dotenv_once()
-            self._client = self.make_client()
+                    load_dotenv_once()
+                    self._client = self.make_client()
         return self._client
 
     def make_client(self):
@@ -114,7 +122,9 @@ class Provider:
     def submit(self, requests: list[Request], tag: str) -> str:
         raise NotImplementedError
 
-    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+    def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
+        """The id of the batch submitted under ``tag`` (after ``since``, not one of ``known``, holding exactly
+        ``custom_ids``), or None if it never reached the provider."""
         raise NotImplementedError
 
     def poll(self, batch_id: str) -> BatchStatus:
@@ -127,6 +137,33 @@ class Provider:
         raise NotImplementedError
 
 
+def scrubbed(response: Response) -> Response:
+    """The response with any API key removed from its text, reasoning and error."""
+    fields = {k: scrub(getattr(response, k)) for k in ("text", "reasoning", "error")}
+    return dataclasses.replace(response, **fields)
+
+
+def scrub_errors(method):
+    """Decorator for provider methods that call an SDK: an exception whose message holds an API key (an
+    SDK's "Incorrect API key provided: sk-...") is raised again as a ProviderError without it."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except Exception as err:
+            text = f"{type(err).__name__}: {err}"
+            if scrub(text) == text:
+                raise
+            raise ProviderError(scrub(text)) from None
+    return wrapper
+
+
+def error_response(request: Request, err: BaseException, provider: str) -> Response:
+    """An online call that failed (after the SDK's own retries): errored, retryable, its message scrubbed."""
+    return Response(custom_id=request.custom_id, status="errored", error=scrub(f"{type(err).__name__}: {err}")[:500],
+                    provider=provider)
+
+
 def fill_missing(responses: list[Response], custom_ids: list[str], provider: str, batch_id: str,
                  reason: str) -> list[Response]:
     """Make sure every requested id has a Response: ids the provider returned nothing for get an errored
@@ -136,7 +173,8 @@ def fill_missing(responses: list[Response], custom_ids: list[str], provider: str
         if r.custom_id in seen or r.custom_id not in custom_ids:
             continue
         seen.add(r.custom_id)
-        out.append(r)
+        out.append(scrubbed(r))
+    reason = scrub(reason)
     for cid in custom_ids:
         if cid not in seen:
             out.append(Response(custom_id=cid, status="errored", error=reason, provider=provider, batch_id=batch_id))

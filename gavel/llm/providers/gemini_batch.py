@@ -9,8 +9,9 @@ import os
 
 from ..records import Request, Response
 from ..registry import llm_model
-from .base import BatchStatus, Provider, fill_missing
-from .openai_batch import FINISH
+from ..secrets import register, scrub
+from .base import BatchStatus, Provider, error_response, fill_missing, scrub_errors, scrubbed
+from .openai_batch import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, FINISH
 
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
 
@@ -68,21 +69,34 @@ class GeminiBatch(Provider):
     max_batch_requests = 10_000
     max_batch_bytes = 20 * 1024 * 1024  # inlined requests; larger runs are split
 
-    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None):
+    def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None,
+                 max_retries: int = DEFAULT_MAX_RETRIES, timeout: float = DEFAULT_TIMEOUT,
+                 retry_initial_delay: float = 1.0, retry_max_delay: float = 60.0):
         self._client = client
+        register(api_key)
         self._client_args = {"base_url": base_url, "api_key": api_key}
+        self.max_retries, self.timeout = max_retries, timeout
+        self.retry_delays = (retry_initial_delay, retry_max_delay)
 
     def make_client(self):
+        """google-genai's own retries (HttpRetryOptions: 408/429/5xx, timeouts and connection errors, with
+        exponential backoff and jitter) and per-call timeout (HttpOptions.timeout, milliseconds); without
+        them the SDK neither retries nor times out."""
         from google import genai
         from google.genai import types
 
         base_url = self._client_args["base_url"] or os.environ.get("GEMINI_BASE_URL")
         api_key = self._client_args["api_key"] or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-        return genai.Client(api_key=api_key, http_options=types.HttpOptions(base_url=base_url) if base_url else None)
+        register(api_key)
+        retry = types.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=self.retry_delays[0],
+                                       max_delay=self.retry_delays[1])
+        options = types.HttpOptions(base_url=base_url, timeout=max(1, round(self.timeout * 1000)), retry_options=retry)
+        return genai.Client(api_key=api_key, http_options=options)
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return gemini_request(request, params)
 
+    @scrub_errors
     def submit(self, requests: list[Request], tag: str) -> str:
         self.check_batch(requests)
         models = {llm_model(r.model).model_id for r in requests}
@@ -96,36 +110,48 @@ class GeminiBatch(Provider):
         job = self.client.batches.create(model=models.pop(), src=src, config={"display_name": tag})
         return job.name
 
-    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+    @scrub_errors
+    def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
         for job in self.client.batches.list(config={"page_size": 100}):
             if job.display_name == tag:
                 return job.name
         return None
 
+    @scrub_errors
     def poll(self, batch_id: str) -> BatchStatus:
         job = self.client.batches.get(name=batch_id)
         state = job.state.value if hasattr(job.state, "value") else str(job.state)
         return BatchStatus(ended=state in TERMINAL, state=state)
 
+    @scrub_errors
     def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
         job = self.client.batches.get(name=batch_id)
         state = job.state.value if hasattr(job.state, "value") else str(job.state)
-        responses = []
+        responses, unreadable = [], []
         inlined = (job.dest.inlined_responses if job.dest else None) or []
-        for item in inlined:
+        for n, item in enumerate(inlined):
             rec = item.model_dump(exclude_none=True)
             key = (rec.get("metadata") or {}).get("key")
-            if rec.get("error"):
-                responses.append(Response(custom_id=key, status="errored", error=json.dumps(rec["error"])[:500],
-                                          provider=self.name, batch_id=batch_id))
-            else:
-                responses.append(parse_generate(key, rec.get("response") or {}, self.name, batch_id))
+            if not isinstance(key, str):
+                unreadable.append(f"inlined response {n} has no metadata key: {str(rec)[:120]}")
+                continue
+            try:
+                if rec.get("error"):
+                    responses.append(Response(custom_id=key, status="errored", error=json.dumps(rec["error"])[:500],
+                                              provider=self.name, batch_id=batch_id))
+                else:
+                    responses.append(parse_generate(key, rec.get("response") or {}, self.name, batch_id))
+            except (AttributeError, TypeError, ValueError) as err:  # a malformed record costs only its request
+                responses.append(Response(custom_id=key, status="errored", provider=self.name, batch_id=batch_id,
+                                          error=f"gemini batch {batch_id}, inlined response {n}: malformed ({err})"))
         reason = {"JOB_STATE_EXPIRED": "batch expired", "JOB_STATE_CANCELLED": "batch cancelled",
                   "JOB_STATE_FAILED": "batch failed"}.get(state, "no inlined response returned")
+        if unreadable:
+            reason += f"; {len(unreadable)} inlined response(s) unreadable, e.g. {unreadable[0]}"
         status_for_missing = "expired" if state == "JOB_STATE_EXPIRED" else None
         filled = fill_missing(responses, custom_ids, self.name, batch_id, reason)
         if status_for_missing:
-            filled = [Response(**{**r.to_dict(), "status": status_for_missing}) if r.error == reason else r
+            filled = [Response(**{**r.to_dict(), "status": status_for_missing}) if r.error == scrub(reason) else r
                       for r in filled]
         return filled
 
@@ -135,7 +161,6 @@ class GeminiBatch(Provider):
         try:
             out = self.client.models.generate_content(model=model.model_id, contents=body["contents"],
                                                       config=sdk_config(body["config"]))
-        except Exception as err:
-            return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
-                            provider=self.name)
-        return parse_generate(request.custom_id, out.model_dump(exclude_none=True), self.name)
+        except Exception as err:  # the SDK already retried (HttpRetryOptions) rate limits, 5xx and timeouts
+            return error_response(request, err, self.name)
+        return scrubbed(parse_generate(request.custom_id, out.model_dump(exclude_none=True), self.name))

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..records import Request
 from .base import ProviderError
-from .openai_batch import OpenAIBatch
+from .openai_batch import DEFAULT_TIMEOUT, OpenAIBatch
 from .vllm import VLLMServer
 
 HOST = "127.0.0.1"  # never any other address
@@ -133,7 +133,7 @@ class LocalServer(VLLMServer):
     def __init__(self, model: str | None = None, model_path: str | os.PathLike | None = None,
                  sha256: str | None = None, n_ctx: int | None = None, n_threads: int | None = None,
                  startup_timeout: float = 180.0, log_path: str | os.PathLike | None = None,
-                 timeout: float = 600.0, max_retries: int = 2):
+                 timeout: float = DEFAULT_TIMEOUT, max_retries: int = 2):
         from ..registry import llm_model
 
         self.model = model or default_model()

@@ -7,7 +7,7 @@ import itertools
 import json
 
 from ..records import Request, Response
-from .base import BatchStatus, Provider, fill_missing
+from .base import BatchStatus, Provider, fill_missing, scrubbed
 
 
 class MockProvider(Provider):
@@ -33,7 +33,7 @@ class MockProvider(Provider):
         self.submissions += [(bid, r.custom_id) for r in requests]
         return bid
 
-    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+    def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
         return next((b for b, v in self.batches.items() if v["tag"] == tag), None)
 
     def poll(self, batch_id: str) -> BatchStatus:
@@ -56,4 +56,4 @@ class MockProvider(Provider):
 
     def complete(self, request: Request) -> Response:
         self.submissions.append(("online", request.custom_id))
-        return self._answer(request, None)
+        return scrubbed(self._answer(request, None))

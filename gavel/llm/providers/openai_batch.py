@@ -8,14 +8,55 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 from ..records import Request, Response
-from .base import BatchStatus, Provider, ProviderError, fill_missing
+from ..secrets import register
+from .base import BatchStatus, Provider, error_response, fill_missing, scrub_errors, scrubbed
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 SDK_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "reasoning_effort",
               "seed", "stop", "n", "response_format"}
 ENDPOINT = "/v1/chat/completions"
+#: how many seconds one HTTP call may take, and how often the SDK retries 408/409/429/5xx and connection
+#: errors (with exponential backoff, honouring Retry-After) before the call fails -- every provider's default
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_MAX_RETRIES = 5
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]+)"')
+
+
+def read_result_lines(raw: str, where: str) -> tuple[list[dict], list[tuple[str | None, str]]]:
+    """The records of an OpenAI-format batch output (JSONL) and, for every line that is not a JSON object,
+    ``(custom_id or None, problem)`` -- the custom_id read from the damaged text where it is there -- so one
+    bad line costs its own request (errored, retried), not the batch."""
+    records, bad = [], []
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as err:
+            rec, problem = None, f"{where}, line {n}: not JSON ({err}): {line[:120]!r}"
+        else:
+            problem = f"{where}, line {n}: not a JSON object with a custom_id: {line[:120]!r}"
+        if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
+            records.append(rec)
+        else:
+            found = _CUSTOM_ID.search(line)
+            bad.append((found.group(1) if found else None, problem))
+    return records, bad
+
+
+def bad_line_responses(bad: list[tuple[str | None, str]], provider: str, batch_id: str | None) -> list[Response]:
+    """Errored (retryable) Responses for damaged result lines whose custom_id could be read."""
+    return [Response(custom_id=cid, status="errored", error=f"malformed result line ({problem})"[:500],
+                     provider=provider, batch_id=batch_id) for cid, problem in bad if cid]
+
+
+def unreadable_note(bad: list[tuple[str | None, str]]) -> str:
+    """What fill_missing says about requests with no result when some lines could not be read at all."""
+    lost = [problem for cid, problem in bad if not cid]
+    return f"; {len(lost)} result line(s) unreadable, e.g. {lost[0]}" if lost else ""
 
 
 def chat_body(request: Request, model_id: str, params: dict, vllm: bool = False) -> dict:
@@ -84,8 +125,9 @@ class OpenAIBatch(Provider):
     vllm = False
 
     def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None,
-                 max_retries: int = 5, timeout: float = 600.0):
+                 max_retries: int = DEFAULT_MAX_RETRIES, timeout: float = DEFAULT_TIMEOUT):
         self._client = client
+        register(api_key)
         self._client_args = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries, "timeout": timeout}
 
     def make_client(self):
@@ -101,6 +143,7 @@ class OpenAIBatch(Provider):
                  for r in requests]
         return ("\n".join(lines) + "\n").encode("utf-8")
 
+    @scrub_errors
     def submit(self, requests: list[Request], tag: str) -> str:
         self.check_batch(requests)
         upload = self.client.files.create(file=(f"{tag}.jsonl", io.BytesIO(self.jsonl(requests))), purpose="batch")
@@ -108,37 +151,34 @@ class OpenAIBatch(Provider):
                                            metadata={"gavel_tag": tag})
         return batch.id
 
-    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
+    @scrub_errors
+    def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
         for batch in self.client.batches.list(limit=100):
             if (batch.metadata or {}).get("gavel_tag") == tag:
                 return batch.id
         return None
 
+    @scrub_errors
     def poll(self, batch_id: str) -> BatchStatus:
         b = self.client.batches.retrieve(batch_id)
         counts = b.request_counts.model_dump() if b.request_counts else {}
         return BatchStatus(ended=b.status in TERMINAL, state=b.status, counts=counts)
 
-    def _lines(self, file_id: str | None):
+    def _lines(self, file_id: str | None) -> tuple[list[dict], list[tuple[str | None, str]]]:
         if not file_id:
-            return []
-        raw = self.client.files.content(file_id).read().decode("utf-8")
-        out = []
-        for n, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ProviderError(f"openai file {file_id}, line {n}: not JSON ({err})") from None
-        return out
+            return [], []
+        raw = self.client.files.content(file_id).read().decode("utf-8", errors="replace")
+        return read_result_lines(raw, f"openai file {file_id}")
 
+    @scrub_errors
     def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
         b = self.client.batches.retrieve(batch_id)
+        out_records, out_bad = self._lines(b.output_file_id)
+        err_records, err_bad = self._lines(b.error_file_id)
         responses = []
-        for rec in self._lines(b.output_file_id) + self._lines(b.error_file_id):
+        for rec in out_records + err_records:
             cid = rec.get("custom_id")
-            resp = rec.get("response") or {}
+            resp = rec.get("response") if isinstance(rec.get("response"), dict) else {}
             if rec.get("error") or resp.get("status_code", 200) != 200:
                 err = rec.get("error") or (resp.get("body") or {}).get("error") or resp
                 code = err.get("code") if isinstance(err, dict) else None
@@ -150,7 +190,9 @@ class OpenAIBatch(Provider):
         reason = {"expired": "batch expired before this request ran",
                   "cancelled": "batch cancelled before this request ran",
                   "failed": f"batch failed: {getattr(b, 'errors', None)}"}.get(b.status, "no result line returned")
-        return fill_missing(responses, custom_ids, self.name, batch_id, reason)
+        bad = out_bad + err_bad
+        responses += bad_line_responses(bad, self.name, batch_id)  # after the good lines: a good one wins
+        return fill_missing(responses, custom_ids, self.name, batch_id, reason + unreadable_note(bad))
 
     def complete(self, request: Request) -> Response:
         body = self.body(request)
@@ -158,7 +200,6 @@ class OpenAIBatch(Provider):
         extra = {k: body.pop(k) for k in list(body) if k not in SDK_FIELDS}
         try:
             out = self.client.chat.completions.create(**body, extra_body=extra or None)
-        except Exception as err:  # the SDK already retried rate limits and 5xx
-            return Response(custom_id=request.custom_id, status="errored", error=f"{type(err).__name__}: {err}"[:500],
-                            provider=self.name)
-        return parse_chat(request.custom_id, out.model_dump(), self.name)
+        except Exception as err:  # the SDK already retried rate limits, 5xx and timeouts
+            return error_response(request, err, self.name)
+        return scrubbed(parse_chat(request.custom_id, out.model_dump(), self.name))

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ..records import Request, Response
-from .base import Provider
+from .base import Provider, scrubbed
 
 
 class ReplayProvider(Provider):
@@ -33,5 +33,5 @@ class ReplayProvider(Provider):
             self.missing[(request.stage, reason)] += 1
             return Response(custom_id=request.custom_id, status="errored", error=f"missing: {reason}",
                             provider=self.name)
-        return Response(custom_id=request.custom_id, status="succeeded", text=text, provider=self.name,
-                        finish_reason="stop")
+        return scrubbed(Response(custom_id=request.custom_id, status="succeeded", text=text, provider=self.name,
+                                 finish_reason="stop"))

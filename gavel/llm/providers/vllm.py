@@ -7,11 +7,12 @@ gpt-oss ``reasoning_effort`` as a request field; reasoning text comes back in ``
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..records import Request, Response
 from .base import BatchStatus, Provider, ProviderError, fill_missing
-from .openai_batch import OpenAIBatch, parse_chat
+from .openai_batch import OpenAIBatch, bad_line_responses, parse_chat, read_result_lines, unreadable_note
 
 
 class VLLMServer(OpenAIBatch):
@@ -35,28 +36,29 @@ class VLLMServer(OpenAIBatch):
         return path
 
     def read_run_batch(self, path: Path, custom_ids: list[str]) -> list[Response]:
+        """One Response per custom_id; a damaged line becomes its request's (retryable) error, naming the file
+        and line, and the other lines are kept."""
+        records, bad = read_result_lines(Path(path).read_text(encoding="utf-8", errors="replace"), str(path))
         responses = []
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ProviderError(f"{path}, line {n}: not JSON ({err})") from None
-            resp = rec.get("response") or {}
+        for rec in records:
+            resp = rec.get("response") if isinstance(rec.get("response"), dict) else {}
             if rec.get("error") or resp.get("status_code", 200) != 200:
-                responses.append(Response(custom_id=rec.get("custom_id"), status="errored",
+                responses.append(Response(custom_id=rec["custom_id"], status="errored",
                                           error=json.dumps(rec.get("error") or resp)[:500], provider=self.name))
             else:
-                responses.append(parse_chat(rec.get("custom_id"), resp.get("body") or {}, self.name))
-        return fill_missing(responses, custom_ids, self.name, str(path), "no line in the run-batch output")
+                responses.append(parse_chat(rec["custom_id"], resp.get("body") or {}, self.name))
+        responses += bad_line_responses(bad, self.name, None)
+        return fill_missing(responses, custom_ids, self.name, str(path),
+                            "no line in the run-batch output" + unreadable_note(bad))
 
 
 class VLLMRunBatch(Provider):
     """Offline batches with ``vllm run-batch`` on the machine (or GPU node) the runner runs on: ``submit``
     writes the OpenAI-format JSONL input and starts the command in its own session (it outlives a killed
     runner); ``poll`` waits for its exit-code file; ``fetch`` reads the output file. Files live in
-    ``folder``: ``<tag>.in.jsonl``, ``<tag>.out.jsonl``, ``<tag>.rc``, ``<tag>.log``."""
+    ``folder``: ``<tag>.in.jsonl``, ``<tag>.out.jsonl``, ``<tag>.rc``, ``<tag>.log``, ``<tag>.pid``. A process
+    that died without writing its exit code (killed, out of memory, node rebooted) is found by its pid: the
+    batch ends as failed with that error, and its requests are sent again."""
 
     name = "vllm"
     max_batch_requests = 100_000
@@ -66,6 +68,7 @@ class VLLMRunBatch(Provider):
         self.folder = Path(folder)
         self.command = command
         self.extra_args = extra_args
+        self._procs: dict = {}  # tag -> Popen of the batches this process started
         self._files = VLLMServer(client=object())  # body/JSONL/reading helpers only, no client needed
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
@@ -81,7 +84,7 @@ class VLLMRunBatch(Provider):
                                 f"(pip install vllm) where the runner runs, or give --vllm-command")
 
     def _paths(self, tag: str) -> dict:
-        return {k: self.folder / f"{tag}.{k}" for k in ("in.jsonl", "out.jsonl", "rc", "log", "started")}
+        return {k: self.folder / f"{tag}.{k}" for k in ("in.jsonl", "out.jsonl", "rc", "log", "started", "pid")}
 
     def submit(self, requests: list[Request], tag: str) -> str:
         import shlex
@@ -96,25 +99,79 @@ class VLLMRunBatch(Provider):
         p = self._paths(tag)
         self._files.write_run_batch(requests, p["in.jsonl"])
         q = {k: shlex.quote(str(v)) for k, v in p.items()}
-        script = (f"touch {q['started']}; {self.command} -i {q['in.jsonl']} -o {q['out.jsonl']}.partial "
+        # the shell records its pid (the process group of the command too) before it starts; the exit code is
+        # written to a temporary file and renamed, so an .rc file is never seen empty or half written
+        script = (f"echo $$ > {q['pid']}.tmp && mv -f {q['pid']}.tmp {q['pid']}; touch {q['started']}; "
+                  f"{self.command} -i {q['in.jsonl']} -o {q['out.jsonl']}.partial "
                   f"--model {shlex.quote(models.pop())} {self.extra_args} > {q['log']} 2>&1; rc=$?; "
-                  f"[ $rc -eq 0 ] && mv {q['out.jsonl']}.partial {q['out.jsonl']}; echo $rc > {q['rc']}")
-        subprocess.Popen(["bash", "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+                  f"[ $rc -eq 0 ] && mv {q['out.jsonl']}.partial {q['out.jsonl']}; "
+                  f"echo $rc > {q['rc']}.tmp && mv -f {q['rc']}.tmp {q['rc']}")
+        proc = subprocess.Popen(["bash", "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        self._procs[tag] = proc  # polled (and so reaped) while this process lives
         return tag
 
-    def find_submitted(self, tag: str, since: float, known: set[str]) -> str | None:
-        return tag if self._paths(tag)["started"].exists() else None
+    def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
+        p = self._paths(tag)
+        return tag if p["started"].exists() or p["pid"].exists() else None
+
+    def _exit_code(self, batch_id: str) -> str | None:
+        rc = self._paths(batch_id)["rc"]
+        try:
+            code = rc.read_text().strip()
+        except FileNotFoundError:
+            return None
+        return code or None  # an empty file (an old, non-atomic writer caught mid-write) is no exit code yet
+
+    def alive(self, batch_id: str) -> bool:
+        """Whether the batch's shell, or anything it started (its process group), still runs. A process that
+        is gone, a zombie, or a reused pid running something else (its command line does not name the batch)
+        does not count."""
+        proc = self._procs.get(batch_id)
+        if proc is not None and proc.poll() is None:
+            return True
+        try:
+            pid = int(self._paths(batch_id)["pid"].read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return False
+        for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []:
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, pgrp, ...
+            if fields[0] != "Z" and int(fields[2]) == pid and batch_id in cmdline:
+                return True
+        if not Path("/proc/self/stat").exists():  # no /proc: the process group, as the kernel sees it
+            try:
+                os.killpg(pid, 0)
+                return True
+            except (ProcessLookupError, PermissionError):
+                return False
+        return False
 
     def poll(self, batch_id: str) -> BatchStatus:
-        rc = self._paths(batch_id)["rc"]
-        return BatchStatus(ended=rc.exists(), state="ended" if rc.exists() else "running")
+        if self._exit_code(batch_id) is not None:
+            return BatchStatus(ended=True, state="ended")
+        if self.alive(batch_id):
+            return BatchStatus(ended=False, state="running")
+        if self._exit_code(batch_id) is not None:  # it finished between the two looks
+            return BatchStatus(ended=True, state="ended")
+        return BatchStatus(ended=True, state="died")
 
     def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
         p = self._paths(batch_id)
-        code = p["rc"].read_text().strip()
+        code = self._exit_code(batch_id)
+        tail = p["log"].read_text(errors="ignore")[-300:] if p["log"].exists() else ""
+        if code is None:
+            pid = p["pid"].read_text().strip() if p["pid"].exists() else "unknown"
+            return fill_missing([], custom_ids, self.name, batch_id,
+                                f"vllm run-batch process (pid {pid}) died without an exit code; its requests are "
+                                f"sent again (log {p['log']}): {tail}")
         if code != "0":
-            tail = p["log"].read_text(errors="ignore")[-300:] if p["log"].exists() else ""
             return fill_missing([], custom_ids, self.name, batch_id, f"vllm run-batch exited {code}: {tail}")
         return [Response(**{**r.to_dict(), "batch_id": batch_id})
                 for r in self._files.read_run_batch(p["out.jsonl"], custom_ids)]

@@ -1,0 +1,42 @@
+"""Keeping API keys out of everything gavel writes, prints or returns.
+
+``scrub`` replaces the values of the API-key variables (environment or .env) and of keys handed to a
+provider directly (``api_key=...``, registered with ``register``) by a placeholder. The stage runner passes
+every file it writes through it; providers pass every Response text and error and every exception message
+through it; the CLI and the notebook report table pass what they print through it."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .. import config
+
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY",
+                    "HF_TOKEN")
+MIN_SECRET_LENGTH = 8  # shorter values ("EMPTY", "x") are placeholders, not secrets
+_REGISTERED: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def register(value: str | None) -> None:
+    """Scrub ``value`` from now on too (a key given to a provider as an argument, not by a variable)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _LOCK:
+            _REGISTERED.add(value)
+
+
+def scrub(text):
+    """``text`` with every known secret replaced by ``<VARIABLE>`` (or ``<api_key>``); non-strings as given."""
+    if not isinstance(text, str) or not text:
+        return text
+    config.load_dotenv_once()
+    for var in SECRET_VARIABLES:
+        value = os.environ.get(var)
+        if value and len(value) >= MIN_SECRET_LENGTH:
+            text = text.replace(value, f"<{var}>")
+    with _LOCK:
+        registered = sorted(_REGISTERED, key=len, reverse=True)
+    for value in registered:
+        text = text.replace(value, "<api_key>")
+    return text
