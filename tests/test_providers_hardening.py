@@ -18,6 +18,7 @@ from fakes.openai_fake import FakeOpenAI
 
 from gavel.llm import Request
 from gavel.llm.providers import get_provider
+from gavel.llm.providers.base import Provider
 from gavel.llm.records import Response, write_requests
 from gavel.llm.runner import StageRunner
 
@@ -159,10 +160,10 @@ def test_online_failures_are_retried_and_only_successes_cached(provider, tmp_pat
         run = runner(p, tmp_path, max_attempts=3)
         report = run.run(rq, mode="online")
         assert report.failed == [rq[1].custom_id]
-        assert report.responses[rq[0].custom_id].ok and rq[0].custom_id in run.cache
+        assert report.responses[rq[0].custom_id].ok and run.key(rq[0]) in run.cache
         bad = report.responses[rq[1].custom_id]
-        assert bad.status == "errored" and "judge1" in bad.error and rq[1].custom_id not in run.cache
-        assert run.load_state()["failed"] == {rq[1].custom_id: bad.error}
+        assert bad.status == "errored" and "judge1" in bad.error and run.key(rq[1]) not in run.cache
+        assert run.load_state()["failed"] == {run.key(rq[1]): bad.error}
         assert srv.submissions == {"judge0": 2, "judge1": 3, "judge2": 1}
 
 
@@ -209,12 +210,13 @@ def test_vllm_run_batch_process_death_ends_the_batch_with_a_clear_error(tmp_path
     p = get_provider("vllm-batch", folder=tmp_path / "b", command=f"{sys.executable} {RUN_BATCH_FAKE} --die")
     rq = vllm_requests()
     # the timeout only bounds the test on code that waits forever; the process dies at once
-    report = StageRunner("s", p, tmp_path / "run", poll_interval=0.05, progress=False, max_attempts=2).run(rq, timeout=60)
+    run = StageRunner("s", p, tmp_path / "run", poll_interval=0.05, progress=False, max_attempts=2)
+    report = run.run(rq, timeout=60)
     assert sorted(report.failed) == sorted(r.custom_id for r in rq)
     err = report.responses[rq[0].custom_id].error
     assert "died without an exit code" in err and "pid" in err
     state = json.loads((tmp_path / "run" / "state.json").read_text())
-    assert all(state["attempts"][r.custom_id] == 2 for r in rq)  # retryable: sent again, died again
+    assert all(state["attempts"][run.key(r)] == 2 for r in rq)  # retryable: sent again, died again
 
 
 def test_vllm_run_batch_empty_rc_while_running_is_not_an_end(tmp_path):
@@ -264,8 +266,11 @@ def test_write_path_scrubs_what_a_provider_returns_raw(tmp_path, monkeypatch):
     (cache, state, manifest) is scrubbed all the same."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
-    class Raw:
+    class Raw(Provider):  # only what a user's own online provider must write
         name, supports_batch = "raw", False
+
+        def body(self, r):
+            return {"messages": r.messages}
 
         def complete(self, r):
             if r.case_id == "c0":
@@ -300,7 +305,7 @@ def test_cli_stage_prints_no_key(tmp_path):
                                 str(tmp_path / "w2"), "--poll-interval", "0.01"],
                                capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert online.returncode == 1 and "failed" in online.stdout and "<OPENAI_API_KEY>" in online.stdout
-    assert batch.returncode == 1 and "Incorrect API key provided: <OPENAI_API_KEY>" in batch.stderr, batch.stderr
+    assert batch.returncode == 2 and "Incorrect API key provided: <OPENAI_API_KEY>" in batch.stderr, batch.stderr
     for out in (online.stdout, online.stderr, batch.stdout, batch.stderr):
         assert KEY[:12] not in out
     assert not no_key_in(tmp_path)
