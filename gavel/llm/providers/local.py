@@ -201,7 +201,7 @@ class LocalServer(VLLMServer):
         if self.log_path is None:
             fd, name = tempfile.mkstemp(prefix="gavel-local-server-", suffix=".log")
             os.close(fd)
-            self.log_path = Path(name)
+            self.log_path, self._temp_log = Path(name), True  # removed by stop(); kept when the start fails
         log = open(self.log_path, "ab")  # noqa: SIM115 -- the server process owns it while it runs
         started = threading.Event()
         box: dict = {}
@@ -271,6 +271,9 @@ class LocalServer(VLLMServer):
             self.process = None
             self.base_url = None
             self._client = None
+            if getattr(self, "_temp_log", False) and self.log_path is not None:
+                self.log_path.unlink(missing_ok=True)
+                self.log_path, self._temp_log = None, False
             try:
                 atexit.unregister(self.stop)
             except Exception:  # noqa: BLE001 -- interpreter shutting down
