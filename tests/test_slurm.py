@@ -30,14 +30,21 @@ def test_rendered_job_carries_registry_settings(tmp_path):
     assert "${" not in text.replace("${SLURM_JOB_ID:-local}", "")  # every template field was filled
 
 
-def test_vllm_stage_runs_on_slurm(slurm_cluster, tmp_path):
+def vllm_job(tmp_path, n: int, fake_args: str = ""):
+    """n summary requests for Qwen3-32B written to tmp_path, and an sbatch script that serves them with the fake
+    vLLM server (``fake_args`` passed to it) on a free port: (requests, port, script)."""
     requests = [Request(stage="summaries", model="Qwen3-32B", case_id=f"c{i}",
-                        messages=[{"role": "user", "content": f"Summarise case {i} id=c{i}"}]) for i in range(5)]
+                        messages=[{"role": "user", "content": f"Summarise case {i} id=c{i}"}]) for i in range(n)]
     write_requests(tmp_path / "requests.jsonl", requests)
     port = free_port()
     script = render_vllm_job("Qwen3-32B", tmp_path / "requests.jsonl", tmp_path / "work", tmp_path / "job.sbatch",
                              port=port, gpus=None, cpus=1, time_limit="00:05:00", health_timeout=60,
-                             vllm_command=f"{sys.executable} {FAKE_VLLM}", python=sys.executable)
+                             vllm_command=f"{sys.executable} {FAKE_VLLM} {fake_args}".rstrip(), python=sys.executable)
+    return requests, port, script
+
+
+def test_vllm_stage_runs_on_slurm(slurm_cluster, tmp_path):
+    requests, port, script = vllm_job(tmp_path, 5)
     done = slurm_cluster.sbatch_wait(script, timeout=240)
     logs = "\n".join(p.read_text(errors="ignore") for p in (tmp_path / "logs").glob("*"))
     assert done.returncode == 0, done.stderr + logs
@@ -54,13 +61,7 @@ def test_slurm_job_log_holds_no_key(slurm_cluster, tmp_path):
     """The job log is the stage command's stdout: a server that quotes the key in its errors (one request
     always fails) leaves only the scrubbed placeholder there, in the cache and in the run's files."""
     key = "sk-slurm-planted-key-5151515151"
-    requests = [Request(stage="summaries", model="Qwen3-32B", case_id=f"c{i}",
-                        messages=[{"role": "user", "content": f"Summarise case {i} id=c{i}"}]) for i in range(3)]
-    write_requests(tmp_path / "requests.jsonl", requests)
-    port = free_port()
-    script = render_vllm_job("Qwen3-32B", tmp_path / "requests.jsonl", tmp_path / "work", tmp_path / "job.sbatch",
-                             port=port, gpus=None, cpus=1, time_limit="00:05:00", health_timeout=60,
-                             vllm_command=f"{sys.executable} {FAKE_VLLM} --echo-key --fail c0", python=sys.executable)
+    requests, port, script = vllm_job(tmp_path, 3, "--echo-key --fail c0")
     old = slurm_cluster.env.get("VLLM_API_KEY")
     slurm_cluster.env["VLLM_API_KEY"] = key
     try:
