@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from pathlib import Path
 from ..llm.records import Request, canonical_json
 from ..llm.runner import StageRunner
 from ..prompts import render_messages
+from ..stages.answers import json_candidates
 from ..tokens import count_tokens
 from .checklist import NOT_APPLICABLE, ChecklistStore, write_json_atomic
 from .configs import ChecklistConfig
@@ -104,40 +104,11 @@ class AgentError(RuntimeError):
 
 
 # ------------------------------------------------------------------ parsing the model's answer
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def _json_objects(text: str):
-    """Candidate JSON objects in ``text``: fenced blocks first, then each balanced ``{...}`` span."""
-    for m in _FENCE.finditer(text):
-        yield m.group(1).strip()
-    depth, start, in_str, esc = 0, None, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                yield text[start:i + 1]
-
-
 def parse_action(text: str | None) -> tuple[dict | None, str]:
     """``(action, "")`` or ``(None, reason)``. An action is ``{"tool", "args"}`` or ``{"decision": "stop"}``."""
     if not text or not text.strip():
         return None, "empty answer"
-    for candidate in [text.strip(), *_json_objects(text)]:
+    for candidate in [text.strip(), *json_candidates(text)]:
         try:
             obj = json.loads(candidate)
         except json.JSONDecodeError:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .. import items as gitems
 from ..llm.records import Request
 from ..prompts import render, render_messages
+from ..stages.answers import json_candidates
 from ..tokens import count_tokens, truncate_proportionally
 from .corpus import Corpus
 
@@ -105,11 +106,9 @@ def ground(text: str, source_document: str, corpus: Corpus) -> str:
 
 def parse_answer(text: str | None) -> tuple[dict | None, str]:
     """The answer object, or ``(None, reason)``."""
-    from .agent import _json_objects
-
     if not text or not text.strip():
         return None, "empty answer"
-    for candidate in [text.strip(), *_json_objects(text)]:
+    for candidate in [text.strip(), *json_candidates(text)]:
         try:
             obj = json.loads(candidate)
         except json.JSONDecodeError:

@@ -86,6 +86,11 @@ def _balanced_objects(text: str) -> list[str]:
     return out
 
 
+def json_candidates(text: str) -> list[str]:
+    """Where a JSON object may sit in an answer: each fenced block's content, then every top-level ``{...}``."""
+    return [block.strip() for block in _FENCE.findall(text)] + _balanced_objects(text)
+
+
 def _loads(candidate: str) -> tuple[object, list[str]]:
     try:
         return json.loads(candidate), []
