@@ -45,7 +45,7 @@ $(eval $(call figure_notebook,02_checklist_groups,fig03_groups))
 $(eval $(call figure_notebook,03_item_analysis,fig04_item_analysis_gemini-2.5-flash fig04_item_analysis_gemini-2.5-pro fig04_item_analysis_claude-sonnet-4-20250514-thinking))
 $(eval $(call figure_notebook,04_item_scores,fig10_12_item_scores))
 $(eval $(call figure_notebook,05_summary_length,fig06_summary_length))
-$(eval $(call figure_notebook,13_metric_agreement,metric_agreement evidence_grounding))
+$(eval $(call figure_notebook,15_metric_agreement,metric_agreement evidence_grounding))
 $(eval $(call figure_notebook,06_document_extraction,fig05_document_extraction fig08_document_input_tokens fig08_document_output_tokens))
 
 help: ## List the targets
