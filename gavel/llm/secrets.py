@@ -12,8 +12,11 @@ import threading
 
 from .. import config
 
-SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY",
-                    "HF_TOKEN")
+#: the environment variables (or .env entries) holding each hosted provider's API key, any one of which will do
+KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+                 "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+#: every variable whose value is scrubbed: the providers' keys, a vLLM server's key, a Hugging Face token
+SECRET_VARIABLES = (*(v for names in KEY_VARIABLES.values() for v in names), "VLLM_API_KEY", "HF_TOKEN")
 MIN_SECRET_LENGTH = 8  # shorter values ("EMPTY", "x") are placeholders, not secrets
 _REGISTERED: set[str] = set()
 _LOCK = threading.Lock()

@@ -93,8 +93,8 @@ class AnthropicBatch(Provider):
     def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
         """Message batches carry no metadata, so our batch is recognised by its requests' custom_ids. Candidates
         are the batches created after the recorded intent that this run does not know. An ended candidate is
-        ours when it holds as many requests as the intent and every custom_id its results show is the intent's. One still in progress shows only its
-        request count: it is adopted when it is the only candidate whose count matches (an adopted batch that
+        ours when it holds as many requests as the intent and every custom_id its results show is the
+        intent's. One still in progress shows only its request count: it is adopted when it is the only candidate whose count matches (an adopted batch that
         turns out to be another's yields no result for our ids; fetch keeps none of its foreign ids). Two or
         more such candidates: a ProviderError, and nothing is resent (rerun once they ended). No candidate:
         None (the batch never reached the provider)."""

@@ -10,11 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..records import Request, Response
-from ..secrets import scrub
-
-#: the environment variables (or .env entries) holding each hosted provider's API key, any one of which will do
-KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
-                 "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+from ..secrets import KEY_VARIABLES, scrub
 
 
 class ProviderError(RuntimeError):
