@@ -142,11 +142,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .items import item
 
     summaries = []
-    for path in args.summaries:  # a file in an unknown shape is reported; the other files go on
+    for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
+        problems: list[str] = []
         try:
-            summaries += pipeline.read_summaries(path, args.name)
+            summaries += pipeline.read_summaries(path, args.name, problems)
         except (pipeline.InputError, OSError) as err:
             print(f"skipped {path}: {err}", file=sys.stderr)
+        for message in problems:
+            print(f"skipped {message}", file=sys.stderr)
     if not summaries:
         print("no summaries to evaluate", file=sys.stderr)
         return 2

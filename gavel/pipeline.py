@@ -301,12 +301,22 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
 
 
 # ---------- inputs ----------
-def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[str, str, str]]:
+def read_summaries(path: str | Path, subject: str | None = None,
+                   problems: list[str] | None = None) -> list[tuple[str, str, str]]:
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
     ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
-    release's files, the file name otherwise, or each JSONL line's ``model``). A record of another shape raises :class:`InputError` naming the file and record."""
+    release's files, the file name otherwise, or each JSONL line's ``model``). A file of no known shape raises
+    :class:`InputError`. A record that cannot be read (a line that is not JSON, a summary that is not text)
+    raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
+    and the file's other records are kept."""
     path = Path(path)
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise InputError(message)
+        problems.append(message)
+
     name = subject or path.stem
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
@@ -317,10 +327,12 @@ def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[s
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as err:
-                raise InputError(f"{path}, line {n}: not JSON ({err})") from None
+                bad(f"{path}, line {n}: not JSON ({err})")
+                continue
             body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
             if not isinstance(body, str) or "case_id" not in rec:
-                raise InputError(f"{path}, line {n}: expected an object with case_id and summary")
+                bad(f"{path}, line {n}: expected an object with case_id and summary")
+                continue
             out.append((subject or rec.get("model") or name, str(rec["case_id"]), body))
         return out
     try:
@@ -337,7 +349,8 @@ def read_summaries(path: str | Path, subject: str | None = None) -> list[tuple[s
         if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
             body = body.get("summary/long", body.get("summary"))
         if not isinstance(body, str):
-            raise InputError(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+            bad(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+            continue
         out.append((name, str(case_id), body))
     return out
 

@@ -3,6 +3,10 @@ StageRunner, unusable answers are re-asked and then recorded, scores are written
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -94,6 +98,16 @@ def test_bad_input_names_the_record_and_the_rest_goes_on(tmp_path):
     lines.write_text('{"case_id": "1", "summary": "x"}\nnot json\n')
     with pytest.raises(pipeline.InputError, match="s.jsonl, line 2: not JSON"):
         pipeline.read_summaries(lines)
+    # given a list for the problems, a bad record is named there and the file's other records are kept
+    lines.write_text('{"case_id": "1", "summary": "x"}\nnot json\n{"case_id": "3"}\n{"case_id": "4", "text": "y"}\n')
+    problems = []
+    assert pipeline.read_summaries(lines, "m", problems) == [("m", "1", "x"), ("m", "4", "y")]
+    assert [p.split(": ")[0] for p in problems] == [f"{lines}, line 2", f"{lines}, line 3"]
+    obj = tmp_path / "s.json"
+    obj.write_text('{"1": "x", "2": 5, "3": "z"}')
+    problems = []
+    assert pipeline.read_summaries(obj, "m", problems) == [("m", "1", "x"), ("m", "3", "z")]
+    assert problems == [f"{obj}, case 2: summary is int, not text"]
 
 
 def test_ab_order_is_seeded_and_mapped_back():
@@ -119,3 +133,19 @@ def test_pipeline_tables_have_the_results_shapes_and_figure_2_draws_them(tmp_pat
     fig = figures.fig_benchmark({"summary_s_checklist": tables["summary_s_checklist"],
                                  "summary_bootstrap": tables["summary_bootstrap"]})
     assert len(fig.axes) >= 2
+
+
+def test_cli_evaluate_names_a_bad_line_and_scores_the_rest(tmp_path):
+    """`python -m gavel evaluate` with a summaries file holding one unreadable line: the line is named on
+    stderr, the file's good summary is evaluated (mock provider), exit status 0."""
+    (tmp_path / "s.jsonl").write_text('{"case_id": "1", "summary": "The court approved a settlement in 2019."}\n'
+                                      'not json\n')
+    (tmp_path / "refs.json").write_text('{"1": "The parties settled in 2019; the court approved it."}')
+    done = subprocess.run([sys.executable, "-m", "gavel", "evaluate", "--summaries", "s.jsonl", "--references",
+                           "refs.json", "--provider", "mock", "--out", "out", "--items", "filing_date"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert "skipped s.jsonl, line 2: not JSON" in done.stderr
+    scores = pd.read_csv(tmp_path / "out" / "scores.csv", dtype={"case_id": str})
+    assert list(scores["case_id"]) == ["1"]
