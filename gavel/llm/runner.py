@@ -37,14 +37,14 @@ import hashlib
 import json
 import os
 import platform
+import queue
 import socket
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -337,27 +337,22 @@ class StageRunner:
         while todo and attempt < self.max_attempts:
             attempt += 1
             retry = []
-            pool = ThreadPoolExecutor(max_workers=self.concurrency)
             try:
-                futures = {pool.submit(self.provider.complete, r): r for r in todo}
-                for fut in as_completed(futures):
-                    r = futures[fut]
-                    resp = fut.result()
-                    sent += 1
-                    if resp.ok:
-                        self.cache.put(resp, keys[r.custom_id])
-                        bar.update(1)
-                    else:
-                        retry.append(r)
-                    responses[r.custom_id] = resp
+                with closing(self._calls(todo)) as calls:
+                    for r, resp in calls:
+                        sent += 1
+                        if resp.ok:
+                            self.cache.put(resp, keys[r.custom_id])
+                            bar.update(1)
+                        else:
+                            retry.append(r)
+                        responses[r.custom_id] = resp
             except BaseException:
-                # interrupted (Ctrl-C, a kernel interrupt): queued requests are not sent, and a provider that
-                # runs its own server (local) stops it, so calls in flight end now instead of when answered
-                pool.shutdown(wait=False, cancel_futures=True)
+                # interrupted (Ctrl-C, a kernel interrupt) or a call raised: queued requests are not sent, and a
+                # provider that runs its own server (local) stops it, so calls in flight end now, not when answered
                 if callable(getattr(self.provider, "stop", None)):
                     self.provider.stop()
                 raise
-            pool.shutdown()
             todo = retry
             if todo and attempt < self.max_attempts:
                 time.sleep(min(60.0, 2.0 ** attempt * 0.5))
@@ -368,6 +363,46 @@ class StageRunner:
         state["failed"].update({keys[cid]: responses[cid].error for cid in failed})
         self.save_state(state)
         return RunReport(responses=responses, sent=sent, cached=cached, failed=failed, batches=[])
+
+    def _calls(self, requests: list[Request]):
+        """``provider.complete`` of each request on up to ``concurrency`` threads; yields ``(request, response)``
+        as calls end. The threads are daemons and nothing joins them: an interrupted run (Ctrl-C, a kernel
+        interrupt) returns at once instead of waiting for the calls in flight (a hosted API call may take
+        minutes; the interpreter joins a ThreadPoolExecutor's threads before it exits). Requests not yet
+        started when the run is interrupted, or when a call raises, are never sent; an answer that arrives
+        after that is dropped (not cached: the workdir lock is no longer held)."""
+        jobs: queue.SimpleQueue = queue.SimpleQueue()
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        for r in requests:
+            jobs.put(r)
+        cancelled = threading.Event()
+
+        def work():
+            while not cancelled.is_set():
+                try:
+                    r = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((r, self.provider.complete(r), None))
+                except BaseException as err:  # noqa: BLE001 -- re-raised in the runner's thread
+                    done.put((r, None, err))
+
+        for i in range(min(self.concurrency, len(requests))):
+            threading.Thread(target=work, name=f"gavel-{self.stage}-{i}", daemon=True).start()
+        try:
+            for _ in range(len(requests)):
+                while True:
+                    try:  # a timed wait, so a signal is handled while nothing arrives
+                        r, resp, err = done.get(timeout=0.5)
+                        break
+                    except queue.Empty:
+                        continue
+                if err is not None:
+                    raise err
+                yield r, resp
+        finally:
+            cancelled.set()
 
     def _submit(self, state: dict, chunk: list[Request], keys: dict[str, str]) -> None:
         """Record an intent, submit, record the batch id. A submission that raises leaves no intent behind

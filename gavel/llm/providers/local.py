@@ -37,7 +37,7 @@ import urllib.request
 from importlib import resources
 from pathlib import Path
 
-from ..records import Request
+from ..records import Request, canonical_json
 from .base import ProviderError
 from .openai_batch import DEFAULT_TIMEOUT, OpenAIBatch
 from .vllm import VLLMServer
@@ -45,6 +45,7 @@ from .vllm import VLLMServer
 HOST = "127.0.0.1"  # never any other address
 PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when the server is stopped
 _VERIFIED: dict[tuple, str] = {}  # (path, size, mtime) -> sha256 already checked in this process
 
 
@@ -248,13 +249,16 @@ class LocalServer(VLLMServer):
         except OSError:
             return ""
 
-    def _kill(self) -> None:
+    def _kill(self, grace: float = STOP_GRACE) -> None:
+        """SIGTERM to the server's process group, SIGKILL after ``grace`` seconds. The grace is short on
+        purpose: uvicorn's graceful shutdown waits for the generation in flight to finish (minutes for a long
+        answer), and the server keeps nothing worth a wait."""
         proc = self.process
         if proc is None:
             return
         try:
             os.killpg(proc.pid, signal.SIGTERM)  # the server leads its own process group
-            proc.wait(timeout=10)
+            proc.wait(timeout=grace)
         except ProcessLookupError:
             pass
         except subprocess.TimeoutExpired:
@@ -265,7 +269,9 @@ class LocalServer(VLLMServer):
             proc.wait(timeout=10)
 
     def stop(self) -> None:
-        """Stop the server (idempotent); the next request starts a fresh one."""
+        """Stop the server (idempotent), within ``STOP_GRACE`` seconds whatever it is doing: generating, or
+        still starting (a start waiting for it then fails at once). The next request starts a fresh one."""
+        self._kill()  # not under the lock: start() holds it while it waits for the server to answer
         with self._lock:
             self._kill()
             self.process = None
@@ -313,4 +319,16 @@ class LocalServer(VLLMServer):
             if "schema" not in request.schema:
                 raise ProviderError(f"request {request.custom_id}: schema must be {{'name': ..., 'schema': {{...}}}}")
             body["response_format"] = {"type": "json_object", "schema": request.schema["schema"]}
+        if body.get("seed") is None:
+            body["seed"] = request_seed(request.custom_id, body)
         return body
+
+
+def request_seed(custom_id: str, body: dict) -> int:
+    """The sampling seed of one request: a hash of its custom_id and its body (without a seed), so that its
+    answer depends on the request alone. Without a seed in the request, llama-cpp-python seeds each
+    request from the seed of the one before (``random.Random(previous).randint``): an answer then depends on
+    how many requests the server answered before it, and a resumed run (a fresh server) answers
+    differently from an uninterrupted one."""
+    material = canonical_json({"custom_id": custom_id, "body": {k: v for k, v in body.items() if k != "seed"}})
+    return int.from_bytes(hashlib.sha256(material.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
