@@ -169,30 +169,98 @@ def test_server_binds_loopback_only(local_server):
     assert os.getpgid(pid) == pid  # leads its own process group, so stop() reaches everything it starts
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_cmd(*args: str) -> list[str]:
+    return [sys.executable, str(Path(__file__).with_name("local_kill_worker.py")), *args]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_killed_runner_leaves_no_server(local_server, tmp_path, sig):
     """The runner process starts the server (from a worker thread that has ended since), is killed while the
-    server generates, and the server must be gone by PID."""
-    worker = Path(__file__).with_name("local_kill_worker.py")
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, str(worker), str(tmp_path)], cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(root)})
+    server generates, and the server must be gone by PID. SIGINT is Ctrl-C: the runner itself stops the server
+    (it is gone by the time the runner has exited) and the KeyboardInterrupt reaches the caller, whatever was
+    in flight. The worker gives SIGINT Python's default handler, as a terminal would: under `cmd &` in a
+    non-interactive shell (CI) the test process, and so the worker, inherit SIGINT ignored."""
+    proc = subprocess.Popen(worker_cmd("kill", str(tmp_path)), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=WORKER_ENV)
     pid_file = tmp_path / "server.pid"
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 300  # guards against a hung worker only
         while not pid_file.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         assert pid_file.exists(), f"worker never started a server: {proc.communicate()[0].decode()[-2000:]}"
         server_pid = int(pid_file.read_text())
-        time.sleep(1.0)  # the long request is running: the worker's runner thread is busy
+        # kill on an event, not after a guessed delay: the server has spent CPU on the long request
+        start = cpu_seconds(server_pid)
+        while alive(server_pid) and cpu_seconds(server_pid) < start + 0.5 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert alive(server_pid), "the server died with the worker thread that started it"
+        assert proc.poll() is None, proc.communicate()[0].decode()[-2000:]
         proc.send_signal(sig)
-        proc.wait(timeout=60)
+        output = proc.communicate(timeout=120)[0].decode()  # a guard: Ctrl-C takes seconds
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130 and "INTERRUPTED" in output, (proc.returncode, output[-2000:])
+            assert not alive(server_pid), "Ctrl-C: the runner returned while its server still ran"
+        else:
+            assert proc.returncode == -sig, (proc.returncode, output[-2000:])
         assert wait_until_gone(server_pid), f"llama.cpp server {server_pid} outlived its runner ({sig.name})"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_killed_and_resumed_run_answers_like_an_uninterrupted_one(local_server, tmp_path):
+    """16 sampled requests (temperature 1.0): a run killed (SIGKILL) after 6 answers and resumed with another
+    server gives the same 16 answers, answer for answer, as an uninterrupted run -- each answer depends on its
+    request alone (a seed derived from it), not on what the server answered before it. The uninterrupted run
+    goes through the module's server, which has answered other tests' requests before."""
+    from local_kill_worker import resume_requests
+
+    n, kill_after = 16, 6
+    requests = resume_requests(n)
+    assert len({local_server.body(r)["seed"] for r in requests}) == n  # one seed per request
+    assert local_server.body(requests[0]) == local_server.body(resume_requests(n)[0])  # fixed, not drawn
+    clean = StageRunner("localresume", local_server, tmp_path / "clean", progress=False, concurrency=1)
+    expected = {cid: r.text for cid, r in clean.run(requests, mode="online").responses.items()}
+    assert len(expected) == n and all(expected.values())
+    assert len(set(expected.values())) > n // 2  # sampled, varied answers: a seed that did nothing would show
+
+    workdir = tmp_path / "killed"
+    proc = subprocess.Popen(worker_cmd("run", str(workdir), str(n)), cwd=ROOT, env=WORKER_ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 600  # guards against a hung worker only
+        while (proc.poll() is None and time.monotonic() < deadline
+               and len(list((workdir / "cache").rglob("*.json"))) < kill_after):
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the worker ended before it was killed: {proc.communicate()[0].decode()[-2000:]}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    answered = len(list((workdir / "cache").rglob("*.json")))
+    assert kill_after <= answered < n
+
+    with LocalServer() as fresh:  # a server that has answered nothing yet
+        resumed = StageRunner("localresume", fresh, workdir, progress=False, concurrency=1).run(requests,
+                                                                                            mode="online")
+    assert resumed.cached == answered and resumed.sent == n - answered and not resumed.failed
+    got = {cid: r.text for cid, r in resumed.responses.items()}
+    differ = [cid for cid in expected if got[cid] != expected[cid]]
+    assert not differ, f"{len(differ)} of {n} answers differ from the uninterrupted run, e.g. " \
+                       f"{got[differ[0]]!r} != {expected[differ[0]]!r}"
 
 
 def test_mock_then_local_run_sends_to_the_local_model(local_server, tmp_path):
