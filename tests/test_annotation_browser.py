@@ -13,7 +13,7 @@ import uuid
 import pytest
 from annotation_server import AppServer
 
-from gavel import config
+from gavel.core import config
 
 pytest.importorskip("playwright", reason="browser tests need the playwright package (annotation extra)")
 from playwright.sync_api import sync_playwright  # noqa: E402

@@ -29,7 +29,8 @@ from flask import (
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
-from .. import items as gitems
+from gavel.core import items as gitems
+
 from .auth import verify_password
 from .db import Answer, Assignment, Store, Task, User
 from .tasks import COMPARISON_LABELS, PREFERENCES, STYLE_SCALES

@@ -11,7 +11,7 @@ Three kinds of task, each a dict ``{key, kind, case_id, source, payload}`` for `
 * style of a model summary against the human summary of the same case; the two are shown in an order drawn
   per task (``order``), so annotators cannot tell which is the human one.
 
-Evidence given only as text (LLM extractions) is located in the summary with gavel.grounding (exact, normalised, fuzzy); evidence not found
+Evidence given only as text (LLM extractions) is located in the summary with gavel.ref.grounding (exact, normalised, fuzzy); evidence not found
 is kept as text with no span and counted in ``payload['unlocated']`` rather than dropped.
 """
 
@@ -22,9 +22,9 @@ from collections import defaultdict
 
 import pandas as pd
 
-from .. import items as gitems
-from ..grounding import locate
-from ..metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from gavel.core import items as gitems
+from gavel.metrics.metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from gavel.ref.grounding import locate
 
 STYLE_SCALES = {
     "readability_jargon": (

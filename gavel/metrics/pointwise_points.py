@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from .. import prompts
-from ..llm.records import Request, Response
-from .answers import AnswerError, json_answer
+from gavel.answers import AnswerError, json_answer
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts
 
 STAGE = "pointwise_points"
 SCHEMA = {"name": "points", "schema": {

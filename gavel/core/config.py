@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = REPO_ROOT / "data"
 DEFAULT_RELEASE_DIR = DATA_DIR / "external" / "gavel"
 RESULTS_DIR = DATA_DIR / "results"
@@ -73,7 +73,7 @@ class Model:
     llm: dict = field(default_factory=dict)  # backend settings (see gavel.llm.registry)
 
 
-#: environment variable (or .env entry) naming the user's own models file, merged over gavel/models.yaml
+#: environment variable (or .env entry) naming the user's own models file, merged over gavel/core/models.yaml
 MODELS_ENV = "GAVEL_MODELS"
 MODEL_FIELDS = ("release_name", "label", "provider", "open_weights", "settings", "llm")
 LLM_FIELDS = ("model_id", "context_window", "max_output_tokens", "sampling", "quirks", "price")
@@ -136,7 +136,7 @@ def _merged_registry(path: str, _stamp: int) -> dict:
 
 
 def _read_user_models(path: Path) -> list[dict]:
-    from .llm.registry import PROVIDERS
+    from gavel.llm.registry import PROVIDERS
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -148,7 +148,7 @@ def _read_user_models(path: Path) -> list[dict]:
         raise ModelsFileError(f"{path}: cannot read the models file named by {MODELS_ENV} ({err})") from None
     if not isinstance(data, dict) or not isinstance(data.get("models"), list) or set(data) - {"models"}:
         raise ModelsFileError(f"{path}: a models file is a mapping with one key, `models:`, holding a list of "
-                              f"entries like gavel/models.yaml's (release_name, provider, llm: {{model_id, "
+                              f"entries like gavel/core/models.yaml's (release_name, provider, llm: {{model_id, "
                               f"context_window, max_output_tokens, ...}})")
     for n, entry in enumerate(data["models"], 1):
         where = f"{path}, models entry {n}"
@@ -182,10 +182,10 @@ def _read_user_models(path: Path) -> list[dict]:
 def _check_new_model(path: str, entry: dict) -> None:
     where = f"{path}, model {entry['release_name']}"
     if "provider" not in entry:
-        raise ModelsFileError(f"{where}: a model not in gavel/models.yaml needs field 'provider'")
+        raise ModelsFileError(f"{where}: a model not in gavel/core/models.yaml needs field 'provider'")
     missing = [k for k in _REQUIRED_LLM if k not in entry.get("llm", {})]
     if missing:
-        raise ModelsFileError(f"{where}: a model not in gavel/models.yaml needs field 'llm.{missing[0]}' "
+        raise ModelsFileError(f"{where}: a model not in gavel/core/models.yaml needs field 'llm.{missing[0]}' "
                               f"(llm needs {', '.join(_REQUIRED_LLM)})")
 
 
@@ -208,7 +208,7 @@ def model(release_name: str) -> Model:
     for m in models() + local_models() + user_models():
         if m.release_name == release_name:
             return m
-    where = f"gavel/models.yaml or {models_file()}" if models_file() else "gavel/models.yaml"
+    where = f"gavel/core/models.yaml or {models_file()}" if models_file() else "gavel/core/models.yaml"
     raise KeyError(f"unknown model {release_name!r}: not in {where}; add it to your own models file named by "
                    f"{MODELS_ENV} (environment or .env)")
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..checklist import comparable_values
-from ..items import ITEM_KEYS, item
-from ..llm.providers.replay import ReplayProvider
-from ..llm.records import Request
-from ..llm.runner import StageRunner
-from . import compare, score
+from gavel.core.checklist import comparable_values
+from gavel.core.items import ITEM_KEYS, item
+from gavel.llm.providers.replay import ReplayProvider
+from gavel.llm.records import Request
+from gavel.llm.runner import StageRunner
+from gavel.ref.stages import compare, score
 
 JUDGE = "gemma-3-27b-it"  # the release's judge model (paper §3)
 
@@ -135,9 +135,9 @@ __all__ = ["document_pairs", "document_lookup", "document_replay", "compare_with
 
 
 def explain_cells(rel, rows: pd.DataFrame) -> pd.DataFrame:
-    """Cells where the replayed pipeline and ``make results`` (gavel.reconstruct) disagree, each with its
+    """Cells where the replayed pipeline and ``make results`` (gavel.paper.reconstruct) disagree, each with its
     reason. ``rows``: the compare rows of ``document_replay``."""
-    from .. import reconstruct
+    from gavel.paper import reconstruct
 
     cells = reconstruct.document_cells(rel)
     cells["subject"] = [subject_of(*k) for k in cells[["method", "model", "configuration"]].itertuples(index=False)]

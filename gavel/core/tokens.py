@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .config import REPO_ROOT
+from gavel.core.config import REPO_ROOT
 
 # name -> (URL tiktoken downloads it from, sha256 tiktoken expects)
 ENCODINGS = {

@@ -1,7 +1,7 @@
 """Compare stage: one item's values from a model's summary against the reference's -> a matching score.
 
 Gating (the rules that explain the released judgments, ``../shared/notes/release-facts.md``): values are first
-made comparable (``gavel.checklist.comparable_values``: stripped, "Not Applicable" dropped), then
+made comparable (``gavel.core.checklist.comparable_values``: stripped, "Not Applicable" dropped), then
 
 =================  ==================================  ============
 gate               when                                 score
@@ -27,11 +27,12 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from .. import judge, prompts, scoring
-from ..checklist import comparable_values
-from ..items import item as item_named
-from ..llm.records import Request, Response
-from .answers import AB_LABELS, AnswerError, json_answer, relation_answer
+from gavel.answers import AB_LABELS, AnswerError, json_answer, relation_answer
+from gavel.core.checklist import comparable_values
+from gavel.core.items import item as item_named
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts, scoring
+from gavel.release import judge
 
 STAGE = "compare"
 GATES = ("not_applicable", "one_empty", "identical", "single", "multi", "unknown")

@@ -1,7 +1,7 @@
 """The pointwise metric (seed 003): a summary is split into *points* paragraph by paragraph; each reference
 point is matched to at most one candidate point (full or partial match); recall is the weighted share of
 reference points matched, precision the weighted share of candidate points matched. Pure functions; the LLM
-steps (point extraction, pair judgments) are stages (gavel.stages.pointwise) whose parsed rows land here.
+steps (point extraction, pair judgments) are stages (gavel.ref.stages.pointwise) whose parsed rows land here.
 
 Weights (Appendix A.3). Points are lemmatised with simplemma (English; data ships in the package, works
 offline); a lemma is a lower-cased word token (letters or digits). For paragraph P and lemma l,
@@ -25,7 +25,7 @@ One-to-one assignment, two ways (``assign(..., method=)``):
 
 Easiness (Appendix A.6) of extracted points against human points: ``E_R`` = mean over human points of the
 best ROUGE-1 F1 with any generated point, ``E_P`` = mean over generated points of the best with any human
-point (ROUGE-1 as in gavel.metrics: rouge-score's tokenizer with stemming).
+point (ROUGE-1 as in gavel.metrics.text: rouge-score's tokenizer with stemming).
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def score(reference_weights: Sequence[float], candidate_weights: Sequence[float]
 # ---------------------------------------------------------------------------------------------- pre-selection
 def similarity_matrix(reference_points: Sequence[str], candidate_points: Sequence[str], **embed_kwargs) -> np.ndarray:
     """Cosine similarity of every reference point (rows) with every candidate point (columns)."""
-    from . import metrics
+    from gavel.metrics import text as metrics
 
     vecs = metrics.embed_texts(list(reference_points) + list(candidate_points), **embed_kwargs)
     return vecs[:len(reference_points)] @ vecs[len(reference_points):].T
@@ -228,7 +228,7 @@ def preselection_loss(similarity: np.ndarray, judged_all: Mapping[tuple[int, int
 # ---------------------------------------------------------------------------------------------- easiness
 def easiness(human_points: Sequence[str], generated_points: Sequence[str]) -> tuple[float, float]:
     """(E_R, E_P) of Appendix A.6 with ROUGE-1 F1."""
-    from . import metrics
+    from gavel.metrics import text as metrics
 
     if not human_points or not generated_points:
         raise PointwiseError("easiness needs at least one human and one generated point")

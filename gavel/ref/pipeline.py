@@ -1,6 +1,6 @@
 """GAVEL-REF end to end: summaries -> extract -> compare -> residual -> style -> scores.
 
-``evaluate`` composes the stages (``gavel.stages``) through one ``StageRunner`` per stage (cached,
+``evaluate`` composes the stages (``gavel.ref.stages``) through one ``StageRunner`` per stage (cached,
 resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables to ``out``:
 
 ``values.csv``      extracted values with evidence, offsets and grounding status (model and reference sides)
@@ -11,7 +11,7 @@ resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables t
 ``scores.csv``      per summary: S_checklist (best, low, high), S_residual, S_style, r (own and reference),
                     S_GAVEL-REF
 ``model_scores.csv`` per model (and per length bin when bins are given): means and bootstrap intervals
-``summary_s_checklist.csv``, ``summary_bootstrap.csv``  the shapes of ``data/results/``: ``gavel.figures``
+``summary_s_checklist.csv``, ``summary_bootstrap.csv``  the shapes of ``data/results/``: ``gavel.paper.figures``
                     draws them (e.g. Figure 2 of a new run); ``gavel_ref_scores.csv`` all components per model
 
 Unusable answers are re-asked at most ``answers.MAX_REASKS`` times (the previous answer and the reason are
@@ -29,12 +29,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import config, prompts
-from .items import ITEMS, Item
-from .llm.records import Request, Response
-from .llm.runner import PENDING_ERROR, StageRunner
-from .stages import answers, compare, extract, residual, score, style
-from .stages import summarize as summarize_stage
+from gavel import answers
+from gavel.core import config
+from gavel.core.items import ITEMS, Item
+from gavel.llm.records import Request, Response
+from gavel.llm.runner import PENDING_ERROR, StageRunner
+from gavel.ref import prompts
+from gavel.ref.stages import compare, extract, residual, score, style
+from gavel.ref.stages import summarize as summarize_stage
 
 REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
@@ -367,7 +369,7 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
     """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
     (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
-    from .llm.runner import StageRunner
+    from gavel.llm.runner import StageRunner
 
     s = settings
     kept = [(subj, c, t) for subj, c, t in summaries if c in references]
@@ -436,7 +438,7 @@ def stand_in_answer(request: Request) -> str:
 
 def provider(name: str, base_url: str | None = None, **kwargs):
     """A provider by name for the pipeline: ``mock`` answers with :func:`stand_in_answer`."""
-    from .llm.providers import get_provider
+    from gavel.llm.providers import get_provider
 
     if name == "mock":
         kwargs.setdefault("answer", stand_in_answer)
@@ -486,14 +488,14 @@ class NotebookRun:
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
                  items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
-    from .items import item as item_named
+    from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
             for row in read_summaries(_in_repo(path))]
     if references:
         refs, bins = {c: t for _, c, t in read_summaries(_in_repo(references), "human")}, {}
     else:
-        from .release import load_release
+        from gavel.release import load_release
 
         refs, bins = release_references(load_release())
     roles = default_roles()
@@ -537,8 +539,8 @@ def unusable_answers(tables: dict) -> pd.DataFrame:
 # ---------- the same table shapes as data/results/ ----------
 def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
     """``summary_s_checklist`` and ``summary_bootstrap`` in the shapes of ``data/results/`` (so
-    ``gavel.figures`` draws a new run beside the paper's), plus ``gavel_ref_scores`` with every component."""
-    from . import config
+    ``gavel.paper.figures`` draws a new run beside the paper's), plus ``gavel_ref_scores`` with every component."""
+    from gavel.core import config
 
     frame = scores.copy()
     if "bin" not in frame:

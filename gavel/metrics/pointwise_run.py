@@ -18,8 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import pointwise
-from .stages import pointwise_match, pointwise_points
+from gavel.metrics import pointwise, pointwise_match, pointwise_points
 
 
 def _run(runner, jobs, parse, mode):

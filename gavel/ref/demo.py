@@ -6,12 +6,12 @@ and one JSON answer constrained by a schema. The demo prints the raw answers, pa
 stops the server. A second run answers everything from the runner's cache: 0 requests sent, and the server
 is never started.
 
-After the steps, ``gavel_ref`` runs the whole GAVEL-REF pipeline (``gavel.pipeline``) on the passage against a
+After the steps, ``gavel_ref`` runs the whole GAVEL-REF pipeline (``gavel.ref.pipeline``) on the passage against a
 second account of the same made-up case (one item), through the same provider.
 
 A demo step is a stage's two plain functions, ``(stage, build, parse)``: ``build(model) -> [Request]`` and
 ``parse(request, response) -> [row]``. Adding the GAVEL-REF pipeline is one more entry in ``STEPS`` (or a
-``steps=`` argument) built from ``gavel/stages/``; ``run`` handles failed and truncated answers for every
+``steps=`` argument) built from ``gavel/ref/stages/``; ``run`` handles failed and truncated answers for every
 step the same way, so a step's parser only sees complete answers.
 """
 
@@ -21,9 +21,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from .llm.records import Request, Response
-from .llm.runner import DEFAULT_RUNS_DIR, StageRunner
-from .prompts import render_messages
+from gavel.llm.records import Request, Response
+from gavel.llm.runner import DEFAULT_RUNS_DIR, StageRunner
+from gavel.ref.prompts import render_messages
 
 # A made-up case passage (written for this demo; no real parties).
 PASSAGE = (
@@ -124,12 +124,12 @@ def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] =
     REFERENCE, one item, the same model as extractor and judge."""
     import pandas as pd
 
-    from . import pipeline
-    from .items import item
+    from gavel.core.items import item
+    from gavel.ref import pipeline
 
     settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),), max_tokens=256)
     tables = pipeline.evaluate([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir, settings)
-    show(f"== GAVEL-REF (gavel.pipeline): sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}")
+    show(f"== GAVEL-REF (gavel.ref.pipeline): sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}")
     with pd.option_context("display.width", 160, "display.max_colwidth", 60):
         show(tables["answers"][["stage", "subject", "item", "round", "status", "detail"]].to_string(index=False))
         show(tables["scores"][["subject", "s_checklist", "s_residual", "s_style", "r_reference", "s_gavel_ref"]]
@@ -143,7 +143,7 @@ def run(provider=None, steps: list[Step] | None = None, model: str | None = None
     """Run every step through the runner; returns ``{stage: {"report": RunReport, "outcomes": {cid: ...}}}``.
     ``provider`` defaults to a LocalServer that this call stops at the end (a provider passed in is left
     running for its owner)."""
-    from .llm.providers.local import LocalServer, default_model
+    from gavel.llm.providers.local import LocalServer, default_model
 
     own = provider is None
     provider = provider or LocalServer()

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .. import prompts, scoring
-from ..llm.records import Request, Response
-from .answers import AnswerError, json_answer
+from gavel.answers import AnswerError, json_answer
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts, scoring
 
 STAGE = "style"
 #: aspect key (scoring.STYLE_ASPECTS) -> (label, what to compare, scale 5..1)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .judge import RELATION_SCORE
+from gavel.release.judge import RELATION_SCORE
 
 ALPHA = 0.9
 STYLE_ASPECTS = ("readability_jargon", "narrative_order", "sentence_structure_voice", "formatting_layout",

@@ -2,7 +2,7 @@
 reasoning text, a 1-10 score per named criterion, and an overall 1-10 score.
 
 Criteria come from a YAML file (``load_criteria``; the shipped legal-summary set is
-``gavel/criteria/legal_summary.yaml``). The answer is structured: the request carries a JSON Schema with the
+``gavel/metrics/criteria/legal_summary.yaml``). The answer is structured: the request carries a JSON Schema with the
 reasoning first, the criterion scores, then the overall score, and every answer is checked against it. An
 answer that cannot be read, or that misses a criterion, scores outside 1-10 or gives a non-integer, is
 recorded with its reason (``status``) and never scored.
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import yaml
 
-from .. import prompts
-from ..llm.records import Request, Response
-from .answers import AnswerError, json_answer
+from gavel.answers import AnswerError, json_answer
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts
 
 STAGE = "casegen_judge"
-DEFAULT_CRITERIA = Path(__file__).resolve().parent.parent / "criteria" / "legal_summary.yaml"
+DEFAULT_CRITERIA = Path(__file__).resolve().parent / "criteria" / "legal_summary.yaml"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ never turns into a silent 0, 1 or NaN: the value is None and the status says why
 
 Statistics come from the well-kept libraries: Cohen's kappa from scikit-learn (unweighted and quadratic
 weighted: the paper does not say which it used), Fleiss' kappa from statsmodels, Krippendorff's alpha from
-``krippendorff``; accuracy and the confusion matrix from scikit-learn. S_checklist uses gavel.scoring.
+``krippendorff``; accuracy and the confusion matrix from scikit-learn. S_checklist uses gavel.ref.scoring.
 
 Inputs are plain tables:
 
@@ -42,10 +42,11 @@ import pandas as pd
 from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix
 from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
 
-from . import items as gitems
-from . import scoring
-from .grounding import locate
-from .judge import RELATIONS
+from gavel.core import config
+from gavel.core import items as gitems
+from gavel.ref import scoring
+from gavel.ref.grounding import locate
+from gavel.release.judge import RELATIONS
 
 STYLE_ASPECTS = scoring.STYLE_ASPECTS
 # the app's 4-way labels (A = model, B = reference) in the judge's vocabulary
@@ -287,7 +288,7 @@ def as_list(value) -> list:
 
 def evidence_spans(rows: pd.DataFrame, case_id: str, text: str) -> tuple[list[tuple[int, int]], int]:
     """Spans of a case's evidence: the row's ``evidence_spans`` where given (one per evidence string, None
-    where it was not found), else located in ``text`` with gavel.grounding. Returns the spans and how many
+    where it was not found), else located in ``text`` with gavel.ref.grounding. Returns the spans and how many
     evidence strings have no span (counted, never dropped silently)."""
     spans, missing = [], 0
     sub = rows[rows["case_id"].astype(str) == str(case_id)]
@@ -750,7 +751,7 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
     * With ``provider`` (a gavel.llm provider) the extractor is run first on the human summaries (the first
       ``cases`` of them, or all 40), its rows written to data/interim/metaeval/<extractor>/values.jsonl,
       scored on the cases it covered, and its Table 1 row written to data/interim/metaeval/table1.csv.
-      ``items`` (gavel.items.Item) limits the run and the scoring to those items (a quick look with a slow
+      ``items`` (gavel.core.items.Item) limits the run and the scoring to those items (a quick look with a slow
       model); ``max_tokens`` caps each answer.
     * ``iaa``: Appendix D inter-annotator agreement from the export (None without one).
     * ``judge_vs_exact``: real release data, no people: the released judge's answers on the sampled value
@@ -793,18 +794,18 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
 
 # --- the extractor run (section 2.3: an LLM extracts checklists from the 40 human summaries) -------------
 
-METAEVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "interim" / "metaeval"
+METAEVAL_DIR = config.DATA_DIR / "interim" / "metaeval"
 
 
 def extract_human_summaries(texts: dict[str, str], provider, extractor: str, workdir: str | Path | None = None,
                             items=None, mode: str = "online", max_tokens: int | None = None
                             ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the extract stage (gavel.stages.extract) of ``extractor`` over the human summaries ``texts``
+    """Run the extract stage (gavel.ref.stages.extract) of ``extractor`` over the human summaries ``texts``
     through ``provider`` with the resumable stage runner; returns (value rows, one status row per
     summary x item). Unusable answers stay in the status rows with their reason; their items hold no value
     rows and are counted, not read as empty."""
-    from .llm.runner import StageRunner
-    from .stages import extract
+    from gavel.llm.runner import StageRunner
+    from gavel.ref.stages import extract
 
     workdir = Path(workdir or METAEVAL_DIR / extractor)
     summaries = [extract.Summary("human", c, t) for c, t in sorted(texts.items())]

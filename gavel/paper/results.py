@@ -1,11 +1,11 @@
 """Everything the release supports, computed from it: the tables behind ``make results``.
 
 ``compute(rel)`` returns named DataFrames (numbers and labels only, no release text); ``write(tables)``
-stores them as CSV under ``data/results/``; ``gavel.reproduction`` turns them into docs/REPRODUCTION.md.
+stores them as CSV under ``data/results/``; ``gavel.paper.reproduction`` turns them into docs/REPRODUCTION.md.
 
 Aggregation: S_checklist of one summary (or one extracted checklist) is 100 x the mean matching score of its
 applicable items; a model's S_checklist is the mean over its cases. Bounds are computed per case and then
-averaged, so they are the true extremes of the mean given the ambiguous cells (see gavel.reconstruct).
+averaged, so they are the true extremes of the mean given the ambiguous cells (see gavel.paper.reconstruct).
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import config, grounding, metrics, reconstruct, scoring
-from .items import GROUPS, ITEMS
-from .judge import RELATIONS
-from .reconstruct import STATUS_OUTCOMES, Status
-from .tokens import LENGTH_BINS
+from gavel.core import config
+from gavel.core.items import GROUPS, ITEMS
+from gavel.core.tokens import LENGTH_BINS
+from gavel.metrics import text as metrics
+from gavel.paper import reconstruct
+from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
+from gavel.ref import grounding, scoring
+from gavel.release.judge import RELATIONS
 
 BOOTSTRAP_SAMPLES = 2000
 SEED = 20251122
@@ -267,7 +270,7 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
 
 def residual_ratio_table(rel) -> pd.DataFrame:
     """Residual ratio r (%) from the released evidence: the deterministic first step of the residual stage
-    (``gavel.grounding.uncovered_spans``) on every summary whose checklist the release holds: the 12 models'
+    (``gavel.ref.grounding.uncovered_spans``) on every summary whose checklist the release holds: the 12 models'
     benchmark summaries (GPT-oss 20B extractions) and the 40 human summaries of ``human.json``."""
     cv = rel.checklist_values
     sel = cv[cv["origin"] == "summary"]
@@ -289,7 +292,7 @@ def residual_ratio_table(rel) -> pd.DataFrame:
 
 def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
-    each agrees with S_checklist (gavel.metrics). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
+    each agrees with S_checklist (gavel.metrics.text). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
     3) before the agreement is computed, so the committed tables reproduce exactly."""
     s = rel.summaries[rel.summaries["set"] == "benchmark"]
     refs = s[s["model"] == "human"].set_index("case_id")["text"]
@@ -323,7 +326,7 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
 
 def grounding_tables(rel) -> dict[str, pd.DataFrame]:
     """Where each evidence snippet of the released summary checklists occurs in the summary it was extracted
-    from (gavel.grounding): counts and shares per model and item, and per model over all items (``all``)."""
+    from (gavel.ref.grounding): counts and shares per model and item, and per model over all items (``all``)."""
     s = rel.summaries[rel.summaries["set"] == "benchmark"].set_index(["model", "case_id"])["text"]
     v = rel.checklist_values
     v = v[(v["origin"] == "summary") & (v["method"] == "llm")]

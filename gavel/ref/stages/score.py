@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import scoring
+from gavel.ref import scoring
 
 SUMMARY_KEYS = ["subject", "case_id"]
 

@@ -3,7 +3,7 @@
 Documents come in reading order (``gavel.documents`` orders a case as the paper does: chronological,
 missing dates last, docket sheets last). When the case does not fit the model's context window minus the
 prompt and the output budget, every document is cut from its end in proportion to its length
-(``gavel.tokens.truncate_proportionally``); what was cut is recorded per document in the request's
+(``gavel.core.tokens.truncate_proportionally``); what was cut is recorded per document in the request's
 ``meta`` (``build_requests`` returns it beside each request).
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
-from .. import prompts
-from ..items import ITEMS
-from ..llm.records import Request, Response
-from ..llm.registry import llm_model
-from ..tokens import count_tokens, truncate_proportionally
-from .answers import visible_text
+from gavel.answers import visible_text
+from gavel.core.items import ITEMS
+from gavel.core.tokens import count_tokens, truncate_proportionally
+from gavel.llm.records import Request, Response
+from gavel.llm.registry import llm_model
+from gavel.ref import prompts
 
 STAGE = "summarize"
 _MARKER = re.compile(r"\*{0,2}\s*Case Summary\s*:?\s*\*{0,2}\s*:?", re.I)

@@ -2,15 +2,15 @@
 
 The judge sees the whole reference summary as context, both points with their neighbours, and the notion
 of "the same point" (A.4, in our words); it answers ``full``, ``partial`` or ``none`` after a one-sentence
-explanation. Only pre-selected pairs are asked (gavel.pointwise.preselect: the top-k candidates of each
+explanation. Only pre-selected pairs are asked (gavel.metrics.pointwise.preselect: the top-k candidates of each
 reference point by embedding cosine).
 """
 
 from __future__ import annotations
 
-from .. import prompts
-from ..llm.records import Request, Response
-from .answers import AnswerError, json_answer
+from gavel.answers import AnswerError, json_answer
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts
 
 STAGE = "pointwise_match"
 LABELS = ("full", "partial", "none")

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from string import Template
 
-from .config import PROMPTS_DIR
+from gavel.core.config import PROMPTS_DIR
 
 ROLES = ("system", "user", "assistant")
 _ROLE_LINE = re.compile(r"^\[(system|user|assistant)\][ \t]*$", re.MULTILINE)

@@ -1,6 +1,6 @@
 """The paper's figures, drawn from the result tables in data/results/ (no release needed).
 
-Each ``fig_*`` function takes the tables (``gavel.results.read()``) and returns a matplotlib Figure;
+Each ``fig_*`` function takes the tables (``gavel.paper.results.read()``) and returns a matplotlib Figure;
 ``save(fig, name)`` writes ``<name>.png`` and ``<name>.pdf`` under ``figures/`` (or ``GAVEL_FIGURES_DIR``).
 Colours come from colour-blind-safe palettes (seaborn's "colorblind" for categories, "cividis" for
 heatmaps); axes carry labels and models their display names.
@@ -19,9 +19,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from . import config  # noqa: E402
-from .items import GROUPS, ITEMS  # noqa: E402
-from .tokens import LENGTH_BINS  # noqa: E402
+from gavel.core import config  # noqa: E402
+from gavel.core.items import GROUPS, ITEMS  # noqa: E402
+from gavel.core.tokens import LENGTH_BINS  # noqa: E402
 
 BINS = list(LENGTH_BINS)
 PALETTE = sns.color_palette("colorblind")
@@ -400,6 +400,6 @@ def fig_evidence_grounding(tables) -> plt.Figure:
     axes[0].legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4)
     fig.text(0.01, -0.02, "Models whose summary-checklist files are empty or absent in the release have no snippets "
              "(Claude Opus 4.1: none; one half only for GPT-5, Claude Sonnet 4, Qwen3 32B, Gemma3 27B). "
-             "Statuses from gavel.grounding.locate.", fontsize=7)
+             "Statuses from gavel.ref.grounding.locate.", fontsize=7)
     fig.tight_layout()
     return fig

@@ -18,9 +18,10 @@ import re
 
 import pandas as pd
 
-from . import config, reconstruct
-from .items import item as item_of
-from .judge import RELATIONS
+from gavel.core import config
+from gavel.core.items import item as item_of
+from gavel.paper import reconstruct
+from gavel.release.judge import RELATIONS
 
 
 def _values(rel, origin, method, model, configuration, case_id, item):

@@ -1,6 +1,6 @@
 """Residual stage: what a summary says beyond the 26 checklist items.
 
-1. **Uncovered spans** (deterministic, no LLM; paper §2.1; ``gavel.grounding.uncovered_spans``): stage one
+1. **Uncovered spans** (deterministic, no LLM; paper §2.1; ``gavel.ref.grounding.uncovered_spans``): stage one
    matches each extracted VALUE alone against the summary (exactly or after normalisation) and covers just
    those words, so a long supporting sentence does not cover the other facts it carries; stage two takes
    the values stage one could not place (paraphrases) and covers their EVIDENCE snippets (exact,
@@ -17,10 +17,10 @@ the reference summary (as Eq. 2 defines, and as the score stage weights S_GAVEL-
 
 from __future__ import annotations
 
-from .. import prompts, scoring
-from ..grounding import MIN_SPAN_WORDS, uncovered_spans  # noqa: F401  (the deterministic step lives with grounding)
-from ..llm.records import Request, Response
-from .answers import AnswerError, json_answer
+from gavel.answers import AnswerError, json_answer
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts, scoring
+from gavel.ref.grounding import MIN_SPAN_WORDS, uncovered_spans  # noqa: F401  (the deterministic step lives with grounding)
 
 STAGE = "residual"
 SCHEMA = {"name": "residual_facts", "schema": {

@@ -45,9 +45,9 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from . import scoring
-from .checklist import NOT_APPLICABLE
-from .items import ITEM_KEYS
+from gavel.core.checklist import NOT_APPLICABLE
+from gavel.core.items import ITEM_KEYS
+from gavel.ref import scoring
 
 NAN = math.nan
 

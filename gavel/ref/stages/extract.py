@@ -3,20 +3,20 @@
 ``build_requests`` makes 26 requests per summary (one per item). The summary is its own user message before
 the item's, so a provider's prompt cache serves that shared prefix to the other 25 requests (Anthropic gets
 an explicit cache breakpoint after it). ``parse_response`` turns
-one answer into value rows, reading the values with ``gavel.checklist.entry_values`` (the same reading the
-release loader uses) and locating each evidence snippet in the summary with ``gavel.grounding.locate``.
+one answer into value rows, reading the values with ``gavel.core.checklist.entry_values`` (the same reading the
+release loader uses) and locating each evidence snippet in the summary with ``gavel.ref.grounding.locate``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import prompts
-from ..checklist import entry_values
-from ..grounding import locate, normalize
-from ..items import ITEMS, Item
-from ..llm.records import Request, Response
-from .answers import AnswerError, json_answer
+from gavel.answers import AnswerError, json_answer
+from gavel.core.checklist import entry_values
+from gavel.core.items import ITEMS, Item
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts
+from gavel.ref.grounding import locate, normalize
 
 STAGE = "extract"
 TEMPLATE = "extract"

