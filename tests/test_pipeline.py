@@ -45,8 +45,8 @@ def scripted(request):
     if request.stage == "residual_match":
         return '**Final Answer:**\n```json\n{"common": [{"A_index": 1, "B_index": 1}], "only_in_A": [], "only_in_B": []}\n```'
     if request.stage == "style":
-        return json.dumps({"readability_jargon": 4, "narrative_order": "3", "sentence_structure_voice": 4,
-                           "formatting_layout": 5, "citation_reference_style": 4})
+        return json.dumps({"readability_jargon": 4, "narrative_order": "3", "sentence_structure": 4,
+                           "formatting_layout": 5, "citation_style": 4})
     raise AssertionError(request.stage)
 
 

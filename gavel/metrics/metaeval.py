@@ -44,11 +44,10 @@ from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
 
 from gavel.core import config
 from gavel.core import items as gitems
+from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.ref import scoring
 from gavel.ref.grounding import locate
-from gavel.release.judge import RELATIONS
 
-STYLE_ASPECTS = scoring.STYLE_ASPECTS
 # the app's 4-way labels (A = model, B = reference) in the judge's vocabulary
 LABEL_TO_RELATION = {"equal": "equal", "a_contains_b": "model_contains_reference",
                      "b_contains_a": "reference_contains_model", "different": "different"}

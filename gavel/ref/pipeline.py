@@ -32,6 +32,7 @@ import pandas as pd
 from gavel import answers
 from gavel.core import config
 from gavel.core.items import ITEMS, Item
+from gavel.core.vocab import STYLE_ASPECTS
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
@@ -422,7 +423,7 @@ def stand_in_answer(request: Request) -> str:
         return json.dumps({"reasoning": "stand-in: one fact per span",
                            "extracted": [{"fact": text, "evidence_spans": [int(n)]} for n, text in spans]})
     if request.stage == "style":
-        return json.dumps({k: 3 for k in style.ASPECTS})
+        return json.dumps({k: 3 for k in STYLE_ASPECTS})
     if "## Information A" in user:
         a = _section(user, "## Information A\n", "\n## Information B")
         b = _section(user, "## Information B\n", "\n\n#")

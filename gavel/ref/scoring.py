@@ -25,11 +25,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from gavel.release.judge import RELATION_SCORE
+from gavel.core.vocab import RELATION_SCORE, STYLE_ASPECTS
 
 ALPHA = 0.9
-STYLE_ASPECTS = ("readability_jargon", "narrative_order", "sentence_structure_voice", "formatting_layout",
-                 "citation_reference_style")
 
 _RELATION = dict(RELATION_SCORE, a_contains_b=0.5, b_contains_a=0.5)
 

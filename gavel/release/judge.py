@@ -25,9 +25,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-RELATIONS = ("equal", "model_contains_reference", "reference_contains_model", "different")
-#: Matching score of each single-value relation (Eq. 1 of the paper).
-RELATION_SCORE = {"equal": 1.0, "model_contains_reference": 0.5, "reference_contains_model": 0.5, "different": 0.0}
+from gavel.core.vocab import RELATION_SCORE, RELATIONS  # noqa: F401 (the judgments' vocabulary)
 
 #: An unreadable answer holding more numbers than this is a runaway list of indices ("degenerate").
 DEGENERATE_INDEX_COUNT = 250

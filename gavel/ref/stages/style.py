@@ -10,59 +10,22 @@ import hashlib
 import json
 
 from gavel.answers import AnswerError, json_answer
+from gavel.core.vocab import STYLE_ASPECTS, STYLE_RUBRIC
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 
 STAGE = "style"
-#: aspect key (scoring.STYLE_ASPECTS) -> (label, what to compare, scale 5..1)
-ASPECTS = {
-    "readability_jargon": ("Readability and jargon", "How technical the language is: legal terms against plain words, "
-                           "and who could read it without legal training.",
-                           ("same reading level and density of legal terms throughout",
-                            "close, with small differences in wording or occasional technical passages",
-                            "one is clearly more technical in places, though the overall level is alike",
-                            "one is consistently more technical or more accessible than the other",
-                            "written for different readers altogether (lawyers against the general public)")),
-    "narrative_order": ("Narrative order", "The sequence in which events, facts and arguments appear "
-                        "(chronological or by theme).",
-                        ("same events and arguments in the same order",
-                         "same flow with one or two elements moved",
-                         "recognisably the same plan with several parts moved",
-                         "different plans that overlap in places",
-                         "entirely different organisation (e.g. by date against by issue)")),
-    "sentence_structure_voice": ("Sentence structure and voice", "Sentence length and variety, active against "
-                                 "passive voice, tense.",
-                                 ("nearly the same sentence patterns, voice and tense",
-                                  "very alike with occasional differences",
-                                  "moderate differences: one uses longer or more passive sentences",
-                                  "consistently different sentence habits",
-                                  "opposite approaches (varied and active against uniform and passive)")),
-    "formatting_layout": ("Formatting and layout", "Headings, bullet or numbered lists, paragraphs and other "
-                          "visible structure.",
-                          ("the same formatting choices",
-                           "very alike with a small difference (an extra heading, another list style)",
-                           "the same kind of formatting used differently",
-                           "one is far more structured than the other",
-                           "opposites (heavily formatted against continuous prose)")),
-    "citation_reference_style": ("Citations and references", "Whether and how cases, statutes and documents are "
-                                 "cited: inline or apart, how often, in what form.",
-                                 ("the same citation practice", "alike with small differences in form or placement",
-                                  "both cite, with different density or placement",
-                                  "one relies on citations much more, or cites in another style",
-                                  "not comparable (many citations against none)")),
-}
-assert tuple(ASPECTS) == scoring.STYLE_ASPECTS
 SCHEMA = {"name": "style_ratings", "schema": {
     "type": "object",
-    "properties": {k: {"type": "integer", "minimum": 1, "maximum": 5} for k in scoring.STYLE_ASPECTS},
-    "required": list(scoring.STYLE_ASPECTS), "additionalProperties": False}}
+    "properties": {k: {"type": "integer", "minimum": 1, "maximum": 5} for k in STYLE_ASPECTS},
+    "required": list(STYLE_ASPECTS), "additionalProperties": False}}
 
 
 def aspects_text() -> str:
     lines = []
-    for n, (key, (label, what, scale)) in enumerate(ASPECTS.items(), 1):
+    for n, (key, (label, what, levels)) in enumerate(STYLE_RUBRIC.items(), 1):
         lines.append(f"{n}. {label} (`{key}`): {what}")
-        lines += [f"   {5 - i} = {text}" for i, text in enumerate(scale)]
+        lines += [f"   {rating} = {levels[rating - 1]}" for rating in range(5, 0, -1)]
     return "\n".join(lines)
 
 
@@ -73,7 +36,7 @@ def model_is_a(seed: int, subject: str, case_id: str) -> bool:
 def build_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, seed: int = 0,
                    max_tokens: int | None = None, structured: bool = True) -> list[tuple[Request, dict]]:
     """``pairs``: (subject, case_id, model summary, reference summary) -> jobs (request, meta)."""
-    keys = json.dumps({k: "<1-5>" for k in scoring.STYLE_ASPECTS}, indent=1)
+    keys = json.dumps({k: "<1-5>" for k in STYLE_ASPECTS}, indent=1)
     jobs = []
     for subject, case_id, text, reference in pairs:
         a_is_model = model_is_a(seed, subject, case_id)
@@ -88,14 +51,14 @@ def build_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, see
 
 def parse_response(meta: dict, response: Response | None) -> dict:
     """Ratings (numbers written as strings are read, with a note) and S_style, or why there are none."""
-    row = {**meta, **{k: None for k in scoring.STYLE_ASPECTS}, "s_style": None, "status": "ok", "detail": "",
+    row = {**meta, **{k: None for k in STYLE_ASPECTS}, "s_style": None, "status": "ok", "detail": "",
            "problems": ""}
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
     try:
         answer = json_answer(response.text, truncated=response.truncated)
         ratings, notes = {}, list(answer.problems)
-        for key in scoring.STYLE_ASPECTS:
+        for key in STYLE_ASPECTS:
             v = answer.value.get(key)
             if isinstance(v, str) and v.strip().isdigit():
                 notes.append(f"{key} given as a string")
