@@ -9,16 +9,20 @@ generation  : generated tokens per second (the same prompt again, prefix cached,
               and under a JSON-schema grammar
 overhead    : the same short requests sent directly with the openai SDK and through StageRunner (online,
               concurrency 1, empty cache): runner minus direct, per request, interleaved to share the load
+interrupt   : seconds from a Ctrl-C (``_thread.interrupt_main``, what SIGINT does) to the run's return, while
+              the server generates a long answer (the runner then stops the server)
 
 The machine's load average is printed with the numbers: on shared cores they move with it.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,6 +46,26 @@ def timed(provider, request: Request):
     if not resp.ok:
         raise SystemExit(f"request failed: {resp.error}")
     return time.perf_counter() - t0, resp
+
+
+def interrupt_latency(provider, workdir: Path) -> float:
+    """Interrupt the main thread once the server has generated for a second; seconds until the run returns."""
+    runner = StageRunner("bench_local_interrupt", provider, workdir, progress=False, concurrency=1)
+    fired: dict = {}
+
+    def interrupt():
+        fired["at"] = time.perf_counter()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(3.0, interrupt)  # the (already running) server is generating by then
+    timer.start()
+    try:
+        runner.run([req("Write a long story about a court case.", 4000)], mode="online")
+    except KeyboardInterrupt:
+        return time.perf_counter() - fired["at"]
+    finally:
+        timer.cancel()
+    raise SystemExit("the long request ended before the interrupt: nothing measured")
 
 
 def main(n: int = 8) -> None:
@@ -86,6 +110,7 @@ def main(n: int = 8) -> None:
         t0 = time.perf_counter()
         runner.run(batch, mode="online")
         in_one_run = (time.perf_counter() - t0) / n
+        interrupt = interrupt_latency(provider, Path(tmp))
 
     med = statistics.median
     print(f"model {MODEL} (llama.cpp, {provider.n_threads} threads, {os.cpu_count()} cores); "
@@ -99,6 +124,7 @@ def main(n: int = 8) -> None:
           f"{(med(through) - med(direct)) * 1e3:+.0f} ms ({med(through) / med(direct):.2f}x direct)")
     print(f"through StageRunner ({n} in one run) : {in_one_run * 1e3:.0f} ms/request; overhead "
           f"{(in_one_run - med(direct)) * 1e3:+.0f} ms ({in_one_run / med(direct):.2f}x direct)")
+    print(f"Ctrl-C to return, generation in flight: {interrupt:.1f} s")
 
 
 if __name__ == "__main__":
