@@ -16,7 +16,10 @@ The server is started on first use (a run answered wholly from the cache never s
 -- by the kernel: the server runs in its own process group with a parent-death signal (Linux
 ``PR_SET_PDEATHSIG``), so it cannot outlive the process that started it. A request's JSON schema is sent
 as llama.cpp's ``response_format`` (``{"type": "json_object", "schema": ...}``), which it enforces by a
-grammar while generating.
+grammar while generating. Every request carries a sampling ``seed`` derived from the request itself
+(``request_seed``), so its answer does not depend on what the server answered before it, and a resumed run
+answers as an uninterrupted one. ``stop()`` ends the server within ``STOP_GRACE`` seconds, generating or not
+(the runner calls it when a run is interrupted).
 """
 
 from __future__ import annotations
