@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,8 +310,8 @@ def read_summaries(path: str | Path, subject: str | None = None,
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
     ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
-    release's files, the file name otherwise, or each JSONL line's ``model``). A file of no known shape raises
-    :class:`InputError`. A record that cannot be read (a line that is not JSON, a summary that is not text)
+    release's files, the file name otherwise, or each JSONL line's ``model``). A file that cannot be read, is
+    not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
     raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
     and the file's other records are kept."""
     path = Path(path)
@@ -321,7 +322,13 @@ def read_summaries(path: str | Path, subject: str | None = None,
         problems.append(message)
 
     name = subject or path.stem
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                         f"save it as UTF-8") from None
     if path.suffix == ".jsonl":
         out = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -358,6 +365,20 @@ def read_summaries(path: str | Path, subject: str | None = None,
     return out
 
 
+def writable_folder(path: str | Path, what: str = "output folder") -> Path:
+    """Make ``path`` (and its parents) and check a file can be written there, before anything is read or
+    sent; :class:`InputError` naming it otherwise."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".gavel-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
+    return path
+
+
 def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
     """Human summaries (case_id -> text) and length bins of the release's cases."""
     s = rel.summaries
@@ -369,7 +390,9 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
     """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
-    (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
+    (extract, style); compare and residual depend on the extracted values: their upper bound is printed.
+    Requests too long for their model's context window are listed (stage, subject, case, item, why) and
+    kept in ``table.attrs["too_long"]``."""
     from gavel.llm.runner import StageRunner
 
     s = settings
@@ -379,14 +402,25 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
                                              s.max_tokens, s.structured)]
+    too_long = []
     for stage, reqs in (("extract", ex), ("style", sty)):
         t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
             reqs, mode=s.mode, show=False)
         tables.append(t.assign(stage=stage))
+        by_id = {r.custom_id: r for r in reqs}
+        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
+                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
     table = pd.concat(tables, ignore_index=True)
+    table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
     print(table.to_string(index=False))
     print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
           f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    if too_long:
+        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
+              f"send them):")
+        for row in too_long:
+            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
+                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
     return table
 
 
@@ -486,6 +520,10 @@ class NotebookRun:
     def unusable(self) -> pd.DataFrame:
         return unusable_answers(read_tables(self.out))
 
+    def failures(self) -> str:
+        """How many requests of the last evaluation failed, by stage, and why."""
+        return failure_report(failed_requests(read_tables(self.out)))
+
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
                  items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
@@ -514,7 +552,43 @@ def _in_repo(path) -> Path:
 def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
     out = _in_repo(out)
     names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
-    return {n: pd.read_csv(out / f"{n}.csv", keep_default_na=True) for n in names if (out / f"{n}.csv").exists()}
+    return {n: _read_table(out / f"{n}.csv") for n in names if (out / f"{n}.csv").exists()}
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """A table written by ``evaluate``; one with no rows and no columns (nothing extracted when every request
+    failed) is written as an empty line and read back as an empty table."""
+    try:
+        return pd.read_csv(path, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+def failed_requests(tables: dict) -> pd.DataFrame:
+    """The requests that got no answer (status ``failed``: the provider errored after the runner's retries,
+    or the request was too long to send) in their last round, with stage and reason."""
+    a = tables.get("answers")
+    cols = ["stage", "subject", "case_id", "item", "detail"]
+    if a is None or not len(a):
+        return pd.DataFrame(columns=cols)
+    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
+    failed = last[last["status"] == "failed"][cols]
+    failed.attrs["requests"] = len(last)
+    return failed
+
+
+def failure_report(failed: pd.DataFrame, reasons: int = 5) -> str:
+    """How many requests failed, by stage, and why (the most common reasons with their counts)."""
+    if not len(failed):
+        return "every request was answered"
+    total = failed.attrs.get("requests")
+    by_stage = ", ".join(f"{stage} {n}" for stage, n in failed["stage"].value_counts(sort=False).items())
+    why = failed["detail"].fillna("").astype(str).str.slice(0, 300).value_counts()
+    lines = [f"{len(failed)}{f' of {total}' if total else ''} requests failed (no answer; not scored): {by_stage}; why:"]
+    lines += [f"  {n} x {detail or '(no reason given)'}" for detail, n in why.head(reasons).items()]
+    if len(why) > reasons:
+        lines.append(f"  ... and {len(why) - reasons} other reason(s): see answers.csv")
+    return "\n".join(lines)
 
 
 def item_table(tables: dict) -> pd.DataFrame:

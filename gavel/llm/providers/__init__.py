@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+NAMES = ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "replay", "local", "mock")
+
 
 def get_provider(name: str, **kwargs):
     if name == "openai":
@@ -28,4 +30,6 @@ def get_provider(name: str, **kwargs):
     if name == "mock":
         from .mock import MockProvider
         return MockProvider(**kwargs)
-    raise ValueError(f"unknown provider {name!r}")
+    from .base import UnknownProviderError
+
+    raise UnknownProviderError(f"unknown provider {name!r}; known: {', '.join(NAMES)}")
