@@ -66,7 +66,7 @@ def one_error_line(err: str) -> str:
 
 def test_evaluate_with_every_request_failed_exits_1_and_says_how_many_and_why(tmp_path):
     """Every call refused (401, not retried by the SDK): exit status 1 (was 0 with NaN scores), the count of
-    failed requests by stage and the reason on stderr, the key nowhere; `stage` on the same provider: 1."""
+    failed requests by stage and the reason on stderr, the key nowhere (`stage` already exited 1)."""
     s, r = inputs(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": KEY}
     with FakeOpenAI() as srv:
