@@ -39,7 +39,7 @@ from ..llm.runner import StageRunner
 from ..prompts import render_messages
 from ..stages.answers import json_candidates
 from ..tokens import count_tokens
-from .checklist import NOT_APPLICABLE, ChecklistStore, write_json_atomic
+from .checklist import NOT_APPLICABLE, ChecklistStore, json_text, write_json_atomic
 from .configs import ChecklistConfig
 from .corpus import Corpus
 from .tools import TOOLS, Outcome, Workspace, now
@@ -234,8 +234,8 @@ class RunFiles:
         self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.ledger, "a", encoding="utf-8") as fh:
             for name, body in events:
-                fh.write(json.dumps({"event_name": name, "event": body, "run_id": state.run_id,
-                                     "step": body.get("step", state.step)}, ensure_ascii=False) + "\n")
+                fh.write(json_text({"event_name": name, "event": body, "run_id": state.run_id,
+                                    "step": body.get("step", state.step)}) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
