@@ -18,7 +18,7 @@ from gavel.documents import checklist as cl
 from gavel.documents.agent import run_agent
 from gavel.documents.checklist import ChecklistStore, json_text, ledger_events
 from gavel.documents.corpus import CorpusError, load_folder, load_full_case_data
-from gavel.documents.search_worker import SEARCH_MEMORY_BYTES, SearchWorker
+from gavel.documents.search_worker import SEARCH_MEMORY_BYTES
 from gavel.documents.tools import MAX_ECHO_ARGS_CHARS, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
