@@ -127,21 +127,24 @@ def test_other_numeric_arguments_and_odd_shapes_are_failed_calls():
 
 
 def test_agent_run_with_infinity_and_a_lone_surrogate_finishes_and_resumes(tmp_path):
-    """The model's answers carry ``1e999`` and ``"\\ud800"``: each step is a failed call in the ledger, the
-    run ends normally, and resuming the finished run (answers cached) does not crash either."""
+    """The model's answers carry ``1e999``, ``Infinity`` and ``"\\ud800"`` (in a patch, a tool name, a stop
+    reason): each tool step is a failed call in the ledger, the run ends normally, and resuming the finished
+    run (answers cached) does not crash either."""
     script = {1: SCRIPT[1],
               2: '{"tool": "read_document", "args": {"doc_name": "Complaint", "start_token": 1e999, "end_token": 5}}',
               3: '{"tool": "append_checklist", "args": {"patch": [{"key": "Filing_Date", "extracted": [{"value": '
                  '"2021-03-03 \\ud800", "evidence": [{"text": "Filed", "source_document": "Complaint", '
                  '"location": "p1"}]}]}]}}',
               4: '{"tool": "search_document_regex", "args": {"pattern": "x", "top_k": Infinity}}',
-              5: {"decision": "stop", "reason": "x"}, 7: {"decision": "stop", "reason": "x"}}
+              5: '{"tool": "read_\\udc00", "args": {}}',
+              6: '{"decision": "stop", "reason": "done \\ud800"}', 8: {"decision": "stop", "reason": "x"}}
     out = tmp_path / "run"
     res = run_agent(corpus(), config(), scripted_model(script), MODEL, out, resume=False)
     assert res.end_reason == "stop"
     events = {e["step"]: e for e in ledger_events(out / "ledger.jsonl")}
-    for step in (2, 3, 4):
+    for step in (2, 3, 4, 5):
         assert events[step]["event"]["success"] is False, events[step]
+    assert res.steps == 8  # the stop reason with a lone surrogate reached the next snapshot escaped
     assert all(not v for v in res.store.values.values())
     again = run_agent(corpus(), config(), scripted_model(script), MODEL, out, resume=True)
     assert again.resumed and again.end_reason == "stop"

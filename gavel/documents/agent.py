@@ -42,7 +42,7 @@ from ..tokens import count_tokens
 from .checklist import NOT_APPLICABLE, ChecklistStore, json_text, write_json_atomic
 from .configs import ChecklistConfig
 from .corpus import Corpus
-from .tools import TOOLS, Outcome, Workspace, now
+from .tools import TOOLS, Outcome, Workspace, escaped, now
 
 STAGE = "agent"
 PROMPT = "agent"
@@ -288,10 +288,11 @@ class AgentResult:
 
 
 def _record(state: AgentState, outcome: Outcome, keep_full: bool = True) -> None:
-    entry = {"step": state.step, "tool": outcome.tool, "args": outcome.args, "brief": outcome.brief,
-             "success": outcome.success}
+    # escaped: a lone surrogate from the model (a stop reason, a tool name) must not reach the next request
+    entry = escaped({"step": state.step, "tool": outcome.tool, "args": outcome.args, "brief": outcome.brief,
+                     "success": outcome.success})
     if keep_full:
-        entry["full"] = json.dumps(outcome.result, ensure_ascii=False)
+        entry["full"] = escaped(json.dumps(outcome.result, ensure_ascii=False))
     state.history.append(entry)
     # full results are shown for the most recent actions only; drop older ones from the saved state
     for h in state.history[:-RECENT_FULL]:

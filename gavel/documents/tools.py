@@ -302,13 +302,14 @@ def lone_surrogate_path(obj, path: str = "args"):
     return None
 
 
-def _escaped(obj):
+def escaped(obj):
+    """A copy of a JSON-shaped ``obj`` with lone surrogates in its strings (keys too) written as escapes."""
     if isinstance(obj, str):
         return obj if _is_text(obj) else _escape(obj)
     if isinstance(obj, dict):
-        return {_escaped(k): _escaped(v) for k, v in obj.items()}
+        return {escaped(k): escaped(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_escaped(v) for v in obj]
+        return [escaped(v) for v in obj]
     return obj
 
 
@@ -321,7 +322,7 @@ def echo_args(args: dict) -> dict:
     if len(text) > MAX_ECHO_ARGS_CHARS:
         preview = text[:ECHO_PREVIEW_CHARS]
         return {"_preview": preview if clean else _escape(preview), "_chars": len(text)}
-    return args if clean else _escaped(args)
+    return args if clean else escaped(args)
 
 
 def search(docs, pattern: str, flags: int, top_k: int, context_tokens: int, timeout: float,
