@@ -110,6 +110,7 @@ class Workspace:
         tool_text = tool if isinstance(tool, str) else repr(tool)
         if not _is_text(tool_text):
             tool_text = _escape(tool_text)
+        args = {} if args is None else args
         if not isinstance(args, dict):
             return self._fail(tool_text, {}, step, f"arguments must be a JSON object, got {type(args).__name__}")
         try:
