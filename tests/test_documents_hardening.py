@@ -33,7 +33,8 @@ def workspace(keys=None):
 def test_regex_bomb_is_refused_under_a_memory_limit(tmp_path):
     """The pattern of the issue through the tool, in a subprocess whose address space is capped at 4 GiB (so
     the test cannot take the machine whatever the code does): a failed call naming the memory limit, and
-    the same workspace searches normally afterwards."""
+    the same workspace searches normally afterwards. (A 60 s time limit, so that on a busy machine the memory
+    limit, reached in well under a second, is what stops it.)"""
     script = textwrap.dedent(f"""
         import json, resource, sys
         resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
@@ -41,7 +42,7 @@ def test_regex_bomb_is_refused_under_a_memory_limit(tmp_path):
         from agent_script import corpus, config
         from gavel.documents.checklist import ChecklistStore
         from gavel.documents.tools import Workspace
-        ws = Workspace(corpus(), ChecklistStore(config().keys))
+        ws = Workspace(corpus(), ChecklistStore(config().keys), search_timeout=60)  # memory, not time, stops it
         bomb = ws.call("search_document_regex", {{"pattern": {BOMB!r}, "doc_name": "all"}}, 1)
         after = ws.call("search_document_regex", {{"pattern": "class action", "doc_name": "all"}}, 2)
         print(json.dumps({{"bomb": [bomb.success, bomb.result], "after": [after.success, after.result["matches_found"]
