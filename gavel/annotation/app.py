@@ -29,10 +29,12 @@ from flask import (
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
-from .. import items as gitems
+from gavel.core import items as gitems
+from gavel.core.vocab import STYLE_RUBRIC
+
 from .auth import verify_password
 from .db import Answer, Assignment, Store, Task, User
-from .tasks import COMPARISON_LABELS, PREFERENCES, STYLE_SCALES
+from .tasks import COMPARISON_LABELS, PREFERENCES
 
 MAX_VALUE_CHARS = 20_000
 
@@ -141,7 +143,7 @@ def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
         if task.kind == "comparison":
             return render_template("comparison.html", labels=COMPARISON_LABELS,
                                    item=gitems.item(data["item"]), **common)
-        return render_template("style.html", scales=STYLE_SCALES, preferences=PREFERENCES, **common)
+        return render_template("style.html", scales=STYLE_RUBRIC, preferences=PREFERENCES, **common)
 
     @app.post("/a/<int:assignment_id>/save")
     def save(assignment_id: int):
@@ -284,7 +286,7 @@ def validate(task: Task, field: str, value):
             raise BadAnswer(f"preference is one of {list(PREFERENCES)}")
         return value
     aspect = field.removeprefix("aspect:")
-    if not field.startswith("aspect:") or aspect not in STYLE_SCALES:
+    if not field.startswith("aspect:") or aspect not in STYLE_RUBRIC:
         raise BadAnswer(f"unknown field {field!r}")
     if not isinstance(value, int) or not 1 <= value <= 5:
         raise BadAnswer("a rating is a whole number from 1 to 5")
