@@ -40,10 +40,10 @@ from gavel.ref.prompts import render_messages
 
 from ..llm.records import Request, canonical_json
 from ..llm.runner import StageRunner
-from .checklist import NOT_APPLICABLE, ChecklistStore, write_json_atomic
+from .checklist import NOT_APPLICABLE, ChecklistStore, json_text, write_json_atomic
 from .configs import ChecklistConfig
 from .corpus import Corpus
-from .tools import TOOLS, Outcome, Workspace, now
+from .tools import TOOLS, Outcome, Workspace, escaped, now
 
 STAGE = "agent"
 PROMPT = "agent"
@@ -235,8 +235,8 @@ class RunFiles:
         self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.ledger, "a", encoding="utf-8") as fh:
             for name, body in events:
-                fh.write(json.dumps({"event_name": name, "event": body, "run_id": state.run_id,
-                                     "step": body.get("step", state.step)}, ensure_ascii=False) + "\n")
+                fh.write(json_text({"event_name": name, "event": body, "run_id": state.run_id,
+                                    "step": body.get("step", state.step)}) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -289,10 +289,11 @@ class AgentResult:
 
 
 def _record(state: AgentState, outcome: Outcome, keep_full: bool = True) -> None:
-    entry = {"step": state.step, "tool": outcome.tool, "args": outcome.args, "brief": outcome.brief,
-             "success": outcome.success}
+    # escaped: a lone surrogate from the model (a stop reason, a tool name) must not reach the next request
+    entry = escaped({"step": state.step, "tool": outcome.tool, "args": outcome.args, "brief": outcome.brief,
+                     "success": outcome.success})
     if keep_full:
-        entry["full"] = json.dumps(outcome.result, ensure_ascii=False)
+        entry["full"] = escaped(json.dumps(outcome.result, ensure_ascii=False))
     state.history.append(entry)
     # full results are shown for the most recent actions only; drop older ones from the saved state
     for h in state.history[:-RECENT_FULL]:
