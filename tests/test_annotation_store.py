@@ -29,7 +29,7 @@ def store(request, tmp_path):
 def _one_task(store, kind="comparison"):
     pair = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
     store.add_tasks(T.comparison_tasks([pair], "t"))
-    store.add_user("ann", "pw")
+    store.add_user("ann", "ann-password")
     store.assign([("comparison:t:1:filing_date", "ann", "annotate")])
     return 1, 1  # assignment id, user id
 
@@ -68,9 +68,9 @@ def test_concurrent_saves_of_one_answer_keep_one_row_and_every_revision(store):
 
 def test_a_resent_save_is_stored_once(store):
     aid, uid = _one_task(store)
-    assert store.save(aid, uid, "label", "equal", client_token="same") == 1
-    assert store.save(aid, uid, "label", "equal", client_token="same") == 1
-    assert store.save(aid, uid, "label", "different", client_token="other") == 2
+    assert store.save(aid, uid, "label", "equal", client_token="same").revision == 1
+    assert store.save(aid, uid, "label", "equal", client_token="same").revision == 1
+    assert store.save(aid, uid, "label", "different", client_token="other").revision == 2
     rows = store.export_rows()
     assert [(r["revision"], r["value"], r["current"]) for r in rows] == [(1, "equal", False), (2, "different", True)]
     assert rows[0]["annotator"] == "ann" and rows[0]["saved_at"].endswith("Z")
@@ -78,13 +78,13 @@ def test_a_resent_save_is_stored_once(store):
 
 
 def test_passwords_are_argon2_hashes(store):
-    user = store.add_user("x", "secret")
+    user = store.add_user("x", "secret-pass")
     assert user.password_hash.startswith("$argon2id$") and "secret" not in user.password_hash
-    assert verify_password(user.password_hash, "secret")
-    assert not verify_password(user.password_hash, "Secret")
-    assert not verify_password(None, "secret")
+    assert verify_password(user.password_hash, "secret-pass")
+    assert not verify_password(user.password_hash, "Secret-pass")
+    assert not verify_password(None, "secret-pass")
     with pytest.raises(ValueError, match="exists"):
-        store.add_user("x", "other")
+        store.add_user("x", "other-password")
 
 
 def test_answers_are_validated():
@@ -173,17 +173,17 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
     pair = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
     store.add_tasks(T.comparison_tasks([pair], "t"))
     for u in ("a1", "a2", "a3", "adj"):
-        store.add_user(u, "pw-" + u)
-    store.add_user("boss", "pw-boss", is_admin=True)
+        store.add_user(u, "password-" + u)
+    store.add_user("boss", "password-boss", is_admin=True)
     key = "comparison:t:1:filing_date"
     rows = T.plan([{"key": key, "kind": "extraction", "payload": {"words": 9}}], ["a1", "a2", "a3"], k_long=3,
                   n_long=1, adjudicators=["adj"])
     assert sorted(r[2] for r in rows) == ["adjudicate", "annotate", "annotate", "annotate"]
     store.assign(rows)
-    app = create_app(url)
+    app = create_app(url, secret_key_file=tmp_path / "key")
     ids = {}
     for u, label in (("a1", "equal"), ("a2", "b_contains_a"), ("a3", "b_contains_a")):
-        c = _client_login(app, u, "pw-" + u)
+        c = _client_login(app, u, "password-" + u)
         aid = int(re.search(r'href="/a/(\d+)"', c.get("/").text).group(1))
         ids[u] = aid
         page = c.get(f"/a/{aid}").text
@@ -192,12 +192,12 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
         r = c.post(f"/a/{aid}/save", data={"csrf_token": tok, "field": "label", "value": _json.dumps(label)},
                    headers={"X-Requested-With": "fetch"})
         assert r.json == {"saved": True, "field": "label", "revision": 1}
-    adj = _client_login(app, "adj", "pw-adj")
+    adj = _client_login(app, "adj", "password-adj")
     aid = int(re.search(r'href="/a/(\d+)"', adj.get("/").text).group(1))
     page = adj.get(f"/a/{aid}").text
     assert "Other annotators" in page and "a1" in page and "b_contains_a" in page
     assert adj.get("/admin").status_code == 403 and adj.get("/admin/export.jsonl").status_code == 403
-    boss = _client_login(app, "boss", "pw-boss")
+    boss = _client_login(app, "boss", "password-boss")
     assert boss.get("/admin").status_code == 200
     exported = [_json.loads(line) for line in boss.get("/admin/export.jsonl").text.splitlines()]
     assert sorted((r["annotator"], r["value"]) for r in exported) == \
@@ -214,7 +214,7 @@ def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys
     assert main(["--db", db, "load-release", "--release", str(shared_rel.root)]) == 0  # loading twice adds nothing
     assert "0 tasks added" in capsys.readouterr().out
     for name in ("a", "b", "c", "lead"):
-        monkeypatch.setenv("GAVEL_ANNOTATOR_PASSWORD", f"pw-{name}")
+        monkeypatch.setenv("GAVEL_ANNOTATOR_PASSWORD", f"password-{name}")
         assert main(["--db", db, "adduser", name] + (["--admin"] if name == "lead" else [])) == 0
     assert main(["--db", db, "assign", "a", "b", "c", "--adjudicator", "lead"]) == 0
     # 215 tasks once, the 10 longest reviews twice more, and an adjudicator for each of those 10
