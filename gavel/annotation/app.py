@@ -58,7 +58,7 @@ LOGIN_LIMIT_ADDRESS = "30 per 15 minutes;300 per day"
 ENV_LIMIT_ACCOUNT = "GAVEL_LOGIN_LIMIT_ACCOUNT"
 ENV_LIMIT_ADDRESS = "GAVEL_LOGIN_LIMIT_ADDRESS"
 ENV_LIMIT_STORAGE = "GAVEL_RATELIMIT_STORAGE"
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,%d}" % MAX_TOKEN_CHARS)
+_TOKEN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_TOKEN_CHARS}}}")
 _REVISION = re.compile(r"[0-9]{1,9}")
 CONFLICT_MESSAGE = ("this answer was changed in another tab or window since this page was loaded; your edit is "
                     "kept in the history but not applied. Reload the page to see the current answer.")

@@ -16,7 +16,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 MAX_USERNAME_CHARS = 80  # users.username is String(80)
 MIN_PASSWORD_CHARS = 10
 MAX_PASSWORD_CHARS = 1024
-_USERNAME = re.compile(r"[\w.@+-]{1,%d}" % MAX_USERNAME_CHARS)
+_USERNAME = re.compile(rf"[\w.@+-]{{1,{MAX_USERNAME_CHARS}}}")
 
 _hasher = PasswordHasher()
 # compared against when the user does not exist, so a wrong name costs as long as a wrong password
