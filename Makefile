@@ -27,7 +27,7 @@ endif
 # go to notebooks/executed/ (git-ignored). Not figures: the item explorer (needs the release) and the LLM
 # notebooks.
 RESULT_TABLES := $(wildcard data/results/*.csv)
-FIGURE_DEPS := $(RESULT_TABLES) gavel/figures.py gavel/results.py gavel/models.yaml gavel/items.py gavel/config.py
+FIGURE_DEPS := $(RESULT_TABLES) gavel/paper/figures.py gavel/paper/results.py gavel/core/models.yaml gavel/core/items.py gavel/core/config.py
 FIGURE_FILES :=
 # $(1): notebook name, $(2): the figure names it writes
 define figure_notebook

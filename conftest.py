@@ -13,7 +13,7 @@ os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
 
 
 def pytest_collection_modifyitems(config, items):
-    from gavel import config as gconfig
+    from gavel.core import config as gconfig
 
     try:
         gconfig.release_root()

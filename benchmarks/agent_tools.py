@@ -24,13 +24,13 @@ import regex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's gavel, not an installed one
 
-from gavel.config import release_root  # noqa: E402
+from gavel.core.config import release_root  # noqa: E402
+from gavel.core.tokens import encoding  # noqa: E402
 from gavel.documents.agent import AgentState, _record, build_snapshot  # noqa: E402
 from gavel.documents.checklist import ChecklistStore  # noqa: E402
 from gavel.documents.configs import all_items  # noqa: E402
 from gavel.documents.corpus import large_corpus  # noqa: E402
 from gavel.documents.tools import Workspace  # noqa: E402
-from gavel.tokens import encoding  # noqa: E402
 
 PATTERNS = [r"Case No\.", r"consolidated", r"\b\d{1,2}:\d{2,3}-cv-\d{3,6}", r"settle(ment)?", r"Judge\s+[A-Z][a-z]+",
             r"consent decree", r"\d{4} WL \d+", r"class action", r"appeal(ed|s)?", r"monitor"]

@@ -40,6 +40,7 @@ from gavel.annotation.app import (  # noqa: E402
     LOGIN_LIMIT_ADDRESS,
 )
 from gavel.annotation.db import Revision, Store  # noqa: E402
+from gavel.core.vocab import STYLE_RUBRIC  # noqa: E402
 
 
 def _opener():
@@ -60,7 +61,7 @@ def annotator(base: str, user: str, password: str, aid: int, stop: float, out: d
     op.open(base + "/login", urllib.parse.urlencode(
         {"username": user, "password": password, "csrf_token": _csrf(page)}).encode()).read()
     token = _csrf(op.open(f"{base}/a/{aid}").read().decode())
-    fields = [(f"aspect:{a}", str(n)) for a in T.STYLE_SCALES for n in range(1, 6)] + \
+    fields = [(f"aspect:{a}", str(n)) for a in STYLE_RUBRIC for n in range(1, 6)] + \
              [("preference", f'"{p}"') for p in T.PREFERENCES]
     sent = confirmed = refused = 0
     latencies = []

@@ -25,12 +25,12 @@ import sys
 
 import pandas as pd
 
-from gavel import prompts
-from gavel.items import ITEMS
+from gavel.core.items import ITEMS
+from gavel.core.tokens import count_tokens
 from gavel.llm.registry import llm_model
+from gavel.ref import prompts
+from gavel.ref.stages import extract
 from gavel.release import load_release
-from gavel.stages import extract
-from gavel.tokens import count_tokens
 
 PROVIDER_MODELS = {"openai": "gpt-4.1-2025-04-14", "anthropic": "claude-sonnet-4-20250514-thinking",
                    "gemini": "gemini-2.5-flash"}

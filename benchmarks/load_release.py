@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from gavel import config
+from gavel.core import config
 
 
 def parse_json_files(root: Path) -> int:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from load_release import baselines  # noqa: E402
 
-from gavel import config  # noqa: E402
+from gavel.core import config  # noqa: E402
 
 CODE = """import sys, pathlib
 from gavel import results, reproduction

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import config
+from gavel.core import config
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -53,7 +53,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_results(args: argparse.Namespace) -> int:
     """Recompute data/results/ and docs/REPRODUCTION.md from the release (or both into --out)."""
-    from . import reproduction, results
+    from gavel.paper import reproduction, results
+
     from .release import audit, load_release
 
     release = load_release(args.release)
@@ -135,11 +136,11 @@ def cmd_annotate(rest: list[str]) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.pipeline)."""
+    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline)."""
     import pandas as pd
 
-    from . import pipeline
-    from .items import item
+    from gavel.core.items import item
+    from gavel.ref import pipeline
 
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
@@ -184,8 +185,9 @@ def cmd_replay_check(args: argparse.Namespace) -> int:
     """Replay the release's document judgments through compare + score; compare with data/results/."""
     import pandas as pd
 
+    from gavel.paper import replay as release_replay
+
     from .release import load_release
-    from .stages import release_replay
 
     out = release_replay.replay_check(load_release(args.release), args.workdir,
                                       config.RESULTS_DIR / "document_s_checklist.csv")
@@ -200,8 +202,8 @@ def cmd_replay_check(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """A real local model answering through the stage runner (gavel/demo.py)."""
-    from . import demo
+    """A real local model answering through the stage runner (gavel/ref/demo.py)."""
+    from gavel.ref import demo
 
     return demo.main()
 

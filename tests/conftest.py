@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import fixture_release  # noqa: E402
 
-from gavel import config  # noqa: E402
+from gavel.core import config  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gavel.items import ITEMS
+from gavel.core.items import ITEMS
 
 MODEL = "gpt-5-2025-08-07"
 AB_MODEL = "gemini-2.5-pro"

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from annotation_server import AppServer
 
-from gavel import config
+from gavel.core import config
 
 pytest.importorskip("playwright", reason="browser tests need the playwright package (annotation extra)")
 from playwright.sync_api import sync_playwright  # noqa: E402
@@ -191,8 +191,8 @@ def test_annotate_reload_restart_everything_intact(app_env, browser):
     _wait_saved(page)
     # style: five aspects and a preference
     page.goto(f"{server.base}/a/{ids['style']}")
-    ratings = {"readability_jargon": 4, "narrative_order": 2, "sentence_structure_voice": 3,
-               "formatting_layout": 5, "citation_reference_style": 1}
+    ratings = {"readability_jargon": 4, "narrative_order": 2, "sentence_structure": 3,
+               "formatting_layout": 5, "citation_style": 1}
     for aspect, n in ratings.items():
         page.check(f'form[data-field="aspect:{aspect}"] input[name="choice"][value="{n}"]')
     page.check('form[data-field="preference"] input[name="choice"][value="B"]')

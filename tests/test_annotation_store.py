@@ -222,7 +222,7 @@ def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys
     store = Store(f"sqlite:///{db}")
     assert store.export_rows() == []
     assert main(["--db", db, "export-tasks", str(tmp_path / "tasks.jsonl")]) == 0
-    from gavel import metaeval
+    from gavel.metrics import metaeval
 
     tasks = metaeval.read_tasks(tmp_path / "tasks.jsonl")
     assert len(tasks) == 215 and len(metaeval.judge_answers(tasks)) == 150

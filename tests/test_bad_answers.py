@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gavel.llm.records import Request, Response
-from gavel.stages import compare, extract, residual, style
+from gavel.ref.stages import compare, extract, residual, style
 
 CORPUS = [json.loads(line) for line in (Path(__file__).parent / "data" / "bad_answers.jsonl").open(encoding="utf-8")]
 SUMMARY = "On March 3, 2020, the ACLU sued the city. The mayor resigned in 2022."

@@ -1,4 +1,4 @@
-"""CaseGen-style judge (gavel.stages.casegen_judge): criteria from YAML, structured output on the wire of
+"""CaseGen-style judge (gavel.metrics.casegen_judge): criteria from YAML, structured output on the wire of
 every provider's fake server, good answers scored, bad answers recorded with their reason and not scored."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fakes.openai_fake import FakeOpenAI
 from gavel.llm.providers import get_provider
 from gavel.llm.records import Response
 from gavel.llm.runner import StageRunner
-from gavel.stages import casegen_judge as cj
+from gavel.metrics import casegen_judge as cj
 
 KEY = "sk-test-judge-0000000000"
 CRIT = cj.load_criteria()

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from gavel import config as gconfig
-from gavel import items as gitems
+from gavel.core import config as gconfig
+from gavel.core import items as gitems
+from gavel.core.tokens import count_tokens
 from gavel.documents import chunking, configs
 from gavel.documents.checklist import ChecklistStore, agent_run_folders, replay_release, replay_report
 from gavel.documents.corpus import (
@@ -22,7 +23,6 @@ from gavel.documents.corpus import (
     unique_names,
     write_folder,
 )
-from gavel.tokens import count_tokens
 
 
 # ------------------------------------------------------------------ corpora
@@ -70,7 +70,7 @@ def test_full_case_data_and_folder_shapes(tmp_path):
 def test_window_matches_token_slice():
     c = Corpus.build("1", ["Héllo wörld, a  legal text.\n\n" * 50], ["T"])
     d = c.documents[0]
-    from gavel.tokens import encoding
+    from gavel.core.tokens import encoding
     enc = encoding()
     for s, e in ((0, 10), (5, 77), (100, d.token_count)):
         assert d.window(s, e) == enc.decode(d.tokens[s:e])
@@ -156,7 +156,7 @@ def test_released_regex_patterns_complete_or_error(release_root):
 
 def test_agent_outputs_collect_into_paper_token_figures(release_root):
     """Our collector of agent runs (values and per-case tokens), applied to the release's own agent folders,
-    gives the paper's Figure 5 token totals (gavel/paper_claims.yaml)."""
+    gives the paper's Figure 5 token totals (gavel/paper/paper_claims.yaml)."""
     import yaml
 
     from gavel.documents.agent import collect_runs, tokens_per_case
@@ -165,7 +165,7 @@ def test_agent_outputs_collect_into_paper_token_figures(release_root):
     assert len(tokens) == 2880 and (values["value"] != "Not Applicable").all()
     assert set(values.columns) >= {"case_id", "item", "index", "value", "evidence"}
     means = tokens_per_case(tokens).groupby(["model", "configuration"])["total_tokens"].mean() / 1e6
-    claims = yaml.safe_load((gconfig.REPO_ROOT / "gavel" / "paper_claims.yaml").read_text())
+    claims = yaml.safe_load((gconfig.REPO_ROOT / "gavel" / "paper" / "paper_claims.yaml").read_text())
     checked = 0
     for c in claims["claims"] if isinstance(claims, dict) else claims:
         args = c.get("args") or {}
@@ -182,8 +182,8 @@ def test_agent_values_through_compare_and_score_match_the_release_replay(release
     from gavel.documents import evaluate
     from gavel.documents.agent import collect_runs
     from gavel.llm.providers.replay import ReplayProvider
+    from gavel.paper import replay as release_replay
     from gavel.release import load_release
-    from gavel.stages import release_replay
 
     rel = load_release(release_root)
     reference = release_replay.document_replay(rel, tmp_path / "ref")["comparison"].set_index("subject")

@@ -91,7 +91,7 @@ def test_agent_on_the_local_model(local_server, corpus, tmp_path):  # noqa: F811
 
 
 def configs_key(name: str) -> str:
-    from gavel.items import item
+    from gavel.core.items import item
 
     return item(name).key
 

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from gavel import config as gconfig
+from gavel.core import config as gconfig
+from gavel.core.tokens import count_tokens
 from gavel.documents import chunked, end_to_end
 from gavel.documents.corpus import summaries_corpus
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
-from gavel.tokens import count_tokens
 
 MODEL = "gpt-4.1-2025-04-14"
 

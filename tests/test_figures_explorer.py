@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from gavel import explorer, figures, results  # noqa: E402
+from gavel.paper import explorer, figures, results  # noqa: E402
 
 
 @pytest.fixture(scope="module")

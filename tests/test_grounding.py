@@ -1,8 +1,8 @@
-"""gavel.grounding.locate: exact, normalised, fuzzy, not found, with offsets into the original text."""
+"""gavel.ref.grounding.locate: exact, normalised, fuzzy, not found, with offsets into the original text."""
 
 import pytest
 
-from gavel.grounding import FUZZY_THRESHOLD, locate, normalize
+from gavel.ref.grounding import FUZZY_THRESHOLD, locate, normalize
 
 TEXT = ("On March 3, 2025, the ACLU filed a class-action complaint in the U.S. District Court\n"
         "for the  Northern District of Illinois, alleging the city\u2019s \u201cstop and frisk\u201d policy "
@@ -63,7 +63,7 @@ def test_human_json_evidence_is_found_exactly_where_its_offsets_say(shared_rel):
 
 
 def test_uncovered_spans_two_stages_by_hand():
-    from gavel.grounding import uncovered_spans
+    from gavel.ref.grounding import uncovered_spans
 
     text = ("On May 1, 2020, the ACLU filed suit against the city in federal court. "
             "The mayor resigned the following spring amid unrelated protests.")
@@ -81,7 +81,7 @@ def test_uncovered_spans_two_stages_by_hand():
 def test_residual_ratio_from_released_evidence(shared_rel):
     """Real data: r per model from the released summary checklists; the two models the paper names as the
     only ones with much residual content (GPT-4.1, GPT-5) are far above every other model and the humans."""
-    from gavel.results import residual_ratio_table
+    from gavel.paper.results import residual_ratio_table
 
     t = residual_ratio_table(shared_rel).set_index("model")["r_percent"]
     top = {"gpt-4.1-2025-04-14", "gpt-5-2025-08-07"}

@@ -2,8 +2,8 @@ from collections import Counter
 
 import pytest
 
-from gavel import items
-from gavel.items import ITEMS, UnknownItemError
+from gavel.core import items
+from gavel.core.items import ITEMS, UnknownItemError
 
 
 def test_26_items_in_9_groups_with_paper_sizes():

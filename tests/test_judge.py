@@ -1,7 +1,7 @@
 import pytest
 
-from gavel import judge
-from gavel.judge import JudgeParseError, parse_answer
+from gavel.release import judge
+from gavel.release.judge import JudgeParseError, parse_answer
 
 
 @pytest.mark.parametrize("text,relation,orientation", [

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from gavel import demo
 from gavel.llm import Request
 from gavel.llm.providers.local import LocalServer, installed
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
+from gavel.ref import demo
 
 MODEL = "SmolLM2-135M-Instruct"
 SMALL_SCHEMA = {

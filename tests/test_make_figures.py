@@ -60,7 +60,7 @@ def test_deleted_figure_reruns_its_notebook_only(tree):
 def test_label_change_reruns_every_figure_notebook(tree):
     cwd, files = tree
     later = os.path.getmtime(cwd / files[0]) + 10
-    os.utime(cwd / "gavel" / "models.yaml", (later, later))
+    os.utime(cwd / "gavel" / "core" / "models.yaml", (later, later))
     declared = sorted({f"notebooks/{line.split(',')[1]}.ipynb" for line in (cwd / "Makefile").read_text().splitlines()
                        if line.startswith("$(eval $(call figure_notebook,")})
     assert len(declared) >= 8

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
-from gavel import metaeval as M
+from gavel.metrics import metaeval as M
 
 # Fleiss (1971), Psychological Bulletin 76(5): 30 patients, 6 psychiatrists, 5 diagnoses; per patient the
 # number of psychiatrists choosing each diagnosis. Published kappa: 0.430.
@@ -238,7 +238,7 @@ def test_run_scores_an_extractor_file_against_human_json(shared_rel, tmp_path):
 def test_extractor_run_through_the_extract_stage_feeds_table1(shared_rel, tmp_path, monkeypatch):
     """The extractor path end to end, offline: the extract stage over two human summaries through the
     pipeline's stand-in provider (mock), its rows scored against human.json, the Table 1 row written."""
-    from gavel import pipeline
+    from gavel.ref import pipeline
 
     monkeypatch.setattr(M, "METAEVAL_DIR", tmp_path)
     out = M.run(shared_rel, provider=pipeline.provider("mock"), extractor="stand-in", cases=2, n_resamples=50)

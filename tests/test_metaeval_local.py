@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 from test_local_model import local_server  # noqa: F401  (the local-model fixture, defined once)
 
-from gavel import metaeval as M
-from gavel.items import item
+from gavel.core.items import item
+from gavel.metrics import metaeval as M
 
 MODEL = "SmolLM2-135M-Instruct"
 ITEMS = (item("Filing Date"), item("Judge Name"))

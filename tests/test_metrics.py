@@ -1,4 +1,4 @@
-"""Text metrics (gavel.metrics): ROUGE against rouge-score itself, embedding windows and cache, agreement
+"""Text metrics (gavel.metrics.text): ROUGE against rouge-score itself, embedding windows and cache, agreement
 statistics on hand-made scores, and the committed tables against the release."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gavel import config, metrics, results
+from gavel.core import config
+from gavel.metrics import text as metrics
+from gavel.paper import results
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer", reason="rouge-score not installed (metrics extra)")
 
@@ -152,7 +154,7 @@ def test_committed_agreement_follows_from_committed_scores():
 
 
 def test_grounding_counts_every_snippet(shared_rel):
-    from gavel import grounding
+    from gavel.ref import grounding
 
     g = results.read()["summary_evidence_grounding"]
     v = shared_rel.checklist_values

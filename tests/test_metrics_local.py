@@ -14,10 +14,13 @@ import pytest
 local = pytest.importorskip("gavel.llm.providers.local", reason="no local provider in this checkout")
 pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed (metrics extra)")
 
-from gavel import pointwise_run  # noqa: E402
+from gavel.answers import REASONS  # noqa: E402
 from gavel.llm.runner import StageRunner  # noqa: E402
-from gavel.stages import casegen_judge, pointwise_points  # noqa: E402
-from gavel.stages.answers import REASONS  # noqa: E402
+from gavel.metrics import (  # noqa: E402
+    casegen_judge,
+    pointwise_points,
+    pointwise_run,  # noqa: E402
+)
 
 MODEL = "SmolLM2-135M-Instruct"
 SUBJECT = "gpt-4.1-2025-04-14"

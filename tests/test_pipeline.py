@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gavel import pipeline
-from gavel.items import item
+from gavel.core.items import item
 from gavel.llm.providers.mock import MockProvider
-from gavel.stages import compare
+from gavel.ref import pipeline
+from gavel.ref.stages import compare
 
 REF = ("The ACLU filed this class action on March 3, 2020 in the Northern District of Illinois. "
        "Judge Mary Smith presided over the case. The city agreed to a consent decree in 2021. "
@@ -45,8 +45,8 @@ def scripted(request):
     if request.stage == "residual_match":
         return '**Final Answer:**\n```json\n{"common": [{"A_index": 1, "B_index": 1}], "only_in_A": [], "only_in_B": []}\n```'
     if request.stage == "style":
-        return json.dumps({"readability_jargon": 4, "narrative_order": "3", "sentence_structure_voice": 4,
-                           "formatting_layout": 5, "citation_reference_style": 4})
+        return json.dumps({"readability_jargon": 4, "narrative_order": "3", "sentence_structure": 4,
+                           "formatting_layout": 5, "citation_style": 4})
     raise AssertionError(request.stage)
 
 
@@ -117,7 +117,8 @@ def test_ab_order_is_seeded_and_mapped_back():
 
 
 def test_pipeline_tables_have_the_results_shapes_and_figure_2_draws_them(tmp_path):
-    from gavel import config, figures
+    from gavel.core import config
+    from gavel.paper import figures
 
     provider = MockProvider(answer=scripted)
     settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS)

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 from test_local_model import local_server  # noqa: F401  (the local-model fixture, defined once)
 
-from gavel import pipeline
-from gavel.items import item
+from gavel.core.items import item
+from gavel.ref import pipeline
 
 MODEL = "SmolLM2-135M-Instruct"
 # evaluated when the 135M model produces no summary of its own

@@ -1,4 +1,4 @@
-"""The pointwise metric (gavel.pointwise) on hand-built examples: A.3 weights, partial matches, both
+"""The pointwise metric (gavel.metrics.pointwise) on hand-built examples: A.3 weights, partial matches, both
 one-to-one assignments, easiness."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gavel import pointwise as pw
+from gavel.metrics import pointwise as pw
 
 pytest.importorskip("simplemma", reason="simplemma not installed (metrics extra)")
 

@@ -14,7 +14,7 @@ from gavel.llm.runner import StageRunner
 pytest.importorskip("simplemma", reason="simplemma not installed (metrics extra)")
 pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed (metrics extra)")
 
-from gavel import pointwise_run  # noqa: E402
+from gavel.metrics import pointwise_run  # noqa: E402
 
 CANDIDATE = "The court granted the injunction. The agency appealed.\n\nThe case settled in 2024."
 REFERENCE = "The court granted a preliminary injunction. The agency appealed.\n\nDamages were awarded."

@@ -1,6 +1,6 @@
 import pytest
 
-from gavel import prompts
+from gavel.ref import prompts
 
 
 def test_render_messages_splits_roles_and_fills_fields(tmp_path):

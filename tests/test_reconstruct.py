@@ -2,7 +2,7 @@
 
 import math
 
-from gavel import reconstruct
+from gavel.paper import reconstruct
 
 
 def cell(cells, **kw):
@@ -99,7 +99,7 @@ def test_document_cells(fixture_rel):
 
 
 def test_rules_are_switchable(fixture_rel):
-    from gavel.reconstruct import Rules
+    from gavel.paper.reconstruct import Rules
 
     base = reconstruct.summary_cells(fixture_rel)
     strict = reconstruct.summary_cells(fixture_rel, Rules(strict_f1=True))

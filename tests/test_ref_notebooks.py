@@ -5,7 +5,7 @@ import json
 
 import papermill as pm
 
-from gavel import config
+from gavel.core import config
 
 
 def _execute(name, tmp_path, **params):

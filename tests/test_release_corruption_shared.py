@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gavel import config
+from gavel.core import config
 from gavel.release import load_release
 
 STEM = "50_cases_for_benchmarking"

@@ -73,7 +73,7 @@ def test_salvage_keeps_only_complete_cases():
 def test_missing_release_says_what_to_set(tmp_path, monkeypatch):
     import pytest
 
-    from gavel.config import ReleaseNotFoundError
+    from gavel.core.config import ReleaseNotFoundError
 
     monkeypatch.setenv("GAVEL_RELEASE", str(tmp_path / "nowhere"))
     with pytest.raises(ReleaseNotFoundError, match="GAVEL_RELEASE"):

@@ -3,7 +3,7 @@
 
 import pandas as pd
 
-from gavel.items import ITEMS
+from gavel.core.items import ITEMS
 from gavel.release import audit
 
 
@@ -76,7 +76,7 @@ def test_audit_report_prints(shared_rel):
 
 def test_document_token_totals_match_the_paper(shared_rel):
     """Agent and chunk-by-chunk token totals per case (input + output, 40 cases) equal the paper's."""
-    from gavel import results
+    from gavel.paper import results
 
     doc = results.document_tables(shared_rel)["document_s_checklist"].fillna({"configuration": ""})
     per_case = {(r.method, r.model, r.configuration): r.total_tokens_per_case for r in doc.itertuples()}

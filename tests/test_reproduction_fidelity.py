@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gavel import reconstruct, reproduction, results
-from gavel.reconstruct import STATUS_OUTCOMES, Status
+from gavel.paper import reconstruct, reproduction, results
+from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from fakes.anthropic_fake import FakeAnthropic
 from fakes.gemini_fake import FakeGemini
 from fakes.openai_fake import FakeOpenAI
 
-from gavel import config
 from gavel.cli import main
+from gavel.core import config
 from gavel.llm import Request
 from gavel.llm.providers import get_provider
 from gavel.llm.providers.base import ProviderError
@@ -365,7 +365,7 @@ def test_user_models_file_read_from_dotenv(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text, message", [
     ("models: [\n  {release_name: x,\n", r"line \d+: not valid YAML"),
     ("models:\n  - release_name: x\n    provider: openai\n    llm: {model_id: y, context_window: 10}\n",
-     "model x: a model not in gavel/models.yaml needs field 'llm.max_output_tokens'"),
+     "model x: a model not in gavel/core/models.yaml needs field 'llm.max_output_tokens'"),
     ("models:\n  - release_name: Qwen3-14B\n    llm: {context_window: big}\n",
      r"models entry 1 \(Qwen3-14B\): field 'llm.context_window' must be a positive whole number"),
     ("models:\n  - release_name: x\n    provider: azure\n", "field 'provider' is 'azure'; set one of"),

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from gavel import scoring
-from gavel.scoring import ScoringError
+from gavel.ref import scoring
+from gavel.ref.scoring import ScoringError
 
 
 def test_single_value_relations():

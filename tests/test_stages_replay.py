@@ -3,8 +3,8 @@ release's document-extraction outputs against human.json, give the S_checklist o
 
 import pandas as pd
 
-from gavel import config
-from gavel.stages import release_replay
+from gavel.core import config
+from gavel.paper import replay as release_replay
 
 
 def test_replayed_document_judgments_reproduce_committed_s_checklist(shared_rel, tmp_path, capsys):

@@ -1,7 +1,7 @@
 """Summarize stage: documents truncated proportionally to the model's context, what was cut recorded."""
 
 from gavel.llm.records import Response
-from gavel.stages import summarize
+from gavel.ref.stages import summarize
 
 
 def test_long_case_is_cut_proportionally_to_fit_the_context():
@@ -15,7 +15,7 @@ def test_long_case_is_cut_proportionally_to_fit_the_context():
     shares = [k / o for k, o in zip(meta["kept_tokens"], meta["original_tokens"])]
     assert abs(shares[0] - shares[1]) < 0.02
     assert "## Document 1: Complaint" in req.messages[-1]["content"]
-    assert "Filing Date" in req.messages[0]["content"]  # the 26-item checklist from gavel/items.py
+    assert "Filing Date" in req.messages[0]["content"]  # the 26-item checklist from gavel/core/items.py
 
 
 def test_summary_is_read_after_its_marker_and_truncated_answers_are_not_summaries():

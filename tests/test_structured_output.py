@@ -13,7 +13,7 @@ from gavel.llm.providers import get_provider
 from gavel.llm.providers.anthropic_batch import parse_message
 from gavel.llm.providers.gemini_batch import parse_generate
 from gavel.llm.providers.openai_batch import chat_body, parse_chat
-from gavel.stages import compare, extract
+from gavel.ref.stages import compare, extract
 
 KEY = "sk-test-structured-0000000000"
 
@@ -53,7 +53,7 @@ def test_anthropic_forces_a_tool_with_the_schema_unless_thinking():
         body = _submitted("anthropic", srv, plain)
     assert body["tool_choice"] == {"type": "tool", "name": "checklist_item"}
     # an extraction request (summary, then item, as two user messages) carries a cache breakpoint after the summary
-    from gavel.stages import extract as ex
+    from gavel.ref.stages import extract as ex
 
     req = ex.build_requests([ex.Summary("m", "1", "The summary.")], "claude-sonnet-4-20250514-thinking")[0]
     sent = get_provider("anthropic", api_key=KEY).body(req)

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from gavel import tokens
+from gavel.core import tokens
 
 SAMPLES = [
     "On May 5, 2025, a Venezuelan asylum applicant filed a habeas petition in the U.S. District Court.",

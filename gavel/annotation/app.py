@@ -42,11 +42,13 @@ from flask_limiter.util import get_remote_address
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
-from .. import items as gitems
+from gavel.core import items as gitems
+from gavel.core.vocab import STYLE_RUBRIC
+
 from .auth import verify_password
 from .db import MAX_TOKEN_CHARS, Answer, Assignment, Store, Task, TokenReused, User
 from .secret import load_secret_key
-from .tasks import COMPARISON_LABELS, PREFERENCES, STYLE_SCALES
+from .tasks import COMPARISON_LABELS, PREFERENCES
 
 MAX_VALUE_CHARS = 20_000
 MAX_VALUES = 200  # values of one item
@@ -216,7 +218,7 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         if task.kind == "comparison":
             return render_template("comparison.html", labels=COMPARISON_LABELS,
                                    item=gitems.item(data["item"]), **common)
-        return render_template("style.html", scales=STYLE_SCALES, preferences=PREFERENCES, **common)
+        return render_template("style.html", scales=STYLE_RUBRIC, preferences=PREFERENCES, **common)
 
     @app.post("/a/<int:assignment_id>/save")
     def save(assignment_id: int):
@@ -449,7 +451,7 @@ def validate(task: Task, field: str, value):
             raise BadAnswer(f"preference is one of {list(PREFERENCES)}")
         return value
     aspect = field.removeprefix("aspect:")
-    if not field.startswith("aspect:") or aspect not in STYLE_SCALES:
+    if not field.startswith("aspect:") or aspect not in STYLE_RUBRIC:
         raise BadAnswer(f"unknown field {field[:130]!r}")
     if not _whole(value) or not 1 <= value <= 5:
         raise BadAnswer(f"{field}: a rating is a whole number from 1 to 5")

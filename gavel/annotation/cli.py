@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from .. import config
+from gavel.core import config
 
 DEFAULT_DB = config.DATA_DIR / "interim" / "annotation" / "annotation.db"
 
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                               args.prefill)
         print(f"{store.add_tasks(tasks)} tasks added ({len(tasks)} built)")
     elif args.cmd == "load-extraction":
-        from ..metaeval import read_value_rows
+        from gavel.metrics.metaeval import read_value_rows
+
         from ..release import load_release
         from .tasks import extraction_tasks
 

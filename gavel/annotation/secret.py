@@ -18,7 +18,7 @@ MIN_KEY_CHARS = 32
 
 
 def default_key_file() -> Path:
-    from .. import config
+    from gavel.core import config
 
     return config.DATA_DIR / "interim" / "annotation" / "secret_key"
 

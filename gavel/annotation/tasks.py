@@ -11,7 +11,7 @@ Three kinds of task, each a dict ``{key, kind, case_id, source, payload}`` for `
 * style of a model summary against the human summary of the same case; the two are shown in an order drawn
   per task (``order``), so annotators cannot tell which is the human one.
 
-Evidence given only as text (LLM extractions) is located in the summary with gavel.grounding (exact, normalised, fuzzy); evidence not found
+Evidence given only as text (LLM extractions) is located in the summary with gavel.ref.grounding (exact, normalised, fuzzy); evidence not found
 is kept as text with no span and counted in ``payload['unlocated']`` rather than dropped.
 """
 
@@ -22,43 +22,10 @@ from collections import defaultdict
 
 import pandas as pd
 
-from .. import items as gitems
-from ..grounding import locate
-from ..metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from gavel.core import items as gitems
+from gavel.metrics.metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from gavel.ref.grounding import locate
 
-STYLE_SCALES = {
-    "readability_jargon": (
-        "Readability & jargon",
-        "How plain or technical the language is: legal terms, explanations of them, reading difficulty.",
-        ["entirely different reading level and use of legal terms",
-         "clearly different; one is much more technical or much plainer",
-         "comparable overall, with noticeable differences in how terms are handled",
-         "close, with only occasional differences in wording difficulty",
-         "the same reading level and the same handling of legal terms"]),
-    "narrative_order": (
-        "Narrative order",
-        "The order in which events and topics are told (chronological, by topic, outcome first ...).",
-        ["unrelated orderings", "mostly different orderings", "partly the same order, partly rearranged",
-         "the same order with small moves", "the same sequence throughout"]),
-    "sentence_structure_voice": (
-        "Sentence structure & voice",
-        "Sentence length and variety, active or passive voice, tense.",
-        ["opposite habits (e.g. short active sentences against long passive ones)",
-         "consistently different sentence habits", "some shared habits, some clear differences",
-         "very close, with occasional differences", "practically the same sentence patterns, voice and tense"]),
-    "formatting_layout": (
-        "Formatting & layout",
-        "Headings, lists, paragraph breaks and other visible structure.",
-        ["one is plain prose, the other heavily structured (or the reverse)",
-         "different approaches to structure", "the same approach carried out differently",
-         "nearly the same structure, small variations", "the same headings, lists and paragraphing"]),
-    "citation_reference_style": (
-        "Citation & reference style",
-        "Whether and how cases, statutes and docket entries are cited: placement, density, format.",
-        ["incomparable (e.g. many citations against none)", "clearly different citation habits",
-         "the same idea of citing, different density or placement", "close, with minor format differences",
-         "the same citation practice throughout"]),
-}
 PREFERENCES = ("A", "B", "none")
 COMPARISON_LABELS = {
     "equal": "A and B say the same",

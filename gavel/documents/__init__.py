@@ -5,7 +5,7 @@
                   corpora built from real release text for tests and benchmarks.
 * ``chunking``    lossless 16K-token (o200k) chunks cut at whitespace.
 * ``configs``     checklist configurations: all 26 items, the 9 groups, the 26 single items (from
-                  ``gavel.items``), or any user YAML of keys and definitions.
+                  ``gavel.core.items``), or any user YAML of keys and definitions.
 * ``checklist``   the checklist store (append / update patches, the "Not Applicable" encoding), its files in
                   the release's field names, value rows, and the replay of released agent ledgers.
 * ``tools``       the six Gavel-Agent tools over a corpus and a store, with the paper's limits.

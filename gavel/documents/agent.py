@@ -34,11 +34,12 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gavel.answers import json_candidates
+from gavel.core.tokens import count_tokens
+from gavel.ref.prompts import render_messages
+
 from ..llm.records import Request, canonical_json
 from ..llm.runner import StageRunner
-from ..prompts import render_messages
-from ..stages.answers import json_candidates
-from ..tokens import count_tokens
 from .checklist import NOT_APPLICABLE, ChecklistStore, write_json_atomic
 from .configs import ChecklistConfig
 from .corpus import Corpus
@@ -435,7 +436,7 @@ def _previous(state: AgentState) -> AgentState:
 # ------------------------------------------------------------------ collecting runs for evaluation
 def item_name(key: str) -> str:
     """The spaced item name of a legal key (``Filing_Date`` -> ``Filing Date``); other keys unchanged."""
-    from .. import items as gitems
+    from gavel.core import items as gitems
 
     try:
         return gitems.item(key).name

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
+from gavel.core.checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
 
 OPERATIONS = ("append", "update")
 EVIDENCE_FIELDS = ("text", "source_document", "location")

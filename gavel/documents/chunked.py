@@ -20,11 +20,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .. import items as gitems
+from gavel.core import items as gitems
+from gavel.core.tokens import count_tokens
+from gavel.ref.prompts import render_messages
+
 from ..llm.records import Request
 from ..llm.runner import StageRunner
-from ..prompts import render_messages
-from ..tokens import count_tokens
 from .checklist import PatchError, check_value
 from .chunking import CHUNK_TOKENS, chunk_text
 from .corpus import Corpus

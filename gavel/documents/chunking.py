@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..tokens import DEFAULT_ENCODING, encoding
+from gavel.core.tokens import DEFAULT_ENCODING, encoding
 
 CHUNK_TOKENS = 16_000
 _WS = re.compile(r"\s")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 
 def cmd_replay(args) -> int:
-    from ..config import release_root
+    from gavel.core.config import release_root
+
     from .checklist import replay_release, replay_report
 
     t0 = time.perf_counter()
@@ -28,7 +29,8 @@ def cmd_replay(args) -> int:
 
 
 def cmd_patterns(args) -> int:
-    from ..config import release_root
+    from gavel.core.config import release_root
+
     from .corpus import large_corpus
     from .tools import check_patterns, release_patterns
 
@@ -49,7 +51,8 @@ def cmd_patterns(args) -> int:
 
 
 def cmd_chunk_check(args) -> int:
-    from ..config import release_root
+    from gavel.core.config import release_root
+
     from .chunking import check_release
 
     bad = 0
@@ -160,7 +163,8 @@ def cmd_evaluate(args) -> int:
     """S_checklist of one run's value rows against human.json (compare + score stages)."""
     import pandas as pd
 
-    from ..config import release_root
+    from gavel.core.config import release_root
+
     from . import evaluate
 
     values = pd.concat([pd.read_json(p, lines=True, dtype={"case_id": str}) for p in args.values], ignore_index=True)
@@ -207,7 +211,7 @@ def cmd_agent_array(args) -> int:
     import sys as _sys
     from string import Template
 
-    from ..config import REPO_ROOT
+    from gavel.core.config import REPO_ROOT
 
     out_dir = Path(args.script).resolve().parent
     tasks = out_dir / "agent_tasks.tsv"
@@ -248,7 +252,7 @@ def add_parser(sub) -> None:
     q.add_argument("--config", default="all", help="all | grouped | individual | grouped/03_judge_info | a YAML file")
     q.add_argument("--provider", required=True, help="openai, anthropic, gemini, vllm, local, mock")
     q.add_argument("--base-url", default=None)
-    q.add_argument("--model", required=True, help="registry name (gavel/models.yaml)")
+    q.add_argument("--model", required=True, help="registry name (gavel/core/models.yaml)")
     q.add_argument("--out", default="data/interim/agent", help="output root: OUT/MODEL/CASE/KIND/NAME/")
     q.add_argument("--max-steps", type=int, default=100)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")

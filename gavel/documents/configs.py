@@ -1,6 +1,6 @@
 """Checklist configurations: which keys one extraction run fills, with their definitions.
 
-The legal ones are generated from ``gavel.items`` (one definition per item, never copied): ``all`` (one run
+The legal ones are generated from ``gavel.core.items`` (one definition per item, never copied): ``all`` (one run
 for the 26 items), the 9 ``grouped`` runs and the 26 ``individual`` runs, named like the release's folders
 (``all/all_26_items``, ``grouped/01_basic_case_info``, ``individual/01_filing_date``). Keys use the
 underscore spelling the release's agent and chunk-by-chunk files use (``Filing_Date``).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from .. import items as gitems
+from gavel.core import items as gitems
 
 KINDS = ("all", "grouped", "individual")
 EXAMPLES_DIR = Path(__file__).with_name("checklists")

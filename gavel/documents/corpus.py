@@ -28,7 +28,7 @@ from datetime import date
 from functools import cached_property
 from pathlib import Path
 
-from ..tokens import encoding
+from gavel.core.tokens import encoding
 
 
 class CorpusError(ValueError):

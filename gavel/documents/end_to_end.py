@@ -2,7 +2,7 @@
 
 ``build_requests`` renders ``prompts/doc_end_to_end.txt`` once per item; when the documents do not fit the
 model's context (its window minus the prompt and the output reserve), each document loses tokens from its
-end in proportion to its length (``gavel.tokens.truncate_proportionally``) and the truncation is returned.
+end in proportion to its length (``gavel.core.tokens.truncate_proportionally``) and the truncation is returned.
 ``parse`` turns one answer into value rows ``(case_id, item, index, value, evidence)`` (the compare stage's
 input), each evidence quote located in the documents (``ground``).
 """
@@ -13,11 +13,12 @@ import json
 import re
 from dataclasses import dataclass
 
-from .. import items as gitems
+from gavel.answers import json_candidates
+from gavel.core import items as gitems
+from gavel.core.tokens import count_tokens, truncate_proportionally
+from gavel.ref.prompts import render, render_messages
+
 from ..llm.records import Request
-from ..prompts import render, render_messages
-from ..stages.answers import json_candidates
-from ..tokens import count_tokens, truncate_proportionally
 from .corpus import Corpus
 
 STAGE = "doc_end_to_end"
@@ -48,7 +49,7 @@ def document_block(corpus: Corpus, texts: list[str] | None = None) -> str:
 @dataclass
 class Built:
     requests: list
-    truncation: object  # gavel.tokens.Truncation
+    truncation: object  # gavel.core.tokens.Truncation
     budget: int
 
 

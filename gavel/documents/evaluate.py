@@ -1,5 +1,5 @@
 """Document-extraction checklists against the human reference (``human.json``) with GAVEL-REF's compare and
-score stages (``gavel.stages.compare`` / ``score``), so new runs get S_checklist in the same tables as the
+score stages (``gavel.ref.stages.compare`` / ``score``), so new runs get S_checklist in the same tables as the
 release's runs.
 
 Input: value rows ``(case_id, item, index, value)`` of one run ("subject") — from the agent
@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..checklist import entry_values
-from ..items import ITEMS, item
+from gavel.core.checklist import entry_values
+from gavel.core.items import ITEMS, item
+from gavel.ref.stages import compare, score
+
 from ..llm.runner import StageRunner
-from ..stages import compare, score
 
 
 def human_references(root: str | Path) -> dict:

@@ -1,11 +1,11 @@
-"""Backend view of the model registry (gavel/models.yaml): provider, model id, context window, sampling
+"""Backend view of the model registry (gavel/core/models.yaml): provider, model id, context window, sampling
 parameters and quirks, prices. ``body_params`` turns them into each provider's request parameters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import config
+from gavel.core import config
 
 PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "local", "mock", "replay")
 
@@ -32,7 +32,7 @@ def llm_model(name: str, provider: str | None = None) -> LLMModel:
     registry model served by ``mock`` in tests)."""
     m = config.model(name)
     if not m.llm:
-        raise KeyError(f"model {name!r} has no `llm` settings in gavel/models.yaml")
+        raise KeyError(f"model {name!r} has no `llm` settings in gavel/core/models.yaml")
     prov = provider or m.provider
     if prov not in PROVIDERS:
         raise ValueError(f"unknown provider {prov!r}; known: {PROVIDERS}")

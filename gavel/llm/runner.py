@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from .. import config
+from gavel.core import config
+
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 from .secrets import scrub
@@ -211,7 +212,7 @@ class StageRunner:
     def too_long(self, request: Request) -> str | None:
         """Why the request cannot fit its model's context window (prompt in o200k tokens + max_tokens), or
         None. A model the registry does not know is left to the provider (the mock answers any name)."""
-        from ..tokens import count_tokens
+        from gavel.core.tokens import count_tokens
 
         try:
             m = self._registry_model(request.model)
@@ -238,7 +239,7 @@ class StageRunner:
         ``cached_prefix_tokens`` per request are priced at the prompt-cache rate."""
         import pandas as pd
 
-        from ..tokens import count_tokens
+        from gavel.core.tokens import count_tokens
 
         rows, too_long = [], {}
         for r in requests:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 
-from .. import config
+from gavel.core import config
 
 #: the environment variables (or .env entries) holding each hosted provider's API key, any one of which will do
 KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from string import Template
 
-from .. import config
+from gavel.core import config
+
 from .registry import llm_model
 
 TEMPLATE = config.REPO_ROOT / "slurm" / "vllm_stage.sbatch.in"

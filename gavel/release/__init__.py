@@ -43,7 +43,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import config
+from gavel.core import config
+
 from . import audit, layout
 from .audit import DEFECTS
 from .rows import Rows, check_case_coverage, check_index_ranges, read_source, settings_from_name

@@ -19,7 +19,7 @@ DEFECTS = {
     "missing_case": "a case the file should hold is not in it",
     "misplaced_case": "a case of the other part (by the reference summaries); read",
     "unmatched_case": "checklist or judgment of a case the model has no summary of; not read",
-    "unregistered_model": "model folder not in gavel/models.yaml; not read",
+    "unregistered_model": "model folder not in gavel/core/models.yaml; not read",
     "unexpected_file": "file or folder outside the release layout; not read",
     "unknown_orientation": "judge file in A/B wording with no record of which side was the model",
     "text_answer": "judge answer is raw text; the JSON inside was parsed",

@@ -12,8 +12,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .. import config
-from ..items import GROUPS, ITEMS, group_slug
+from gavel.core import config
+from gavel.core.items import GROUPS, ITEMS, group_slug
 
 PARTS = {"": 1, "_2": 2}
 BENCHMARK_STEM = "50_cases_for_benchmarking"
@@ -204,7 +204,7 @@ def unread_entries(root: str, read: set[str]) -> list[tuple[str, str, str]]:
                 model = name[: -len(MODEL_PARENTS[folder])] if MODEL_PARENTS[folder] and name.endswith(
                     MODEL_PARENTS[folder]) else name
                 out.append((rel, "unregistered_model",
-                            f"model {model!r} is not in gavel/models.yaml: {n} file(s) not read"))
+                            f"model {model!r} is not in gavel/core/models.yaml: {n} file(s) not read"))
             else:
                 out.append((rel, "unexpected_file", "not part of the release layout; not read"))
     return out

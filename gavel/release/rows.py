@@ -13,9 +13,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cache
 
-from .. import judge
-from ..checklist import entry_values
-from ..items import UnknownItemError, item, spelling_of
+from gavel.core.checklist import entry_values
+from gavel.core.items import UnknownItemError, item, spelling_of
+from gavel.release import judge
+
 from .audit import DEFECTS
 from .layout import BENCHMARK_STEM, Source
 from .salvage import FileRead, read_file

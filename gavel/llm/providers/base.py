@@ -48,7 +48,7 @@ class Provider:
             # dict.setdefault is atomic: every thread gets the same lock
             with self.__dict__.setdefault("_client_lock", threading.Lock()):
                 if self._client is None:
-                    from ...config import load_dotenv_once
+                    from gavel.core.config import load_dotenv_once
 
                     load_dotenv_once()
                     self._client = self.make_client()
@@ -63,7 +63,7 @@ class Provider:
         not. Default: a hosted provider given no client and no api_key needs its key variable set."""
         if self._client is not None:
             return
-        from ...config import load_dotenv_once
+        from gavel.core.config import load_dotenv_once
 
         load_dotenv_once()
         names = KEY_VARIABLES.get(self.name, ())

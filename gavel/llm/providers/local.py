@@ -88,7 +88,7 @@ def verify(path: Path, expected: str) -> None:
 
 
 def default_model() -> str:
-    from ... import config
+    from gavel.core import config
 
     return config.local_models()[0].release_name
 
@@ -99,7 +99,7 @@ def packaged_gguf(model: str) -> tuple[Path, str]:
 
     gguf = llm_model(model).quirks.get("gguf")
     if not gguf:
-        raise ProviderError(f"model {model!r} names no packaged GGUF file (quirks.gguf in gavel/models.yaml); "
+        raise ProviderError(f"model {model!r} names no packaged GGUF file (quirks.gguf in gavel/core/models.yaml); "
                             f"give model_path= to serve a GGUF file from disk")
     try:
         path = Path(str(resources.files(gguf["package"]).joinpath(gguf["file"])))

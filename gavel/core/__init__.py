@@ -1,0 +1,1 @@
+"""Base floor: paths and settings, the 26 items, tokens, checklist values."""

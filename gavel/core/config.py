@@ -1,0 +1,225 @@
+"""Paths and registries: where the release, the results and the figures live, and which models exist.
+
+The release root comes from ``GAVEL_RELEASE`` (environment or ``.env``). It may point at the release
+repository (the folder holding ``data/``) or at ``data/`` itself. Without it, gavel looks in
+``data/external/gavel`` where ``make data`` puts a clone of the public repository.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+DATA_DIR = REPO_ROOT / "data"
+DEFAULT_RELEASE_DIR = DATA_DIR / "external" / "gavel"
+RESULTS_DIR = DATA_DIR / "results"
+FIGURES_DIR = REPO_ROOT / "figures"
+PROMPTS_DIR = REPO_ROOT / "prompts"
+DOCS_DIR = REPO_ROOT / "docs"
+RELEASE_URL = "https://github.com/Yao-Dou/gavel"
+
+
+class ReleaseNotFoundError(FileNotFoundError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def load_dotenv_once() -> None:
+    """Load ``.env`` from the repository root (values already in the environment win)."""
+    try:
+        from dotenv import load_dotenv
+    except ImportError:  # python-dotenv is a core dependency; tolerate its absence in odd setups
+        return
+    load_dotenv(REPO_ROOT / ".env", override=False)
+
+
+def release_root(path: str | os.PathLike | None = None) -> Path:
+    """The release's ``data/`` folder. Raises ReleaseNotFoundError saying what to set.
+    A relative GAVEL_RELEASE is tried against the current folder, then against the repository root."""
+    load_dotenv_once()
+    candidates = []
+    if path is not None:
+        candidates.append(Path(path))
+    elif os.environ.get("GAVEL_RELEASE"):
+        given = Path(os.environ["GAVEL_RELEASE"]).expanduser()
+        candidates.append(given)
+        if not given.is_absolute():  # a relative setting (e.g. in .env) is relative to the repository
+            candidates.append(REPO_ROOT / given)
+    else:
+        candidates.append(DEFAULT_RELEASE_DIR)
+    for base in candidates:
+        for root in (base / "data", base):
+            if (root / "summaries").is_dir():
+                return root.resolve()
+    raise ReleaseNotFoundError(
+        f"GAVEL release not found at {candidates[0]}. Set GAVEL_RELEASE to the folder of the public "
+        f"release (the one holding data/summaries), e.g. GAVEL_RELEASE=../shared/gavel-release, or run "
+        f"`make data` to clone {RELEASE_URL} into {DEFAULT_RELEASE_DIR}."
+    )
+
+
+@dataclass(frozen=True)
+class Model:
+    release_name: str
+    label: str
+    provider: str
+    open_weights: bool
+    settings: dict = field(default_factory=dict)
+    llm: dict = field(default_factory=dict)  # backend settings (see gavel.llm.registry)
+
+
+#: environment variable (or .env entry) naming the user's own models file, merged over gavel/core/models.yaml
+MODELS_ENV = "GAVEL_MODELS"
+MODEL_FIELDS = ("release_name", "label", "provider", "open_weights", "settings", "llm")
+LLM_FIELDS = ("model_id", "context_window", "max_output_tokens", "sampling", "quirks", "price")
+_REQUIRED_LLM = ("model_id", "context_window", "max_output_tokens")
+
+
+class ModelsFileError(ValueError):
+    """A malformed models file; the message names the file, the entry, the field and what to set."""
+
+
+@lru_cache(maxsize=1)
+def _package_registry() -> dict:
+    with open(Path(__file__).with_name("models.yaml"), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def models_file() -> Path | None:
+    """The user's models file named by GAVEL_MODELS (environment or .env), or None."""
+    load_dotenv_once()
+    value = os.environ.get(MODELS_ENV)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute() and not path.exists() and (REPO_ROOT / path).exists():
+        path = REPO_ROOT / path  # a relative setting in .env is relative to the repository
+    return path
+
+
+def _registry() -> dict:
+    """The package's registry with the user's models file (GAVEL_MODELS) merged over it."""
+    path = models_file()
+    if path is None:
+        return _package_registry()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        raise ModelsFileError(f"{path}: models file named by {MODELS_ENV} does not exist; fix the path or unset "
+                              f"{MODELS_ENV}") from None
+    return _merged_registry(str(path), stamp)
+
+
+@lru_cache(maxsize=8)
+def _merged_registry(path: str, _stamp: int) -> dict:
+    import copy
+
+    base = copy.deepcopy(_package_registry())
+    for entry in _read_user_models(Path(path)):
+        name = entry["release_name"]
+        for group in ("models", "local_models"):
+            found = next((m for m in base.get(group, []) if m["release_name"] == name), None)
+            if found is not None:  # override: the given fields replace the package's; `llm` key by key
+                llm = {**found.get("llm", {}), **entry.get("llm", {})}
+                found.update({k: v for k, v in entry.items() if k != "llm"}, llm=llm)
+                break
+        else:
+            _check_new_model(path, entry)
+            base.setdefault("user_models", []).append(
+                {"label": name, "open_weights": False, "settings": {}, **entry})
+    return base
+
+
+def _read_user_models(path: Path) -> list[dict]:
+    from gavel.llm.registry import PROVIDERS
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise ModelsFileError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
+    except OSError as err:
+        raise ModelsFileError(f"{path}: cannot read the models file named by {MODELS_ENV} ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or set(data) - {"models"}:
+        raise ModelsFileError(f"{path}: a models file is a mapping with one key, `models:`, holding a list of "
+                              f"entries like gavel/core/models.yaml's (release_name, provider, llm: {{model_id, "
+                              f"context_window, max_output_tokens, ...}})")
+    for n, entry in enumerate(data["models"], 1):
+        where = f"{path}, models entry {n}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("release_name"), str):
+            raise ModelsFileError(f"{where}: field 'release_name' (a string, the model's name) is missing")
+        where += f" ({entry['release_name']})"
+        unknown = sorted(set(entry) - set(MODEL_FIELDS))
+        if unknown:
+            raise ModelsFileError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(MODEL_FIELDS)}")
+        if "provider" in entry and entry["provider"] not in PROVIDERS:
+            raise ModelsFileError(f"{where}: field 'provider' is {entry['provider']!r}; set one of "
+                                  f"{', '.join(PROVIDERS)}")
+        llm = entry.get("llm", {})
+        if not isinstance(llm, dict):
+            raise ModelsFileError(f"{where}: field 'llm' must be a mapping ({', '.join(LLM_FIELDS)})")
+        unknown = sorted(set(llm) - set(LLM_FIELDS))
+        if unknown:
+            raise ModelsFileError(f"{where}: unknown field 'llm.{unknown[0]}'; known: {', '.join(LLM_FIELDS)}")
+        for key in ("context_window", "max_output_tokens"):
+            if key in llm and (not isinstance(llm[key], int) or isinstance(llm[key], bool) or llm[key] <= 0):
+                raise ModelsFileError(f"{where}: field 'llm.{key}' must be a positive whole number of tokens, "
+                                      f"got {llm[key]!r}")
+        for key in ("sampling", "quirks", "price"):
+            if key in llm and not isinstance(llm[key], dict):
+                raise ModelsFileError(f"{where}: field 'llm.{key}' must be a mapping, got {llm[key]!r}")
+        if "model_id" in llm and not (isinstance(llm["model_id"], str) and llm["model_id"]):
+            raise ModelsFileError(f"{where}: field 'llm.model_id' must be the provider's model id (a string)")
+    return data["models"]
+
+
+def _check_new_model(path: str, entry: dict) -> None:
+    where = f"{path}, model {entry['release_name']}"
+    if "provider" not in entry:
+        raise ModelsFileError(f"{where}: a model not in gavel/core/models.yaml needs field 'provider'")
+    missing = [k for k in _REQUIRED_LLM if k not in entry.get("llm", {})]
+    if missing:
+        raise ModelsFileError(f"{where}: a model not in gavel/core/models.yaml needs field 'llm.{missing[0]}' "
+                              f"(llm needs {', '.join(_REQUIRED_LLM)})")
+
+
+def models() -> tuple[Model, ...]:
+    """The 12 benchmark models, in the paper's order of S_GAVEL-REF (with the user's overrides applied)."""
+    return tuple(Model(**m) for m in _registry()["models"])
+
+
+def local_models() -> tuple[Model, ...]:
+    """Models gavel runs itself on this machine (provider ``local``); not part of the benchmark."""
+    return tuple(Model(**m) for m in _registry().get("local_models", []))
+
+
+def user_models() -> tuple[Model, ...]:
+    """Models added by the user's models file (GAVEL_MODELS); not part of the benchmark."""
+    return tuple(Model(**m) for m in _registry().get("user_models", []))
+
+
+def model(release_name: str) -> Model:
+    for m in models() + local_models() + user_models():
+        if m.release_name == release_name:
+            return m
+    where = f"gavel/core/models.yaml or {models_file()}" if models_file() else "gavel/core/models.yaml"
+    raise KeyError(f"unknown model {release_name!r}: not in {where}; add it to your own models file named by "
+                   f"{MODELS_ENV} (environment or .env)")
+
+
+def model_label(release_name: str) -> str:
+    """Display label; 'human' and unknown names are returned unchanged."""
+    try:
+        return model(release_name).label
+    except KeyError:
+        return release_name
+
+
+def document_extraction_models() -> dict[str, list[str]]:
+    return dict(_registry()["document_extraction"])

@@ -1,0 +1,79 @@
+"""The project's vocabularies, each defined once: judge relations, their scores, the A/B wording a judge
+answers in, and the style aspects with the one rubric that both the LLM judge and the human annotators rate on.
+
+Every module that names a relation or a style aspect imports it from here.
+"""
+
+from __future__ import annotations
+
+#: A single-value comparison in the model/reference wording used by scores and result tables.
+RELATIONS = ("equal", "model_contains_reference", "reference_contains_model", "different")
+#: Matching score of each single-value relation (Eq. 1 of the paper).
+RELATION_SCORE = {"equal": 1.0, "model_contains_reference": 0.5, "reference_contains_model": 0.5, "different": 0.0}
+
+#: What a judge answers when it sees two values in positions A and B (``gavel.answers`` readings).
+AB_RELATIONS = ("a_contains_b", "b_contains_a", "a_equals_b", "a_and_b_different")
+
+
+def relation_of(ab: str, model_is_a: bool) -> str:
+    """An A/B relation in the model/reference wording, given which position the model's value held."""
+    if ab == "a_equals_b":
+        return "equal"
+    if ab == "a_and_b_different":
+        return "different"
+    if ab not in ("a_contains_b", "b_contains_a"):
+        raise ValueError(f"unknown A/B relation {ab!r}; expected one of {AB_RELATIONS}")
+    model_contains = (ab == "a_contains_b") == model_is_a
+    return "model_contains_reference" if model_contains else "reference_contains_model"
+
+
+#: The five style aspects (the paper's S_style), in the order of the rubric.
+STYLE_ASPECTS = ("readability_jargon", "narrative_order", "sentence_structure", "formatting_layout", "citation_style")
+
+#: aspect -> (label, what to compare, what each rating 1..5 means). 1 = completely different, 5 = the same.
+#: The LLM judge's prompt (gavel.ref.stages.style) and the annotation form (gavel.annotation) both render this.
+STYLE_RUBRIC = {
+    "readability_jargon": (
+        "Readability and jargon",
+        "How technical the language is: legal terms against plain words, and who could read it without legal "
+        "training.",
+        ("written for different readers altogether (lawyers against the general public)",
+         "one is consistently more technical or more accessible than the other",
+         "one is clearly more technical in places, though the overall level is alike",
+         "close, with small differences in wording or occasional technical passages",
+         "same reading level and density of legal terms throughout")),
+    "narrative_order": (
+        "Narrative order",
+        "The sequence in which events, facts and arguments appear (chronological or by theme).",
+        ("entirely different organisation (e.g. by date against by issue)",
+         "different plans that overlap in places",
+         "recognisably the same plan with several parts moved",
+         "same flow with one or two elements moved",
+         "same events and arguments in the same order")),
+    "sentence_structure": (
+        "Sentence structure and voice",
+        "Sentence length and variety, active against passive voice, tense.",
+        ("opposite approaches (varied and active against uniform and passive)",
+         "consistently different sentence habits",
+         "moderate differences: one uses longer or more passive sentences",
+         "very alike with occasional differences",
+         "nearly the same sentence patterns, voice and tense")),
+    "formatting_layout": (
+        "Formatting and layout",
+        "Headings, bullet or numbered lists, paragraphs and other visible structure.",
+        ("opposites (heavily formatted against continuous prose)",
+         "one is far more structured than the other",
+         "the same kind of formatting used differently",
+         "very alike with a small difference (an extra heading, another list style)",
+         "the same formatting choices")),
+    "citation_style": (
+        "Citations and references",
+        "Whether and how cases, statutes and documents are cited: inline or apart, how often, in what form.",
+        ("not comparable (many citations against none)",
+         "one relies on citations much more, or cites in another style",
+         "both cite, with different density or placement",
+         "alike with small differences in form or placement",
+         "the same citation practice")),
+}
+assert tuple(STYLE_RUBRIC) == STYLE_ASPECTS
+STYLE_SCALE = (1, 5)  # lowest and highest rating

@@ -1,0 +1,1 @@
+"""The other metrics (ROUGE, embeddings, pointwise, CaseGen judge) and judge-human agreement."""

@@ -1,0 +1,1 @@
+"""What the release supports: reconstruction, results, REPRODUCTION.md, figures, the explorer, replay."""

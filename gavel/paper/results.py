@@ -1,0 +1,402 @@
+"""Everything the release supports, computed from it: the tables behind ``make results``.
+
+``compute(rel)`` returns named DataFrames (numbers and labels only, no release text); ``write(tables)``
+stores them as CSV under ``data/results/``; ``gavel.paper.reproduction`` turns them into docs/REPRODUCTION.md.
+
+Aggregation: S_checklist of one summary (or one extracted checklist) is 100 x the mean matching score of its
+applicable items; a model's S_checklist is the mean over its cases. Bounds are computed per case and then
+averaged, so they are the true extremes of the mean given the ambiguous cells (see gavel.paper.reconstruct).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gavel.core import config
+from gavel.core.items import GROUPS, ITEMS
+from gavel.core.tokens import LENGTH_BINS
+from gavel.metrics import text as metrics
+from gavel.paper import reconstruct
+from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
+from gavel.ref import grounding, scoring
+from gavel.release.judge import RELATIONS
+
+BOOTSTRAP_SAMPLES = 2000
+SEED = 20251122
+LENGTH_BIN_ORDER = list(LENGTH_BINS)
+EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
+OVER_RELATIONS = {MODEL_CONTAINS, DIFFERENT}
+UNDER_RELATIONS = {REFERENCE_CONTAINS, DIFFERENT}
+
+
+def _round(df: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    return df.round(digits)
+
+
+def per_case(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    return reconstruct.aggregate(cells, by + ["case_id"])
+
+
+def mean_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    g = pc.groupby(by, dropna=False)
+    out = g[["s_checklist", "s_checklist_low", "s_checklist_high"]].mean()
+    out["cases"] = g["s_checklist"].count()
+    out["ambiguous_cells"] = g["ambiguous"].sum()
+    return out.reset_index()
+
+
+def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+    idx = rng.integers(0, len(values), size=(n, len(values)))
+    return values[idx].mean(axis=1)
+
+
+def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
+    cells = reconstruct.summary_cells(rel, values=values)
+    cases = rel.cases[rel.cases["set"] == "benchmark"][["case_id", "length_bin", "part"]]
+    labels = {m.release_name: m.label for m in config.models()}
+    open_weights = {m.release_name: m.open_weights for m in config.models()}
+    pc = per_case(cells, ["model"]).merge(cases, on="case_id")
+    overall = mean_over_cases(pc, ["model"])
+    overall["length_bin"] = "all"
+    by_bin = mean_over_cases(pc, ["model", "length_bin"])
+    table = pd.concat([by_bin, overall], ignore_index=True)
+    table["label"] = table["model"].map(labels)
+    chk = rel.files[(rel.files["kind"] == "summary_checklists") & (rel.files["model"] != "human")]
+    released = chk[chk["status"] == "ok"].groupby("model").size()
+    table["checklist_parts_released"] = table["model"].map(released).fillna(0).astype(int)
+    order = overall.sort_values("s_checklist", ascending=False)["model"].tolist()
+    table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(order)})
+    table = table.sort_values(["rank", "length_bin"], key=lambda s: s.map(
+        {b: i for i, b in enumerate(LENGTH_BIN_ORDER + ["all"])}) if s.name == "length_bin" else s)
+
+    # bootstrap 95% intervals over cases, and for differences between ranked neighbours (paired on cases)
+    ci, diffs = bootstrap_tables(pc, order, labels)
+
+    # item-level matching scores (Figures 10-12) and groups (Figure 3)
+    item_scores = (cells.groupby(["model", "item"])
+                   .agg(score=("best", "mean"), low=("low", "mean"), high=("high", "mean"),
+                        applicable=("best", "count"), estimated=("estimate_source", lambda x: int((x != "").sum())))
+                   .reset_index())
+    item_scores["label"] = item_scores["model"].map(labels)
+    group_of = {it.key: it.group for it in ITEMS}
+    cells_g = cells.assign(group=cells["item"].map(group_of))
+    groups = (cells_g.groupby(["model", "group"]).agg(score=("best", "mean"), low=("low", "mean"),
+                                                      high=("high", "mean"), applicable=("best", "count"))
+              .reset_index())
+    groups["group_label"] = groups["group"].map({g.key: g.label for g in GROUPS})
+    groups["label"] = groups["model"].map(labels)
+
+    spec = specification_rates(rel, cells)
+
+    # summary length vs score (Figure 6, appendix E): S_checklist stands in for S_GAVEL-REF
+    words = rel.summaries[rel.summaries["set"] == "benchmark"][["model", "case_id", "words"]]
+    lengths = (words.merge(cases, on="case_id").groupby(["model", "length_bin"])["words"].mean()
+               .rename("mean_words").reset_index())
+    lengths["label"] = lengths["model"].map(labels).fillna("Human")
+    joined = pc.merge(words, on=["model", "case_id"]).dropna(subset=["s_checklist"])
+    corr_rows = []
+    for name, sel in (("all", joined),
+                      ("proprietary", joined[~joined["model"].map(open_weights)]),
+                      ("open_weights", joined[joined["model"].map(open_weights)])):
+        corr_rows.append({"models": name, "n": len(sel),
+                          **scoring.correlations(sel["words"].to_numpy(), sel["s_checklist"].to_numpy())})
+    corr = pd.DataFrame(corr_rows)
+
+    status = cells.groupby(["model", "status"]).size().rename("cells").reset_index()
+    lost = reconstruct.lost_cases(rel)
+    return {"summary_s_checklist": _round(table), "summary_bootstrap": _round(ci),
+            "summary_neighbour_differences": _round(diffs), "summary_item_scores": _round(item_scores),
+            "summary_group_scores": _round(groups), "summary_specification": _round(spec),
+            "summary_lengths": _round(lengths), "summary_length_correlations": _round(corr),
+            "summary_cell_status": status, "summary_lost_cases": lost,
+            "summary_case_scores": _round(pc[["model", "case_id", "s_checklist", "s_checklist_low",
+                                              "s_checklist_high"]].sort_values(["model", "case_id"]))}
+
+
+def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """95% intervals over cases for each model, and for the difference between neighbours in the ranking.
+
+    ``ci_low``/``ci_high`` resample the best estimates only (sampling uncertainty). ``bounds_ci_low`` /
+    ``bounds_ci_high`` carry the reconstruction's uncertainty too: the 2.5th percentile of the resampled
+    lower-bound series and the 97.5th of the upper-bound series. Neighbours are compared on the cases both
+    have, always as ``difference = model_a - model_b`` where ``model_a`` is ranked above ``model_b`` by the
+    overall best estimate (a negative difference means ``model_b`` is ahead on their common cases); they are
+    ``separated`` only when the interval carrying both uncertainties excludes 0."""
+    rng = np.random.default_rng(SEED)
+    wide = {col: pc.pivot_table(index="case_id", columns="model", values=col, dropna=False)
+            for col in ("s_checklist", "s_checklist_low", "s_checklist_high")}
+    ci_rows = []
+    for m in order:
+        v = wide["s_checklist"][m].dropna().to_numpy()
+        lo = wide["s_checklist_low"][m].dropna().to_numpy()
+        hi = wide["s_checklist_high"][m].dropna().to_numpy()
+        boots, boots_lo, boots_hi = (bootstrap_means(x, rng) for x in (v, lo, hi))
+        ci_rows.append({"model": m, "label": labels[m], "s_checklist": v.mean(), "cases": len(v),
+                        "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
+                        "bounds_ci_low": np.percentile(boots_lo, 2.5),
+                        "bounds_ci_high": np.percentile(boots_hi, 97.5)})
+    diff_rows = []
+    for a, b in zip(order, order[1:]):
+        best = wide["s_checklist"][[a, b]].dropna()
+        common = best.index
+        d = (best[a] - best[b]).to_numpy()
+        d_lo = (wide["s_checklist_low"][a] - wide["s_checklist_high"][b]).reindex(common).dropna().to_numpy()
+        d_hi = (wide["s_checklist_high"][a] - wide["s_checklist_low"][b]).reindex(common).dropna().to_numpy()
+        boots, boots_lo, boots_hi = (bootstrap_means(x, rng) for x in (d, d_lo, d_hi))
+        lo_all, hi_all = np.percentile(boots_lo, 2.5), np.percentile(boots_hi, 97.5)
+        diff_rows.append({"model_a": a, "model_b": b, "common_cases": len(d), "difference": d.mean(),
+                          "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
+                          "difference_low": d_lo.mean(), "difference_high": d_hi.mean(),
+                          "bounds_ci_low": lo_all, "bounds_ci_high": hi_all,
+                          "separated": bool(lo_all > 0 or hi_all < 0)})
+    return pd.DataFrame(ci_rows), pd.DataFrame(diff_rows)
+
+
+def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
+    """Over- and under-specification per model and item, with bounds.
+
+    A summary *over-specifies* an item when its checklist holds something the reference's does not: the
+    judge lists model-only values, or says the model's value contains the reference's or differs from it,
+    or the model has values where the reference has none. It *under-specifies* when the reference holds
+    something the model's does not (reference-only values, reference contains model, different, or the
+    model has nothing where the reference has values). Over-specification rate: share of all scored cases;
+    under-specification rate: share of the cases whose reference holds the item. Judge files in A/B wording
+    (orientation unknown) cannot say which side is which: their cases are left out (column ``cases``).
+
+    Unjudged cells leave the outcome open (``reconstruct.STATUS_OUTCOMES``): the best estimate takes each
+    status's first outcome; ``over_low``/``over_high`` and ``under_low``/``under_high`` are the extremes of
+    the rates over every outcome the release allows. ``reference_cases_low``/``_high`` bound the number of
+    cases whose reference holds the item (the under-specification rate's denominator)."""
+    j = rel.judgments[rel.judgments["task"] == "summary"]
+    unknown = j.loc[j["orientation"] == "unknown", ["model", "case_id"]].drop_duplicates()
+    df = cells[["model", "case_id", "item", "status"]].merge(
+        unknown.assign(_ab=True), on=["model", "case_id"], how="left")
+    df = df[df["_ab"].isna()].drop(columns="_ab")
+    df = df.merge(j[["model", "case_id", "item", "kind", "relation", "only_in_model", "only_in_reference"]],
+                  on=["model", "case_id", "item"], how="left")
+    judged = (df["status"] == Status.JUDGED).to_numpy()
+    rel_kind = (df["kind"] == "relation").to_numpy()
+    n_only_model = df["only_in_model"].map(lambda x: len(x) if isinstance(x, list) else 0).to_numpy()
+    n_only_ref = df["only_in_reference"].map(lambda x: len(x) if isinstance(x, list) else 0).to_numpy()
+    over_j = (rel_kind & df["relation"].isin(OVER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_model > 0))
+    under_j = (rel_kind & df["relation"].isin(UNDER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_ref > 0))
+    # per cell: can it be over (o1), must it be (o0); (ref_has, under) choices for the ratio's extremes
+    cols = {k: [] for k in ("over", "over_lo", "over_hi", "ref", "ref_lo", "ref_hi", "under", "r_lo", "u_lo",
+                                   "r_hi", "u_hi")}
+    for i, st in enumerate(df["status"].to_numpy()):
+        if judged[i]:
+            outs = (reconstruct.Outcome(True, bool(over_j[i]), bool(under_j[i])),)
+        else:
+            outs = STATUS_OUTCOMES[Status(st)]
+        best = outs[0]
+        cols["over"].append(best.over)
+        cols["over_lo"].append(all(o.over for o in outs))
+        cols["over_hi"].append(any(o.over for o in outs))
+        cols["ref"].append(best.ref_has)
+        cols["ref_lo"].append(all(o.ref_has for o in outs))
+        cols["ref_hi"].append(any(o.ref_has for o in outs))
+        cols["under"].append(best.ref_has and best.under)
+        pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
+        # lowest ratio: a reference case without under-specification, else no reference, else forced
+        low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
+        # highest ratio: an under-specified reference case, else no reference, else forced
+        high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
+        cols["r_lo"].append(low[0])
+        cols["u_lo"].append(low[1])
+        cols["r_hi"].append(high[0])
+        cols["u_hi"].append(high[1])
+    df = df.assign(**cols)
+    g = df.groupby(["model", "item"])
+    out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref"].sum()})
+    out["under_rate"] = g["under"].sum() / out["reference_has_item"].where(out["reference_has_item"] > 0)
+    out["over_low"] = g["over_lo"].mean()
+    out["over_high"] = g["over_hi"].mean()
+    r_lo, r_hi = g["r_lo"].sum(), g["r_hi"].sum()
+    out["under_low"] = g["u_lo"].sum() / r_lo.where(r_lo > 0)
+    out["under_high"] = g["u_hi"].sum() / r_hi.where(r_hi > 0)
+    out["reference_cases_low"] = g["ref_lo"].sum()
+    out["reference_cases_high"] = g["ref_hi"].sum()
+    out["judged"] = g["status"].apply(lambda x: int((x == Status.JUDGED).sum()))
+    return out.reset_index()
+
+
+def document_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
+    cells = reconstruct.document_cells(rel, values=values)
+    keys = ["method", "model", "configuration"]
+    pc = per_case(cells, keys)
+    scores = mean_over_cases(pc, keys)
+    # tokens per case: input + output, averaged over the 40 meta-evaluation cases
+    n_cases = int((rel.cases["set"] == "human_eval").sum())
+    agent = rel.agent_runs.groupby(["model", "configuration"])[["input_tokens", "output_tokens"]].sum().reset_index()
+    agent["method"] = "agent"
+    ts = rel.token_stats[(rel.token_stats["scope"] == "file") &
+                         rel.token_stats["kind"].isin(["end_to_end", "chunk_by_chunk"])]
+    other = ts.groupby(["kind", "model"])[["input_tokens", "output_tokens"]].sum().reset_index()
+    other = other.rename(columns={"kind": "method"})
+    other["configuration"] = ""
+    tokens = pd.concat([agent, other], ignore_index=True)
+    tokens["token_cases"] = n_cases
+    for col in ("input_tokens", "output_tokens"):
+        tokens[f"{col}_per_case"] = tokens[col] / n_cases
+    tokens["total_tokens_per_case"] = tokens["input_tokens_per_case"] + tokens["output_tokens_per_case"]
+    files = rel.files
+    complete = {}
+    for (method, model), sel in files[files["kind"] == "document_checklists"].groupby(
+            files["file"].str.split("/").str[1].to_frame().assign(model=files["model"]).apply(tuple, axis=1)
+            .rename("k")):
+        complete[(method, model)] = bool((sel["status"] == "ok").all())
+    tokens["token_files_complete"] = [
+        True if m == "agent" else complete.get((m, mod), False)
+        for m, mod in zip(tokens["method"], tokens["model"])]
+    table = scores.merge(tokens, on=keys, how="outer")
+    table["agents"] = table["configuration"].map({"all": 1, "grouped": 9, "individual": 26})
+    table["label"] = table["model"].map(config.model_label)
+    status = cells.groupby(keys + ["status"], dropna=False).size().rename("cells").reset_index()
+    return {"document_s_checklist": _round(table), "document_cell_status": status}
+
+
+def case_tables(rel) -> dict[str, pd.DataFrame]:
+    c = rel.cases[rel.cases["set"] == "benchmark"]
+    year = c["filing_date"].str[:4]
+    by_bin = c.assign(filed_2025=year == "2025").groupby("length_bin").agg(
+        cases=("case_id", "size"), filed_2025=("filed_2025", "sum"),
+        tokens_missing=("total_tokens", lambda s: int(s.isna().sum())), mean_tokens=("total_tokens", "mean"))
+    return {"benchmark_cases": _round(by_bin.reset_index())}
+
+
+def residual_ratio_table(rel) -> pd.DataFrame:
+    """Residual ratio r (%) from the released evidence: the deterministic first step of the residual stage
+    (``gavel.ref.grounding.uncovered_spans``) on every summary whose checklist the release holds: the 12 models'
+    benchmark summaries (GPT-oss 20B extractions) and the 40 human summaries of ``human.json``."""
+    cv = rel.checklist_values
+    sel = cv[cv["origin"] == "summary"]
+    s = rel.summaries
+    keep = ((s["model"] == "human") & (s["set"] == "human_eval")) | ((s["model"] != "human") & (s["set"] == "benchmark"))
+    texts = {(m, c): t for m, c, t in s.loc[keep, ["model", "case_id", "text"]].itertuples(index=False)}
+    values: dict = {}
+    for m, c, v, e in sel[["model", "case_id", "value", "evidence"]].itertuples(index=False):
+        values.setdefault((m, c), []).append((v, list(e)))
+    per = pd.DataFrame(grounding.residual_ratios(texts, values))
+    g = per.groupby("who")
+    out = pd.DataFrame({"summaries": g.size(), "r_percent": 100 * g["r"].mean(), "r_median_percent": 100 * g["r"].median(),
+                        "r_q1_percent": 100 * g["r"].quantile(0.25), "r_q3_percent": 100 * g["r"].quantile(0.75),
+                        "residual_spans_per_summary": g["spans"].mean()})
+    out = out.reset_index().rename(columns={"who": "model"})
+    out["set"] = out["model"].map(lambda m: "human_eval" if m == "human" else "benchmark")
+    return _round(out)
+
+
+def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
+    each agrees with S_checklist (gavel.metrics.text). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
+    3) before the agreement is computed, so the committed tables reproduce exactly."""
+    s = rel.summaries[rel.summaries["set"] == "benchmark"]
+    refs = s[s["model"] == "human"].set_index("case_id")["text"]
+    cand = s[s["model"] != "human"].sort_values(["model", "case_id"])
+    missing = sorted(set(cand["case_id"]) - set(refs.index))
+    if missing:  # a damaged copy of the release (the audit names the file): those summaries are left out, said so
+        left = cand["case_id"].isin(missing)
+        print(f"text metrics: {int(left.sum())} model summaries have no human reference in the release and are "
+              f"left out (cases {', '.join(map(str, missing))}); see the audit", file=sys.stderr)
+        cand = cand[~left]
+    pairs = list(zip(cand["text"], cand["case_id"].map(refs)))
+    rouge = pd.DataFrame([metrics.rouge_scores(summary, ref) for summary, ref in pairs])
+    emb = metrics.embedding_similarity([p[0] for p in pairs], [p[1] for p in pairs])
+    scores = cand[["model", "case_id"]].reset_index(drop=True)
+    # cosine to 3 decimals: float kernels of other CPUs move it by ~1e-8, which must not flip a rounded digit
+    scores = pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
+    scores = scores.merge(case_scores, on=["model", "case_id"], how="left")
+    scores = _round(scores[["model", "case_id", "s_checklist", "s_checklist_low", "s_checklist_high",
+                            *metrics.TEXT_METRICS]])
+    llm = metrics.load_llm_scores()
+    llm_metrics = [c for c in llm.columns if c not in ("model", "case_id")]
+    if llm_metrics:  # LLM-based metrics join where their outputs exist (data/llm_scores/)
+        scores = scores.merge(_round(llm), on=["model", "case_id"], how="left")
+    agree = metrics.agreement(scores, [*metrics.TEXT_METRICS, *llm_metrics])
+    means = scores.groupby("model")[["s_checklist", *metrics.TEXT_METRICS, *llm_metrics]].mean()
+    means["summaries"] = scores.groupby("model").size()
+    means = means.sort_values("s_checklist", ascending=False).reset_index()
+    means["label"] = means["model"].map(config.model_label)
+    return {"summary_text_metrics": scores, "metric_agreement": _round(agree), "metric_model_means": _round(means)}
+
+
+def grounding_tables(rel) -> dict[str, pd.DataFrame]:
+    """Where each evidence snippet of the released summary checklists occurs in the summary it was extracted
+    from (gavel.ref.grounding): counts and shares per model and item, and per model over all items (``all``)."""
+    s = rel.summaries[rel.summaries["set"] == "benchmark"].set_index(["model", "case_id"])["text"]
+    v = rel.checklist_values
+    v = v[(v["origin"] == "summary") & (v["method"] == "llm")]
+    rows = []
+    normalized = {}
+    no_summary: set = set()
+    for r in v[["model", "case_id", "item", "evidence"]].itertuples(index=False):
+        snippets = r.evidence if isinstance(r.evidence, list) else []
+        if not snippets:
+            rows.append({"model": r.model, "item": r.item, "status": "no_evidence"})
+            continue
+        text = s.get((r.model, r.case_id))
+        if text is None:  # a damaged copy of the release: counted and said, not located
+            no_summary.add((r.model, r.case_id))
+            continue
+        if (r.model, r.case_id) not in normalized:
+            normalized[(r.model, r.case_id)] = grounding.normalize(text)
+        for snippet in snippets:
+            hit = grounding.locate(snippet, text, normalized_text=normalized[(r.model, r.case_id)])
+            rows.append({"model": r.model, "item": r.item, "status": hit.status})
+    if no_summary:
+        print(f"evidence grounding: checklists of {len(no_summary)} (model, case) pairs have no summary in the "
+              f"release and are left out: {sorted(no_summary)}; see the audit", file=sys.stderr)
+    df = pd.DataFrame(rows)
+    both = pd.concat([df, df.assign(item="all")], ignore_index=True)
+    counts = both.pivot_table(index=["model", "item"], columns="status", aggfunc="size", fill_value=0)
+    for col in (*grounding.STATUSES, "no_evidence"):
+        if col not in counts:
+            counts[col] = 0
+    counts = counts[[*grounding.STATUSES, "no_evidence"]].reset_index()
+    counts.columns.name = None
+    counts["snippets"] = counts[list(grounding.STATUSES)].sum(axis=1)
+    for col in grounding.STATUSES:
+        counts[f"share_{col}"] = counts[col] / counts["snippets"].where(counts["snippets"] > 0)
+    counts["label"] = counts["model"].map(config.model_label)
+    return {"summary_evidence_grounding": _round(counts)}
+
+
+def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
+    """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
+    model is the slow part; its vectors are cached under data/interim/embeddings)."""
+    tables = {}
+    values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
+    tables.update(case_tables(rel))
+    tables.update(summary_tables(rel, values))
+    tables.update(grounding_tables(rel))
+    if text_metrics:
+        tables.update(text_metric_tables(rel, tables["summary_case_scores"]))
+    tables.update(document_tables(rel, values))
+    tables["residual_ratio"] = residual_ratio_table(rel)
+    audit = rel.audit_summary()[["defect", "records", "files"]]
+    tables["release_audit"] = audit
+    return tables
+
+
+def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
+    folder = Path(folder) if folder else config.RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in sorted(tables.items()):
+        path = folder / f"{name}.csv"
+        df.to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
+        written.append(path)
+    return written
+
+
+def read(folder=None) -> dict[str, pd.DataFrame]:
+    """The committed result tables (what `make figures` works from)."""
+    folder = Path(folder) if folder else config.RESULTS_DIR
+    found = {p.stem: pd.read_csv(p, keep_default_na=True) for p in sorted(folder.glob("*.csv"))}
+    if not found:
+        raise FileNotFoundError(f"no result tables in {folder}: run `make results` (needs the release)")
+    return found

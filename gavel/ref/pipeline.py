@@ -1,0 +1,573 @@
+"""GAVEL-REF end to end: summaries -> extract -> compare -> residual -> style -> scores.
+
+``evaluate`` composes the stages (``gavel.ref.stages``) through one ``StageRunner`` per stage (cached,
+resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables to ``out``:
+
+``values.csv``      extracted values with evidence, offsets and grounding status (model and reference sides)
+``answers.csv``     one row per LLM answer of every stage: status (``ok`` or why unusable), detail
+``compare.csv``     one row per (summary, item): gate, relation / matched pairs (model, reference), score
+``residual.csv``    residual spans and r of every summary, facts per summary
+``style.csv``       the five ratings and S_style per summary
+``scores.csv``      per summary: S_checklist (best, low, high), S_residual, S_style, r (own and reference),
+                    S_GAVEL-REF
+``model_scores.csv`` per model (and per length bin when bins are given): means and bootstrap intervals
+``summary_s_checklist.csv``, ``summary_bootstrap.csv``  the shapes of ``data/results/``: ``gavel.paper.figures``
+                    draws them (e.g. Figure 2 of a new run); ``gavel_ref_scores.csv`` all components per model
+
+Unusable answers are re-asked at most ``answers.MAX_REASKS`` times (the previous answer and the reason are
+shown to the model); what is still unusable stays in ``answers.csv`` with its reason and is kept out of the
+scores with bounds, never scored as 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from gavel import answers
+from gavel.core import config
+from gavel.core.items import ITEMS, Item
+from gavel.core.vocab import STYLE_ASPECTS
+from gavel.llm.records import Request, Response
+from gavel.llm.runner import PENDING_ERROR, StageRunner
+from gavel.ref import prompts
+from gavel.ref.stages import compare, extract, residual, score, style
+from gavel.ref.stages import summarize as summarize_stage
+
+REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
+TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
+
+
+class InputError(ValueError):
+    """Bad input to the pipeline: names the file and record."""
+
+
+@dataclass
+class Settings:
+    extractor: str
+    judge: str
+    items: tuple[Item, ...] = ITEMS
+    alpha: float = 0.9
+    seed: int = 0
+    mode: str = "online"
+    max_tokens: int | None = None
+    structured: bool = True
+    progress: bool = False
+    runner_options: dict = field(default_factory=dict)
+
+
+def default_roles() -> dict:
+    roles = config._registry().get("roles", {})
+    return {"extractor": roles.get("summary_checklist_extractor"), "judge": roles.get("checklist_judge")}
+
+
+def reask(request: Request, response: Response, reason: str, detail: str, round_: int) -> Request:
+    """The same request with the unusable answer and what was wrong with it appended (a new custom_id)."""
+    note = (f"Your answer could not be used ({reason}: {detail[:200]}). Answer again, following the output "
+            f"format exactly.")
+    messages = request.messages + [{"role": "assistant", "content": response.text or ""},
+                                   {"role": "user", "content": note}]
+    return Request(stage=request.stage, model=request.model, messages=messages, params=dict(request.params),
+                   case_id=request.case_id, item=request.item, subject=request.subject, schema=request.schema)
+
+
+class _Stages:
+    """One runner per stage under ``out/runs/<stage>``; every answer logged for ``answers.csv``."""
+
+    def __init__(self, provider, out: Path, s: Settings, timeout: float | None = None):
+        self.provider, self.out, self.s, self.timeout = provider, out, s, timeout
+        self.log: list[dict] = []
+        self.sent = {}
+        self.cached = {}
+
+    def run(self, stage: str, jobs: list[tuple[Request, object]], parse) -> list:
+        """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
+        answers. Returns the results in job order."""
+        runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
+                             **self.s.runner_options)
+        results: list = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        current = [req for req, _ in jobs]
+        for round_ in range(answers.MAX_REASKS + 1):
+            if not pending:
+                break
+            report = runner.run([current[i] for i in pending], mode=self.s.mode, timeout=self.timeout)
+            waiting = sum(1 for i in pending if (report.responses.get(current[i].custom_id) or Response("", "errored"))
+                          .error == PENDING_ERROR)
+            if waiting:
+                raise StagePending(stage, waiting, len(jobs))
+            self.sent[stage] = self.sent.get(stage, 0) + report.sent
+            self.cached[stage] = self.cached.get(stage, 0) + report.cached
+            again = []
+            for i in pending:
+                req, meta = current[i], jobs[i][1]
+                resp = report.responses.get(req.custom_id)
+                result, status, detail = parse(meta, resp)
+                results[i] = result
+                self.log.append({"stage": stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
+                                 "round": round_, "custom_id": req.custom_id, "status": status, "detail": detail,
+                                 "finish_reason": resp.finish_reason if resp else None,
+                                 "input_tokens": resp.input_tokens if resp else None,
+                                 "output_tokens": resp.output_tokens if resp else None})
+                if status in REASKABLE and resp is not None and round_ < answers.MAX_REASKS:
+                    current[i] = reask(req, resp, status, detail, round_)
+                    again.append(i)
+            pending = again
+        return results
+
+
+def _index_summaries(rows, where: str, problems: list[dict]) -> dict[tuple[str, str], str]:
+    """{(subject, case_id): text}; an empty or non-text summary, or a second summary of the same subject
+    and case, is reported in ``problems`` (naming the record) and left out; the rest goes on."""
+    out = {}
+    for n, (subject, case_id, text) in enumerate(rows, 1):
+        key = (subject, str(case_id))
+        if not isinstance(text, str) or not text.strip():
+            problems.append({"subject": subject, "case_id": str(case_id), "problem": f"{where}, record {n}: empty summary"})
+        elif key in out:
+            problems.append({"subject": subject, "case_id": str(case_id),
+                             "problem": f"{where}, record {n}: a second summary of this case; the first is kept"})
+        else:
+            out[key] = text
+    return out
+
+
+def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], provider, out: str | Path,
+             settings: Settings, bins: dict[str, str] | None = None,
+             timeout: float | None = None) -> dict[str, pd.DataFrame]:
+    """Evaluate ``summaries`` (subject, case_id, text) against ``references`` (case_id -> human summary).
+    Bad input (an empty summary, a repeated one, a case without a usable reference) is reported in
+    ``problems`` naming the record and left out; the rest goes on."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    s = settings
+    problems = []
+    models = _index_summaries(summaries, "summaries", problems)
+    usable_refs = _index_summaries([("human", c, t) for c, t in references.items()], "references", problems)
+    kept = {}
+    for (subject, case_id), text in models.items():
+        if ("human", case_id) not in usable_refs:
+            problems.append({"subject": subject, "case_id": case_id, "problem": "no usable reference summary for this case"})
+        else:
+            kept[(subject, case_id)] = text
+    refs = {c: references[c] for c in sorted({c for _, c in kept})}
+    texts = {**kept, **{("human", c): t for c, t in refs.items()}}
+    st = _Stages(provider, out, s, timeout)
+
+    # 1. extract (model summaries and references)
+    items_by_key = {it.key: it for it in s.items}
+    ex_reqs = extract.build_requests([extract.Summary(subj, c, t) for (subj, c), t in texts.items()], s.extractor,
+                                     s.items, s.max_tokens, s.structured)
+
+    def parse_extract(req, resp):
+        rows, status = extract.parse_response(req, resp, texts[(req.subject, req.case_id)])
+        return (rows, status), status["status"], status["detail"]
+    extracted = st.run("extract", [(r, r) for r in ex_reqs], parse_extract)
+    value_rows = [v for rows, _ in extracted for v in rows]
+    item_status = {(st_["subject"], st_["case_id"], st_["item"]): st_["status"] for _, st_ in extracted}
+    values: dict = {}
+    for v in value_rows:
+        values.setdefault((v["subject"], v["case_id"], v["item"]), []).append(v)
+
+    def values_of(subject, case_id, key):
+        if item_status.get((subject, case_id, key)) != "ok":
+            return None
+        return tuple(v["value"] for v in sorted(values.get((subject, case_id, key), []), key=lambda v: v["index"]))
+
+    # 2. compare
+    pairs = [compare.Pair(subj, c, key, values_of(subj, c, key), values_of("human", c, key))
+             for (subj, c) in kept for key in items_by_key]
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured)
+    judged = st.run("compare", jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
+    compare_rows = pd.DataFrame(gated + judged)
+
+    # 3. residual: spans (deterministic), facts (extractor), fact matching (judge)
+    spans = {}
+    for key, text in texts.items():
+        subj, c = key
+        vals = [(v["value"], v["evidence"]) for it in items_by_key for v in values.get((subj, c, it), [])]
+        spans[key] = residual.uncovered_spans(text, vals)
+    span_texts = {k: [texts[k][a:b] for a, b in v] for k, v in spans.items()}
+    fact_reqs = residual.build_requests([(subj, c, span_texts[(subj, c)]) for subj, c in texts], s.extractor,
+                                        s.max_tokens, s.structured)
+
+    def parse_facts(req, resp):
+        rows, status = residual.parse_response(req, resp, len(span_texts[(req.subject, req.case_id)]))
+        return (rows, status), status["status"], status["detail"]
+    fact_results = st.run("residual", [(r, r) for r in fact_reqs], parse_facts)
+    facts: dict = {k: () for k in texts}
+    fact_ok = {k: True for k in texts}
+    for rows, status in fact_results:
+        k = (status["subject"], status["case_id"])
+        fact_ok[k] = status["status"] == "ok"
+        facts[k] = tuple(r["fact"] for r in rows)
+    rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
+                           facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
+    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match")
+    rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
+    residual_rows = pd.DataFrame(rgated + rjudged)
+
+    # 4. style
+    sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
+                                 s.max_tokens, s.structured)
+    style_rows = pd.DataFrame(st.run("style", sjobs, lambda meta, resp: _with_status(style.parse_response(meta, resp))))
+
+    # 5. scores
+    scores = _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, s.alpha)
+    by = ["subject"]
+    if bins:
+        scores["bin"] = scores["case_id"].map(bins)
+        by = ["subject", "bin"]
+    model_scores = _model_scores(scores, by, s.seed)
+    tables = {**results_tables(scores, s.seed),
+        "values": pd.DataFrame(value_rows), "answers": pd.DataFrame(st.log), "compare": compare_rows,
+        "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
+                                   "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
+                                   "facts_ok": fact_ok[k]} for k, v in spans.items()]),
+        "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
+        "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
+    }
+    for name, table in tables.items():
+        table.to_csv(out / f"{name}.csv", index=False)
+    manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
+                "items": [it.key for it in s.items], "provider": getattr(provider, "name", str(provider)),
+                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached}
+    (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    tables["manifest"] = manifest
+    return tables
+
+
+def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: str, out: str | Path,
+              max_tokens: int | None = None, context_window: int | None = None,
+              mode: str = "online") -> tuple[list[tuple[str, str, str]], pd.DataFrame]:
+    """Summaries of cases (case_id, [(document name, text), ...] in reading order) by ``model``: the
+    summaries as (model, case_id, text) for ``evaluate``, and a table with every case's status, what the
+    truncation kept, and why a summary is missing (``summaries.csv`` in ``out``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = summarize_stage.build_requests(cases, model, max_tokens, context_window)
+    st = _Stages(provider, out, Settings(extractor=model, judge=model, mode=mode))
+    rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
+    table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
+    table.to_csv(out / "summaries.csv", index=False)
+    return [(model, r["case_id"], r["summary"]) for r in rows if r["status"] == "ok"], table
+
+
+def _with_status(row: dict):
+    return row, row["status"], row.get("detail", "")
+
+
+def _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, alpha) -> pd.DataFrame:
+    checklist = score.checklist_scores(compare_rows).set_index(["subject", "case_id"])
+    res = residual_rows.set_index(["subject", "case_id"])
+    sty = style_rows.set_index(["subject", "case_id"]) if len(style_rows) else pd.DataFrame()
+    rows = []
+    for subj, c in kept:
+        key = (subj, c)
+        ch = checklist.loc[key] if key in checklist.index else None
+        s_check = float(ch["s_checklist"]) if ch is not None else math.nan
+        rr = res.loc[key] if key in res.index else None
+        s_res = math.nan
+        if rr is not None and rr["status"] in ("ok", "gated"):
+            s_res = math.nan if rr["gate"] == "not_applicable" else 100.0 * float(rr["score"])
+        s_sty = float(sty.loc[key, "s_style"]) if len(sty) and key in sty.index and sty.loc[key, "s_style"] is not None \
+            else math.nan
+        r_ref = residual.residual_ratio(texts[("human", c)], spans[("human", c)])
+        r_own = residual.residual_ratio(texts[key], spans[key])
+        rows.append({"subject": subj, "case_id": c, "s_checklist": s_check,
+                     "s_checklist_low": float(ch["s_checklist_low"]) if ch is not None else math.nan,
+                     "s_checklist_high": float(ch["s_checklist_high"]) if ch is not None else math.nan,
+                     "unusable_items": int(ch["unusable"]) if ch is not None else None,
+                     "s_residual": s_res, "s_style": s_sty, "r_reference": r_ref, "r_own": r_own,
+                     "s_gavel_ref": score.gavel_ref(s_check, s_res, s_sty, r_ref, alpha)})
+    return pd.DataFrame(rows)
+
+
+def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFrame:
+    rows = []
+    for key, g in scores.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        row["cases"] = len(g)
+        for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
+            row[col] = g[col].mean()
+            row[f"{col}_n"] = int(g[col].notna().sum())
+            if col.startswith("s_"):
+                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = score.bootstrap_ci(g[col].tolist(), seed=seed)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------- inputs ----------
+def read_summaries(path: str | Path, subject: str | None = None,
+                   problems: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
+    ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
+    ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
+    release's files, the file name otherwise, or each JSONL line's ``model``). A file of no known shape raises
+    :class:`InputError`. A record that cannot be read (a line that is not JSON, a summary that is not text)
+    raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
+    and the file's other records are kept."""
+    path = Path(path)
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise InputError(message)
+        problems.append(message)
+
+    name = subject or path.stem
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                bad(f"{path}, line {n}: not JSON ({err})")
+                continue
+            body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
+            if not isinstance(body, str) or "case_id" not in rec:
+                bad(f"{path}, line {n}: expected an object with case_id and summary")
+                continue
+            out.append((subject or rec.get("model") or name, str(rec["case_id"]), body))
+        return out
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not JSON ({err})") from None
+    if isinstance(data, dict) and isinstance(data.get("results"), dict):
+        data = data["results"]
+        name = subject or path.parent.name  # the release: summaries/<model>/<part>.json
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
+    out = []
+    for case_id, body in data.items():
+        if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
+            body = body.get("summary/long", body.get("summary"))
+        if not isinstance(body, str):
+            bad(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+            continue
+        out.append((name, str(case_id), body))
+    return out
+
+
+def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
+    """Human summaries (case_id -> text) and length bins of the release's cases."""
+    s = rel.summaries
+    human = s[s["model"] == "human"].drop_duplicates("case_id")
+    bins = rel.cases.drop_duplicates("case_id").set_index("case_id")["length_bin"].dropna().to_dict() \
+        if "length_bin" in rel.cases else {}
+    return dict(zip(human["case_id"], human["text"])), bins
+
+
+def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
+    """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
+    (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
+    from gavel.llm.runner import StageRunner
+
+    s = settings
+    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
+    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
+    tables = []
+    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
+    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
+                                             s.max_tokens, s.structured)]
+    for stage, reqs in (("extract", ex), ("style", sty)):
+        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
+            reqs, mode=s.mode, show=False)
+        tables.append(t.assign(stage=stage))
+    table = pd.concat(tables, ignore_index=True)
+    print(table.to_string(index=False))
+    print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
+          f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    return table
+
+
+# ---------- a stand-in model for trying the flow offline ----------
+_SPAN_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
+_LIST_LINE = re.compile(r"^(\d+)\. (.*)$", re.M)
+
+
+def _section(text: str, head: str, stop: str) -> str:
+    start = text.find(head)
+    if start < 0:
+        return ""
+    start += len(head)
+    end = text.find(stop, start)
+    return text[start: end if end >= 0 else len(text)].strip()
+
+
+def stand_in_answer(request: Request) -> str:
+    """A deterministic stand-in for a model (the ``mock`` provider's answer in ``gavel evaluate`` and the
+    notebooks): it quotes sentences of the summary whose words overlap the item's name, matches list entries
+    that are the same text, calls every residual span a fact and rates every style aspect 3. It exercises
+    every stage, parser and table in seconds, with no model; its scores mean nothing."""
+    user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
+    if request.stage == "extract":
+        summary = _section(user, "# Case summary\n", "\n# Checklist item:")
+        name = _section(user, "# Checklist item:", "\n")
+        words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", name)}
+        found = [s for s in re.split(r"(?<=[.!?])\s+", summary)
+                 if words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", s)}][:2]
+        return json.dumps({"reasoning": "stand-in: sentences sharing words with the item name",
+                           "extracted": [{"evidence": [s], "value": s[:100]} for s in found]})
+    if request.stage == "residual":
+        spans = _SPAN_LINE.findall(user)
+        return json.dumps({"reasoning": "stand-in: one fact per span",
+                           "extracted": [{"fact": text, "evidence_spans": [int(n)]} for n, text in spans]})
+    if request.stage == "style":
+        return json.dumps({k: 3 for k in STYLE_ASPECTS})
+    if "## Information A" in user:
+        a = _section(user, "## Information A\n", "\n## Information B")
+        b = _section(user, "## Information B\n", "\n\n#")
+        label = "A equals B" if a.casefold() == b.casefold() else "A and B are different"
+        return f"**Reasoning:** stand-in.\n**Final Answer:** {label}"
+    a = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List A\n", "## List B"))}
+    b = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List B\n", "\n\n#"))}
+    common = [{"A_index": int(i), "B_index": int(j)} for i, x in a.items() for j, y in b.items() if x == y]
+    body = {"common": common, "only_in_A": [int(i) for i in a if int(i) not in {c["A_index"] for c in common}],
+            "only_in_B": [int(j) for j in b if int(j) not in {c["B_index"] for c in common}]}
+    return "**Reasoning:** stand-in.\n**Final Answer:**\n```json\n" + json.dumps(body) + "\n```"
+
+
+def provider(name: str, base_url: str | None = None, **kwargs):
+    """A provider by name for the pipeline: ``mock`` answers with :func:`stand_in_answer`."""
+    from gavel.llm.providers import get_provider
+
+    if name == "mock":
+        kwargs.setdefault("answer", stand_in_answer)
+    if base_url:
+        kwargs["base_url"] = base_url
+    return get_provider(name, **kwargs)
+
+
+# ---------- notebooks: create batches, retrieve, evaluate, analyse ----------
+class StagePending(RuntimeError):
+    """A stage's batches have not all ended; rerun later (nothing is lost, nothing is sent twice)."""
+
+    def __init__(self, stage: str, pending: int, total: int):
+        super().__init__(f"stage {stage}: {pending} of {total} answers still pending in running batches")
+        self.stage, self.pending, self.total = stage, pending, total
+
+
+@dataclass
+class NotebookRun:
+    """What the GAVEL-REF notebooks share: inputs read once, one settings object, one output folder."""
+
+    summaries: list
+    references: dict
+    bins: dict
+    provider: object
+    settings: Settings
+    out: Path
+
+    def dry_run(self) -> pd.DataFrame:
+        return dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+
+    def evaluate(self, timeout: float | None = None) -> dict:
+        return evaluate(self.summaries, self.references, self.provider, self.out, self.settings, bins=self.bins,
+                        timeout=timeout)
+
+    def advance(self, timeout: float | None) -> str:
+        """Submit / collect as far as finished batches allow; say where the run stands."""
+        try:
+            self.evaluate(timeout=timeout)
+        except StagePending as pending:
+            return f"{pending}; rerun to continue"
+        return f"every stage done; tables in {self.out}"
+
+    def unusable(self) -> pd.DataFrame:
+        return unusable_answers(read_tables(self.out))
+
+
+def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
+                 items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
+    from gavel.core.items import item as item_named
+
+    rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
+            for row in read_summaries(_in_repo(path))]
+    if references:
+        refs, bins = {c: t for _, c, t in read_summaries(_in_repo(references), "human")}, {}
+    else:
+        from gavel.release import load_release
+
+        refs, bins = release_references(load_release())
+    roles = default_roles()
+    settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
+                        items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, _in_repo(out))
+
+
+def _in_repo(path) -> Path:
+    """A relative path is read from the repository root (notebooks run in notebooks/)."""
+    path = Path(path)
+    return path if path.is_absolute() else config.REPO_ROOT / path
+
+
+def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
+    out = _in_repo(out)
+    names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
+    return {n: pd.read_csv(out / f"{n}.csv", keep_default_na=True) for n in names if (out / f"{n}.csv").exists()}
+
+
+def item_table(tables: dict) -> pd.DataFrame:
+    """Mean matching score per (subject, item) over applicable pairs, with counts of gates and unusable answers."""
+    c = tables["compare"]
+    usable = c["status"].isin(["ok", "gated"])
+    frame = c.assign(usable_score=c["score"].where(usable), unusable=(~usable).astype(int))
+    g = frame.groupby(["subject", "item"])
+    return pd.DataFrame({"score": g["usable_score"].mean(), "applicable": g["usable_score"].count(),
+                         "judged": g["gate"].agg(lambda s: int(s.isin(["single", "multi"]).sum())),
+                         "unusable": g["unusable"].sum()}).reset_index()
+
+
+def unusable_answers(tables: dict) -> pd.DataFrame:
+    """Every answer that could not be used in its last round, with its stage and reason."""
+    a = tables.get("answers")
+    if a is None or not len(a):
+        return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
+    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
+    return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]
+
+
+# ---------- the same table shapes as data/results/ ----------
+def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """``summary_s_checklist`` and ``summary_bootstrap`` in the shapes of ``data/results/`` (so
+    ``gavel.paper.figures`` draws a new run beside the paper's), plus ``gavel_ref_scores`` with every component."""
+    from gavel.core import config
+
+    frame = scores.copy()
+    if "bin" not in frame:
+        frame["bin"] = None
+    rows = []
+    for subject, g in frame.groupby("subject", sort=True):
+        parts = [("all", g)] + [(b, gb) for b, gb in g.groupby("bin") if b]
+        for length_bin, gb in parts:
+            rows.append({"model": subject, "length_bin": length_bin, "s_checklist": gb["s_checklist"].mean(),
+                         "s_checklist_low": gb["s_checklist_low"].mean(), "s_checklist_high": gb["s_checklist_high"].mean(),
+                         "cases": int(gb["s_checklist"].notna().sum()), "ambiguous_cells": int(gb["unusable_items"].sum()),
+                         "label": config.model_label(subject), "checklist_parts_released": 2})
+    table = pd.DataFrame(rows)
+    overall = table[table["length_bin"] == "all"].sort_values("s_checklist", ascending=False)
+    table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(overall["model"])})
+    boot, full = [], []
+    for subject, g in frame.groupby("subject", sort=True):
+        lo, hi = score.bootstrap_ci(g["s_checklist"].tolist(), seed=seed)
+        blo, _ = score.bootstrap_ci(g["s_checklist_low"].tolist(), seed=seed)
+        _, bhi = score.bootstrap_ci(g["s_checklist_high"].tolist(), seed=seed)
+        boot.append({"model": subject, "label": config.model_label(subject), "s_checklist": g["s_checklist"].mean(),
+                     "cases": int(g["s_checklist"].notna().sum()), "ci_low": lo, "ci_high": hi,
+                     "bounds_ci_low": blo, "bounds_ci_high": bhi})
+        row = {"model": subject, "label": config.model_label(subject), "cases": len(g)}
+        for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
+            row[col] = g[col].mean()
+        full.append(row)
+    return {"summary_s_checklist": table, "summary_bootstrap": pd.DataFrame(boot),
+            "gavel_ref_scores": pd.DataFrame(full)}

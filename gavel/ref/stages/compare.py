@@ -1,0 +1,169 @@
+"""Compare stage: one item's values from a model's summary against the reference's -> a matching score.
+
+Gating (the rules that explain the released judgments, ``../shared/notes/release-facts.md``): values are first
+made comparable (``gavel.core.checklist.comparable_values``: stripped, "Not Applicable" dropped), then
+
+=================  ==================================  ============
+gate               when                                 score
+=================  ==================================  ============
+``not_applicable`` both sides empty                     none (left out)
+``one_empty``      exactly one side empty               0
+``identical``      the same values (as a multiset)      1
+``single``         one value on each side               the judge's 4-way relation
+``multi``          otherwise                            F1 of the judge's list matching
+=================  ==================================  ============
+
+A pair with a side whose checklist does not exist (never extracted, lost) is ``unknown``: status ``no_values``,
+kept out of the best estimate and bounded like an unusable answer. Only ``single`` and ``multi`` pairs are
+sent to the judge. Which side the judge sees as A is drawn per pair
+from a seed (``model_is_a``) and kept with every answer, so each answer maps back to model and reference
+(the original pipeline lost this mapping). Class Action or Individual Plaintiffs is judged like any item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+
+from gavel.answers import AB_LABELS, AnswerError, json_answer, relation_answer
+from gavel.core.checklist import comparable_values
+from gavel.core.items import item as item_named
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts, scoring
+from gavel.release import judge
+
+STAGE = "compare"
+GATES = ("not_applicable", "one_empty", "identical", "single", "multi", "unknown")
+GATE_SCORE = {"not_applicable": None, "one_empty": 0.0, "identical": 1.0}
+SINGLE_SCHEMA = {"name": "relation", "schema": {
+    "type": "object", "properties": {"reasoning": {"type": "string"}, "relation": {"type": "string", "enum": list(AB_LABELS)}},
+    "required": ["reasoning", "relation"], "additionalProperties": False}}
+MULTI_SCHEMA = {"name": "list_matching", "schema": {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string"},
+        "common": {"type": "array", "items": {
+            "type": "object", "properties": {"A_index": {"type": "integer"}, "B_index": {"type": "integer"}},
+            "required": ["A_index", "B_index"], "additionalProperties": False}},
+        "only_in_A": {"type": "array", "items": {"type": "integer"}},
+        "only_in_B": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["reasoning", "common", "only_in_A", "only_in_B"], "additionalProperties": False}}
+#: model/reference relation for each A/B relation, by whether the model was shown as A
+_ORIENT = {True: {"a_contains_b": "model_contains_reference", "b_contains_a": "reference_contains_model"},
+           False: {"a_contains_b": "reference_contains_model", "b_contains_a": "model_contains_reference"}}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One item of one evaluated checklist (``subject``) and the reference checklist of the same case."""
+
+    subject: str
+    case_id: str
+    item: str
+    model_values: tuple[str, ...] | None  # None: this checklist item does not exist (not extracted, lost)
+    reference_values: tuple[str, ...] | None
+
+
+def gate(model_values, reference_values) -> str:
+    m, r = comparable_values(model_values), comparable_values(reference_values)
+    if not m and not r:
+        return "not_applicable"
+    if not m or not r:
+        return "one_empty"
+    if Counter(m) == Counter(r):
+        return "identical"
+    return "single" if len(m) == 1 and len(r) == 1 else "multi"
+
+
+def model_is_a(seed: int, subject: str, case_id: str, item: str) -> bool:
+    """Whether the model's values are shown as A: a fair coin per pair, fixed by the seed."""
+    digest = hashlib.sha256(f"{seed}|{subject}|{case_id}|{item}".encode()).digest()
+    return digest[0] % 2 == 0
+
+
+def _numbered(values: list[str]) -> str:
+    return "\n".join(f"{i}. {v}" for i, v in enumerate(values, 1))
+
+
+def _row(pair: Pair, g: str, m: list[str], r: list[str], **kw) -> dict:
+    return {"subject": pair.subject, "case_id": pair.case_id, "item": pair.item, "gate": g,
+            "n_model": len(m), "n_reference": len(r), "model_is_a": None, "relation": None, "pairs": None,
+            "score": GATE_SCORE.get(g), "status": "gated", "detail": "", "problems": "", **kw}
+
+
+#: pseudo-item of the residual stage: two lists of residual facts, always compared by list matching
+RESIDUAL_ITEM = "residual_facts"
+RESIDUAL_LABEL = "Facts outside the checklist"
+
+
+def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_tokens: int | None = None,
+                   structured: bool = True, stage: str = STAGE) -> tuple[list[tuple[Request, dict]], list[dict]]:
+    """(jobs, gated rows). A job is (request, meta): ``meta`` is what ``parse_response`` needs to map the
+    answer back (sides, lengths). Gated pairs get their score without a request."""
+    jobs, gated = [], []
+    params = {"max_tokens": max_tokens} if max_tokens else {}
+    for p in pairs:
+        if p.model_values is None or p.reference_values is None:
+            side = "model" if p.model_values is None else "reference"
+            gated.append(_row(p, "unknown", [], [], n_model=None, n_reference=None, status="no_values",
+                              detail=f"no {side} checklist for this item"))
+            continue
+        m, r = comparable_values(p.model_values), comparable_values(p.reference_values)
+        g = gate(m, r)
+        if g == "single" and p.item == RESIDUAL_ITEM:
+            g = "multi"
+        if g not in ("single", "multi"):
+            gated.append(_row(p, g, m, r))
+            continue
+        a_is_model = model_is_a(seed, p.subject, p.case_id, p.item)
+        a, b = (m, r) if a_is_model else (r, m)
+        name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else item_named(p.item).name
+        if g == "single":
+            messages = prompts.render_messages("compare_single", item_name=name, a=a[0], b=b[0])
+            schema = SINGLE_SCHEMA
+        else:
+            messages = prompts.render_messages("compare_multi", item_name=name, a=_numbered(a), b=_numbered(b))
+            schema = MULTI_SCHEMA
+        req = Request(stage=stage, model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
+                      item=p.item, subject=p.subject, schema=schema if structured else None)
+        jobs.append((req, {"subject": p.subject, "case_id": p.case_id, "item": p.item, "gate": g,
+                           "model_is_a": a_is_model, "n_model": len(m), "n_reference": len(r)}))
+    return jobs, gated
+
+
+def parse_response(meta: dict, response: Response | None) -> dict:
+    """One judged pair -> a row with the relation (model/reference wording) or the matched pairs
+    (model index, reference index), the score, and a status (``ok`` or why the answer is unusable)."""
+    row = {**meta, "relation": None, "pairs": None, "score": None, "status": "ok", "detail": "", "problems": ""}
+    if response is None or not response.ok:
+        return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
+    try:
+        if meta["gate"] == "single":
+            ab = relation_answer(response.text, truncated=response.truncated)
+            relation = _ORIENT[meta["model_is_a"]].get(ab.value, ab.value)
+            return {**row, "relation": relation, "score": scoring.relation_score(relation),
+                    "problems": "; ".join(ab.problems)}
+        answer = json_answer(response.text, truncated=response.truncated)
+        try:
+            parsed = judge.parse_matching(answer.value)
+        except judge.JudgeParseError as err:
+            raise AnswerError("schema", str(err).lstrip(": ")) from None
+    except AnswerError as err:
+        return {**row, "status": err.reason, "detail": err.detail}
+    if meta["model_is_a"]:
+        pairs = list(parsed.pairs)
+        n_a, n_b = meta["n_model"], meta["n_reference"]
+    else:
+        pairs = [(mi, ri) for ri, mi in parsed.pairs]
+        n_a, n_b = meta["n_reference"], meta["n_model"]
+    problems = answer.problems + parsed.problems + [
+        p.replace("model index", "A index").replace("reference index", "B index")
+        for p in judge.check_ranges(parsed, n_a, n_b)]
+    valid = [(mi, ri) for mi, ri in pairs if 1 <= mi <= meta["n_model"] and 1 <= ri <= meta["n_reference"]]
+    if not valid and problems and not (parsed.only_in_model or parsed.only_in_reference):
+        return {**row, "status": "indices", "detail": "; ".join(problems)}
+    score = scoring.matching_f1(valid, meta["n_model"], meta["n_reference"])
+    return {**row, "pairs": json.dumps(sorted(set(pairs))), "score": score, "problems": "; ".join(problems)}

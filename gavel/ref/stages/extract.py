@@ -1,0 +1,83 @@
+"""Extract stage: one summary x one checklist item -> values with verbatim evidence, grounded in the summary.
+
+``build_requests`` makes 26 requests per summary (one per item). The summary is its own user message before
+the item's, so a provider's prompt cache serves that shared prefix to the other 25 requests (Anthropic gets
+an explicit cache breakpoint after it). ``parse_response`` turns
+one answer into value rows, reading the values with ``gavel.core.checklist.entry_values`` (the same reading the
+release loader uses) and locating each evidence snippet in the summary with ``gavel.ref.grounding.locate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gavel.answers import AnswerError, json_answer
+from gavel.core.checklist import entry_values
+from gavel.core.items import ITEMS, Item
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts
+from gavel.ref.grounding import locate, normalize
+
+STAGE = "extract"
+TEMPLATE = "extract"
+SCHEMA = {"name": "checklist_item", "schema": {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string"},
+        "extracted": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"evidence": {"type": "array", "items": {"type": "string"}}, "value": {"type": "string"}},
+            "required": ["evidence", "value"], "additionalProperties": False}},
+    },
+    "required": ["reasoning", "extracted"], "additionalProperties": False}}
+#: the answer schema's lenient twin used to check free-text answers (values may come as lists or objects,
+#: which ``entry_values`` reads and reports)
+CHECK_SCHEMA = {"type": "object", "required": ["extracted"],
+                "properties": {"extracted": {"type": "array", "items": {"type": "object", "required": ["value"]}}}}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary to evaluate: whose it is (``subject``: a model name or ``human``), its case, its text."""
+
+    subject: str
+    case_id: str
+    text: str
+
+
+def build_requests(summaries: list[Summary], extractor: str, items: tuple[Item, ...] = ITEMS,
+                   max_tokens: int | None = None, structured: bool = True) -> list[Request]:
+    """One request per (summary, item), in summary order so shared prefixes are sent together."""
+    out = []
+    params = {"max_tokens": max_tokens} if max_tokens else {}
+    for s in summaries:
+        for it in items:
+            messages = prompts.render_messages(TEMPLATE, summary=s.text, item_name=it.name,
+                                               item_definition=it.definition)
+            out.append(Request(stage=STAGE, model=extractor, messages=messages, params=dict(params),
+                               case_id=s.case_id, item=it.key, subject=s.subject,
+                               schema=SCHEMA if structured else None))
+    return out
+
+
+def parse_response(request: Request, response: Response | None, summary_text: str) -> tuple[list[dict], dict]:
+    """(value rows, status row) of one answer. A failed, truncated or unusable answer gives no value rows
+    and a status row saying why; it is never read as "no values"."""
+    ident = {"subject": request.subject, "case_id": request.case_id, "item": request.item}
+    if response is None or not response.ok:
+        return [], {**ident, "status": "failed", "detail": (response.error if response else "no response") or "",
+                    "n_values": None, "problems": ""}
+    try:
+        answer = json_answer(response.text, CHECK_SCHEMA, truncated=response.truncated)
+    except AnswerError as err:
+        return [], {**ident, "status": err.reason, "detail": err.detail, "n_values": None, "problems": ""}
+    values, problems = entry_values(answer.value)
+    norm = normalize(summary_text)
+    rows = []
+    for v in values:
+        hits = [locate(e, summary_text, normalized_text=norm) for e in v["evidence"]]
+        rows.append({**ident, "index": v["index"], "value": v["value"], "evidence": v["evidence"],
+                     "evidence_spans": [[h.start, h.end] if h.found else None for h in hits],
+                     "evidence_grounding": [h.status for h in hits]})
+    notes = answer.problems + [f"{p.defect}: {p.detail}" for p in problems]
+    return rows, {**ident, "status": "ok", "detail": "", "n_values": len(rows), "problems": "; ".join(notes)}

@@ -1,0 +1,80 @@
+"""Residual stage: what a summary says beyond the 26 checklist items.
+
+1. **Uncovered spans** (deterministic, no LLM; paper §2.1; ``gavel.ref.grounding.uncovered_spans``): stage one
+   matches each extracted VALUE alone against the summary (exactly or after normalisation) and covers just
+   those words, so a long supporting sentence does not cover the other facts it carries; stage two takes
+   the values stage one could not place (paraphrases) and covers their EVIDENCE snippets (exact,
+   normalised or fuzzy). What stays uncovered, in runs of at least ``grounding.MIN_SPAN_WORDS`` words, are
+   the residual spans; r = residual characters / summary characters.
+2. **Facts**: an LLM turns the numbered residual spans into atomic facts (``build_requests`` /
+   ``parse_response``).
+3. **Matching**: the model's facts against the reference's by the compare stage's list matching
+   (pseudo-item ``compare.RESIDUAL_ITEM``) -> F1 -> S_residual.
+
+r is reported both ways the paper uses it: per summary (each model's own residual share, as in §3.1) and on
+the reference summary (as Eq. 2 defines, and as the score stage weights S_GAVEL-REF).
+"""
+
+from __future__ import annotations
+
+from gavel.answers import AnswerError, json_answer
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts, scoring
+from gavel.ref.grounding import MIN_SPAN_WORDS, uncovered_spans  # noqa: F401  (the deterministic step lives with grounding)
+
+STAGE = "residual"
+SCHEMA = {"name": "residual_facts", "schema": {
+    "type": "object",
+    "properties": {"reasoning": {"type": "string"}, "extracted": {"type": "array", "items": {
+        "type": "object", "properties": {"fact": {"type": "string"},
+                                         "evidence_spans": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["fact", "evidence_spans"], "additionalProperties": False}}},
+    "required": ["reasoning", "extracted"], "additionalProperties": False}}
+
+
+def residual_ratio(text: str, spans: list[tuple[int, int]]) -> float:
+    return scoring.residual_ratio(spans, len(text)) if text else float("nan")
+
+
+def build_requests(items: list[tuple[str, str, list[str]]], extractor: str, max_tokens: int | None = None,
+                   structured: bool = True) -> list[Request]:
+    """``items``: (subject, case_id, residual span texts). A summary with no residual span gets no request
+    (it has no residual facts)."""
+    out = []
+    for subject, case_id, spans in items:
+        if not spans:
+            continue
+        numbered = "\n".join(f"[{i}] {s}" for i, s in enumerate(spans, 1))
+        out.append(Request(stage=STAGE, model=extractor, messages=prompts.render_messages("residual", spans=numbered),
+                           params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id,
+                           subject=subject, schema=SCHEMA if structured else None))
+    return out
+
+
+def parse_response(request: Request, response: Response | None, n_spans: int) -> tuple[list[dict], dict]:
+    """(fact rows, status row). Span indices outside 1..n_spans are dropped from the fact and noted."""
+    ident = {"subject": request.subject, "case_id": request.case_id}
+    if response is None or not response.ok:
+        return [], {**ident, "status": "failed", "detail": (response.error if response else "") or "", "facts": None}
+    try:
+        answer = json_answer(response.text, {"type": "object", "required": ["extracted"],
+                                             "properties": {"extracted": {"type": "array"}}},
+                             truncated=response.truncated)
+    except AnswerError as err:
+        return [], {**ident, "status": err.reason, "detail": err.detail, "facts": None}
+    rows, notes = [], list(answer.problems)
+    for entry in answer.value["extracted"]:
+        fact = entry.get("fact") if isinstance(entry, dict) else None
+        if not isinstance(fact, str) or not fact.strip():
+            notes.append(f"entry without a fact: {str(entry)[:60]!r}")
+            continue
+        spans = []
+        for i in entry.get("evidence_spans") or []:
+            if isinstance(i, str) and i.strip().isdigit():
+                i = int(i)
+            if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= n_spans:
+                spans.append(i)
+            else:
+                notes.append(f"span index {i!r} out of 1..{n_spans}")
+        rows.append({**ident, "index": len(rows) + 1, "fact": fact.strip(), "evidence_spans": spans})
+    return rows, {**ident, "status": "ok", "detail": "; ".join(notes), "facts": len(rows)}

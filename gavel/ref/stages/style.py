@@ -1,0 +1,71 @@
+"""Style stage: a model's summary beside the reference -> five 1-5 similarity ratings -> S_style.
+
+The five aspects (paper §2.1, Appendix C) and their scales are defined here once, in our own words; the
+annotation app shows the same texts. A/B order is drawn per pair from a seed and recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from gavel.answers import AnswerError, json_answer
+from gavel.core.vocab import STYLE_ASPECTS, STYLE_RUBRIC
+from gavel.llm.records import Request, Response
+from gavel.ref import prompts, scoring
+
+STAGE = "style"
+SCHEMA = {"name": "style_ratings", "schema": {
+    "type": "object",
+    "properties": {k: {"type": "integer", "minimum": 1, "maximum": 5} for k in STYLE_ASPECTS},
+    "required": list(STYLE_ASPECTS), "additionalProperties": False}}
+
+
+def aspects_text() -> str:
+    lines = []
+    for n, (key, (label, what, levels)) in enumerate(STYLE_RUBRIC.items(), 1):
+        lines.append(f"{n}. {label} (`{key}`): {what}")
+        lines += [f"   {rating} = {levels[rating - 1]}" for rating in range(5, 0, -1)]
+    return "\n".join(lines)
+
+
+def model_is_a(seed: int, subject: str, case_id: str) -> bool:
+    return hashlib.sha256(f"style|{seed}|{subject}|{case_id}".encode()).digest()[0] % 2 == 0
+
+
+def build_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, seed: int = 0,
+                   max_tokens: int | None = None, structured: bool = True) -> list[tuple[Request, dict]]:
+    """``pairs``: (subject, case_id, model summary, reference summary) -> jobs (request, meta)."""
+    keys = json.dumps({k: "<1-5>" for k in STYLE_ASPECTS}, indent=1)
+    jobs = []
+    for subject, case_id, text, reference in pairs:
+        a_is_model = model_is_a(seed, subject, case_id)
+        a, b = (text, reference) if a_is_model else (reference, text)
+        messages = prompts.render_messages("style", aspects=aspects_text(), score_keys=keys, a=a, b=b)
+        req = Request(stage=STAGE, model=judge_model, messages=messages,
+                      params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id, subject=subject,
+                      schema=SCHEMA if structured else None)
+        jobs.append((req, {"subject": subject, "case_id": case_id, "model_is_a": a_is_model}))
+    return jobs
+
+
+def parse_response(meta: dict, response: Response | None) -> dict:
+    """Ratings (numbers written as strings are read, with a note) and S_style, or why there are none."""
+    row = {**meta, **{k: None for k in STYLE_ASPECTS}, "s_style": None, "status": "ok", "detail": "",
+           "problems": ""}
+    if response is None or not response.ok:
+        return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
+    try:
+        answer = json_answer(response.text, truncated=response.truncated)
+        ratings, notes = {}, list(answer.problems)
+        for key in STYLE_ASPECTS:
+            v = answer.value.get(key)
+            if isinstance(v, str) and v.strip().isdigit():
+                notes.append(f"{key} given as a string")
+                v = int(v.strip())
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 5:
+                raise AnswerError("schema", f"{key}: {v!r} is not a rating from 1 to 5")
+            ratings[key] = v
+    except AnswerError as err:
+        return {**row, "status": err.reason, "detail": err.detail}
+    return {**row, **ratings, "s_style": scoring.s_style(ratings), "problems": "; ".join(notes)}
