@@ -689,11 +689,11 @@ def _style(text: str, truncated: bool) -> dict:
     marker = _SCORES_MARKER.search(text)
     if marker:
         region = text[marker.end():]
-        if truncated and not region.endswith("\n"):
-            region = region[:region.rfind("\n") + 1] if "\n" in region else ""
-            if truncated and _SCORE_LINE.search(text[marker.end() + len(region):]):
-                raise Unusable("truncated", "cut inside the score lines")
+        if truncated:  # only complete lines count, and a cut answer must already hold all five
+            region = region[:region.rfind("\n") + 1]
         pairs = [(m.group(1), m.group(2)) for m in _SCORE_LINE.finditer(region) if style_key(m.group(1))]
+        if pairs and truncated and {style_key(k) for k, _ in pairs} != set(STYLE_ASPECTS):
+            raise Unusable("truncated", "cut inside the score lines")
         if pairs:
             return _style_from(pairs)
     if truncated:
