@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from gavel.answers import Unusable, read
 from gavel.core.checklist import comparable_values
 from gavel.core.items import item as item_named
+from gavel.core.vocab import relation_of
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
-from gavel.core.vocab import relation_of
 
 STAGE = "compare"
 #: the labels a judge is asked to answer with (the reader also takes them in other spellings: docs/ANSWERS.md)
