@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gavel.core import config
 
-DEFAULT_DB = config.DATA_DIR / "interim" / "annotation" / "annotation.db"
+DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
 
 def db_url(given: str | None) -> str:

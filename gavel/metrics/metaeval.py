@@ -793,7 +793,7 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
 
 # --- the extractor run (section 2.3: an LLM extracts checklists from the 40 human summaries) -------------
 
-METAEVAL_DIR = config.DATA_DIR / "interim" / "metaeval"
+METAEVAL_DIR = config.INTERIM_DIR / "metaeval"
 
 
 def extract_human_summaries(texts: dict[str, str], provider, extractor: str, workdir: str | Path | None = None,
