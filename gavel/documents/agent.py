@@ -34,7 +34,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gavel.answers import json_candidates
+from gavel.answers import Unusable, read
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
 
@@ -105,40 +105,14 @@ class AgentError(RuntimeError):
 
 
 # ------------------------------------------------------------------ parsing the model's answer
-def parse_action(text: str | None) -> tuple[dict | None, str]:
-    """``(action, "")`` or ``(None, reason)``. An action is ``{"tool", "args"}`` or ``{"decision": "stop"}``."""
-    if not text or not text.strip():
-        return None, "empty answer"
-    for candidate in [text.strip(), *json_candidates(text)]:
-        try:
-            obj = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict):
-            continue
-        if isinstance(obj.get("tool_calls"), list) and obj["tool_calls"]:  # a native tool call (first one)
-            obj = obj["tool_calls"][0] if isinstance(obj["tool_calls"][0], dict) else {}
-            if obj.get("name") == "stop":
-                args = obj.get("arguments")
-                try:
-                    args = json.loads(args) if isinstance(args, str) else (args or {})
-                except json.JSONDecodeError:
-                    args = {}
-                return {"decision": "stop", "reason": str((args or {}).get("reason") or "")}, ""
-        if str(obj.get("decision", "")).lower() == "stop":
-            return {"decision": "stop", "reason": str(obj.get("reason") or "")}, ""
-        tool = obj.get("tool") or obj.get("name")
-        if isinstance(tool, str) and tool:
-            args = obj.get("args", obj.get("arguments", {}))
-            if isinstance(args, str):
-                try:
-                    args = json.loads(args)
-                except json.JSONDecodeError:
-                    return None, f"arguments of {tool} are not a JSON object"
-            if not isinstance(args, dict):
-                return None, f"arguments of {tool} are not a JSON object"
-            return {"tool": tool, "args": args}, ""
-    return None, "no JSON action found (answer with one object: a tool call or a stop decision)"
+def parse_action(text: str | None, finish_reason: str | None = "stop") -> tuple[dict | None, str]:
+    """``(action, "")`` or ``(None, reason)``, read by ``gavel.answers.read("agent_action", ...)``: an action is
+    ``{"tool", "args"}`` (``update_checklist`` also says which keys it sets to Not Applicable) or
+    ``{"decision": "stop", "reason"}``; exactly one per answer. Limits stay the tools' job."""
+    try:
+        return read("agent_action", text, finish_reason), ""
+    except Unusable as err:
+        return None, f"{err.reason}: {err.detail}" if err.detail else err.reason
 
 
 # ------------------------------------------------------------------ state
@@ -384,8 +358,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
         state.provider_tokens["input"] += response.input_tokens or 0
         state.provider_tokens["output"] += response.output_tokens or 0
         state.provider_tokens["cached_calls"] += int(cached)
-        action, error = parse_action(response.text) if not response.truncated else (None, "answer cut by the "
-                                                                                   "output-token limit")
+        action, error = parse_action(response.text, response.finish_reason)
         if action is None:
             outcome = Outcome("parse_error", {}, {"error": error}, False, f"answer not understood: {error}")
             outcome.events = [("parse_error", {"timestamp": now(), "tool_name": "parse_error",
