@@ -27,6 +27,10 @@ def relation_of(ab: str, model_is_a: bool) -> str:
     return "model_contains_reference" if model_contains else "reference_contains_model"
 
 
+#: The agent's six tools (gavel.documents.tools runs them; gavel.answers reads calls to them).
+AGENT_TOOLS = ("list_documents", "read_document", "search_document_regex", "get_checklist", "append_checklist",
+               "update_checklist")
+
 #: The five style aspects (the paper's S_style), in the order of the rubric.
 STYLE_ASPECTS = ("readability_jargon", "narrative_order", "sentence_structure", "formatting_layout", "citation_style")
 
