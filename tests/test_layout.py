@@ -66,3 +66,17 @@ def test_no_module_is_longer_than_the_limit():
     long = {str(p.relative_to(PACKAGE.parent)): n for p, _, _ in _modules()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, long
+
+
+def test_provider_names_are_defined_once_and_each_builds_its_provider():
+    import pytest
+
+    from gavel.core.vocab import PROVIDERS
+    from gavel.llm import registry
+    from gavel.llm.providers import MODULES, provider_class
+
+    assert tuple(MODULES) == PROVIDERS and registry.PROVIDERS is PROVIDERS
+    for name in PROVIDERS:
+        assert provider_class(name).name in PROVIDERS
+    with pytest.raises(ValueError, match="unknown provider 'azure'"):
+        provider_class("azure")
