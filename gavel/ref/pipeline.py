@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,14 +32,22 @@ import pandas as pd
 from gavel import answers
 from gavel.core import config
 from gavel.core.items import ITEMS, Item
-from gavel.core.vocab import STYLE_ASPECTS
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
 from gavel.ref.stages import compare, extract, residual, score, style
 from gavel.ref.stages import summarize as summarize_stage
+from gavel.ref.stand_in import stand_in_answer
+from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
+    failed_requests,
+    failure_report,
+    in_repo,
+    item_table,
+    read_tables,
+    unusable_answers,
+)
 
-REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
+REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 
 
@@ -424,53 +431,6 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     return table
 
 
-# ---------- a stand-in model for trying the flow offline ----------
-_SPAN_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
-_LIST_LINE = re.compile(r"^(\d+)\. (.*)$", re.M)
-
-
-def _section(text: str, head: str, stop: str) -> str:
-    start = text.find(head)
-    if start < 0:
-        return ""
-    start += len(head)
-    end = text.find(stop, start)
-    return text[start: end if end >= 0 else len(text)].strip()
-
-
-def stand_in_answer(request: Request) -> str:
-    """A deterministic stand-in for a model (the ``mock`` provider's answer in ``gavel evaluate`` and the
-    notebooks): it quotes sentences of the summary whose words overlap the item's name, matches list entries
-    that are the same text, calls every residual span a fact and rates every style aspect 3. It exercises
-    every stage, parser and table in seconds, with no model; its scores mean nothing."""
-    user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
-    if request.stage == "extract":
-        summary = _section(user, "# Case summary\n", "\n# Checklist item:")
-        name = _section(user, "# Checklist item:", "\n")
-        words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", name)}
-        found = [s for s in re.split(r"(?<=[.!?])\s+", summary)
-                 if words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", s)}][:2]
-        return json.dumps({"reasoning": "stand-in: sentences sharing words with the item name",
-                           "extracted": [{"evidence": [s], "value": s[:100]} for s in found]})
-    if request.stage == "residual":
-        spans = _SPAN_LINE.findall(user)
-        return json.dumps({"reasoning": "stand-in: one fact per span",
-                           "extracted": [{"fact": text, "evidence_spans": [int(n)]} for n, text in spans]})
-    if request.stage == "style":
-        return json.dumps({k: 3 for k in STYLE_ASPECTS})
-    if "## Information A" in user:
-        a = _section(user, "## Information A\n", "\n## Information B")
-        b = _section(user, "## Information B\n", "\n\n#")
-        label = "A equals B" if a.casefold() == b.casefold() else "A and B are different"
-        return f"**Reasoning:** stand-in.\n**Final Answer:** {label}"
-    a = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List A\n", "## List B"))}
-    b = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List B\n", "\n\n#"))}
-    common = [{"A_index": int(i), "B_index": int(j)} for i, x in a.items() for j, y in b.items() if x == y]
-    body = {"common": common, "only_in_A": [int(i) for i in a if int(i) not in {c["A_index"] for c in common}],
-            "only_in_B": [int(j) for j in b if int(j) not in {c["B_index"] for c in common}]}
-    return "**Reasoning:** stand-in.\n**Final Answer:**\n```json\n" + json.dumps(body) + "\n```"
-
-
 def provider(name: str, base_url: str | None = None, **kwargs):
     """A provider by name for the pipeline: ``mock`` answers with :func:`stand_in_answer`."""
     from gavel.llm.providers import get_provider
@@ -530,9 +490,9 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
-            for row in read_summaries(_in_repo(path))]
+            for row in read_summaries(in_repo(path))]
     if references:
-        refs, bins = {c: t for _, c, t in read_summaries(_in_repo(references), "human")}, {}
+        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), "human")}, {}
     else:
         from gavel.release import load_release
 
@@ -540,75 +500,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
                         items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
-    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, _in_repo(out))
-
-
-def _in_repo(path) -> Path:
-    """A relative path is read from the repository root (notebooks run in notebooks/)."""
-    path = Path(path)
-    return path if path.is_absolute() else config.REPO_ROOT / path
-
-
-def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
-    out = _in_repo(out)
-    names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
-    return {n: _read_table(out / f"{n}.csv") for n in names if (out / f"{n}.csv").exists()}
-
-
-def _read_table(path: Path) -> pd.DataFrame:
-    """A table written by ``evaluate``; one with no rows and no columns (nothing extracted when every request
-    failed) is written as an empty line and read back as an empty table."""
-    try:
-        return pd.read_csv(path, keep_default_na=True)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
-
-
-def failed_requests(tables: dict) -> pd.DataFrame:
-    """The requests that got no answer (status ``failed``: the provider errored after the runner's retries,
-    or the request was too long to send) in their last round, with stage and reason."""
-    a = tables.get("answers")
-    cols = ["stage", "subject", "case_id", "item", "detail"]
-    if a is None or not len(a):
-        return pd.DataFrame(columns=cols)
-    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
-    failed = last[last["status"] == "failed"][cols]
-    failed.attrs["requests"] = len(last)
-    return failed
-
-
-def failure_report(failed: pd.DataFrame, reasons: int = 5) -> str:
-    """How many requests failed, by stage, and why (the most common reasons with their counts)."""
-    if not len(failed):
-        return "every request was answered"
-    total = failed.attrs.get("requests")
-    by_stage = ", ".join(f"{stage} {n}" for stage, n in failed["stage"].value_counts(sort=False).items())
-    why = failed["detail"].fillna("").astype(str).str.slice(0, 300).value_counts()
-    lines = [f"{len(failed)}{f' of {total}' if total else ''} requests failed (no answer; not scored): {by_stage}; why:"]
-    lines += [f"  {n} x {detail or '(no reason given)'}" for detail, n in why.head(reasons).items()]
-    if len(why) > reasons:
-        lines.append(f"  ... and {len(why) - reasons} other reason(s): see answers.csv")
-    return "\n".join(lines)
-
-
-def item_table(tables: dict) -> pd.DataFrame:
-    """Mean matching score per (subject, item) over applicable pairs, with counts of gates and unusable answers."""
-    c = tables["compare"]
-    usable = c["status"].isin(["ok", "gated"])
-    frame = c.assign(usable_score=c["score"].where(usable), unusable=(~usable).astype(int))
-    g = frame.groupby(["subject", "item"])
-    return pd.DataFrame({"score": g["usable_score"].mean(), "applicable": g["usable_score"].count(),
-                         "judged": g["gate"].agg(lambda s: int(s.isin(["single", "multi"]).sum())),
-                         "unusable": g["unusable"].sum()}).reset_index()
-
-
-def unusable_answers(tables: dict) -> pd.DataFrame:
-    """Every answer that could not be used in its last round, with its stage and reason."""
-    a = tables.get("answers")
-    if a is None or not len(a):
-        return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
-    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
-    return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out))
 
 
 # ---------- the same table shapes as data/results/ ----------
