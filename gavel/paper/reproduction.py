@@ -5,7 +5,9 @@ Statuses:
 * ``within our bounds``   the paper's value lies between our lower and upper bound (the release leaves
                           the exact value open), ours being the best estimate;
 * ``differs``             computable, but ours and the paper's disagree beyond rounding and bounds;
-* ``not reproducible``    the release lacks what it needs (the reason names the missing file or data).
+* ``not reproducible``    the release lacks what it needs, or ours is another quantity (the note names what
+                          is missing and, where we have one, the ``analogue``: the closest number the
+                          release supports; its bounds, if any, go into the note).
 
 Ours come only from the result tables (data/results/); the paper's values only from paper_claims.yaml.
 """
@@ -261,7 +263,8 @@ def render(claims: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> str:
         "benchmark, unjudged Class Action items, unreleased checklists) each cell gets a best estimate and",
         "lower/upper bounds (gavel/paper/reconstruct.py); `low`/`high` are the resulting bounds on the number.",
         "`analogue` gives, for a number that needs unreleased data, the closest quantity the release supports",
-        "(e.g. the S_checklist drop where the paper reports an S_GAVEL-REF drop).",
+        "(e.g. the S_checklist drop where the paper reports an S_GAVEL-REF drop); such a row is `not reproducible`,",
+        "its note names what is missing, and the analogue's bounds, if any, are in the note.",
         "",
         "| id | where | claim | paper | ours | low | high | analogue | status | note |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
