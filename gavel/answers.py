@@ -1,205 +1,850 @@
-"""Reading what a model answered: a tolerant reader for JSON and relation answers, shared by every stage.
+"""The one public reader of model answers: ``read(stage, text, finish_reason, **context)``.
 
-Structured output (a JSON schema sent with the request) makes most answers clean JSON, but not every
-provider enforces it and small models drift, so every answer goes through the same reader:
+Every stage's ``parse_response`` and the agent loop go through :func:`read`. It returns a plain dict (the
+*reading*) or raises :class:`Unusable` with a ``reason`` from ``REASONS``. What it tolerates, what it refuses
+and the shape of each reading are written down in ``docs/ANSWERS.md`` (the contract); every rule there has
+examples in ``tests/data/answers/*.jsonl``.
 
-- a response cut by the output limit (``finish_reason == "length"``) is ``truncated``: never parsed;
-- ``<think>`` blocks are dropped; the part after the last ``Final Answer`` marker is preferred;
-- JSON is taken from a fenced block, or the last balanced ``{...}``; repaired when it has trailing commas,
-  single quotes or Python literals (each repair is named in ``Answer.problems``);
-- two ``Final Answer`` sections that disagree are ``conflicting``, never resolved by a guess;
-- the object is checked against the stage's schema (jsonschema); violations name the field.
+Stages: ``extract`` (``summary=``), ``compare_single``, ``compare_multi`` (``n_a=``, ``n_b=``),
+``residual_facts`` (``n_spans=``), ``style``, ``agent_action``. Indices are 1-based. Whatever input is thrown
+away is listed in the reading's ``dropped`` as ``{"field", "value", "why"}``.
 
-An unusable answer raises :class:`AnswerError` with a ``reason`` from ``REASONS``; the stage records it and
-may re-ask (at most ``MAX_REASKS`` times); it is never scored.
+The scanning is shared: text is normalised (BOM, line ends), reasoning is dropped (``</think>``, gpt-oss
+Harmony channels), and candidates are the complete top-level ``{...}`` objects of what is left, read as JSON
+or, failing that, by a small tolerant reader (trailing commas, Python literals, curly or single quotes,
+``\\'``, raw line breaks in strings). Nothing else is repaired: an object that never closes is never read.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from dataclasses import dataclass, field
 
 import jsonschema
 
-REASONS = ("failed", "truncated", "empty", "no_json", "conflicting", "schema", "unknown_label", "indices")
+from gavel.core.vocab import AB_RELATIONS, STYLE_ASPECTS, STYLE_RUBRIC, STYLE_SCALE
+
+STAGES = ("extract", "compare_single", "compare_multi", "residual_facts", "style", "agent_action")
+#: Why an answer is unusable (``Unusable.reason``); stages add ``failed`` (no answer) and ``indices``.
+REASONS = ("failed", "empty", "truncated", "no_json", "ambiguous", "schema", "unknown_label", "unknown_tool",
+           "no_rating", "indices")
 MAX_REASKS = 2
-
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)
-_FINAL = re.compile(r"final\s+answer\s*[:*]*", re.I)
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+AGENT_TOOLS = ("list_documents", "read_document", "search_document_regex", "get_checklist", "append_checklist",
+               "update_checklist")
+NOT_APPLICABLE = "Not Applicable"
 
 
-class AnswerError(ValueError):
-    def __init__(self, reason: str, detail: str):
+class Unusable(ValueError):
+    """An answer that cannot be read under the contract; ``reason`` is one of ``REASONS``."""
+
+    def __init__(self, reason: str, detail: str = ""):
         assert reason in REASONS, reason
-        super().__init__(f"{reason}: {detail}")
+        super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
 
 
-@dataclass
-class Answer:
-    value: object
-    problems: list[str] = field(default_factory=list)
+# ====================================================================== text preparation
+_THINK_OPEN = re.compile(r"<think>", re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
+_HARMONY = re.compile(r"<\|(?:channel|message|start)\|>")
+_H_END = re.compile(r"<\|(?:end|return|call)\|>")
+_H_RECIPIENT = re.compile(r"\bto=functions\.([A-Za-z0-9_.\-]+)")
 
 
-def visible_text(text: str | None) -> str:
-    """The answer without reasoning blocks."""
-    return _THINK.sub("", text or "").strip()
+def _normalize(text: str | None) -> str:
+    text = (text or "").replace("\ufeff", "")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
-def final_sections(text: str) -> list[str]:
-    """The text after each ``Final Answer`` marker (up to the next one); [] when there is no marker."""
-    marks = list(_FINAL.finditer(text))
-    return [text[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(text)].strip()
-            for i, m in enumerate(marks)]
+def _drop_thinking(text: str, truncated: bool) -> str:
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end():]
+    opened = _THINK_OPEN.search(text)
+    if opened:  # thinking that never closes: nothing after it is an answer
+        if truncated:
+            raise Unusable("truncated", "cut inside an unclosed <think> block")
+        text = text[:opened.start()]
+    return text
 
 
-def _balanced_objects(text: str) -> list[str]:
-    """Every top-level ``{...}`` of ``text``, string-aware (quotes of either kind)."""
-    out, depth, start, quote, escape = [], 0, None, None, False
-    for i, ch in enumerate(text):
-        if quote:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == quote:
-                quote = None
+def harmony_messages(text: str) -> list[tuple[str, str | None, str, bool]]:
+    """gpt-oss Harmony messages of ``text``: (channel, recipient tool or None, content, closed)."""
+    out = []
+    for segment in text.split("<|start|>"):
+        if "<|message|>" not in segment:
             continue
-        if ch in "\"'" and depth > 0:
-            # an apostrophe inside a word ("city's") is not a quote
-            if ch == "'" and i > 0 and text[i - 1].isalnum():
-                continue
-            quote = ch
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                out.append(text[start: i + 1])
+        header, _, body = segment.partition("<|message|>")
+        role, _, channel_part = header.partition("<|channel|>")
+        channel = (channel_part.split() or [""])[0].strip().lower()
+        to = _H_RECIPIENT.search(header)
+        end = _H_END.search(body)
+        out.append((channel, to.group(1) if to else None, body[:end.start()] if end else body, bool(end)))
     return out
 
 
-def json_candidates(text: str) -> list[str]:
-    """Where a JSON object may sit in an answer: each fenced block's content, then every top-level ``{...}``."""
-    return [block.strip() for block in _FENCE.findall(text)] + _balanced_objects(text)
+def _prepare(text: str | None, truncated: bool) -> tuple[str, list | None]:
+    """(answer text, Harmony messages or None). Reasoning is dropped; Harmony keeps only ``final`` content."""
+    text = _normalize(text)
+    messages = None
+    if _HARMONY.search(text):
+        messages = harmony_messages(text)
+        finals = [m for m in messages if m[0] == "final"]
+        text = "\n".join(m[2] for m in finals)
+        if truncated and finals and not finals[-1][3] and not text.strip():
+            raise Unusable("truncated", "cut inside the final channel")
+    text = _drop_thinking(text, truncated)
+    return text, messages
 
 
-def _loads(candidate: str) -> tuple[object, list[str]]:
+def visible_text(text: str | None) -> str:
+    """The answer without reasoning (``<think>`` blocks, Harmony analysis): what a reader looks at."""
     try:
-        return json.loads(candidate), []
-    except json.JSONDecodeError:
+        return _prepare(text, False)[0].strip()
+    except Unusable:
+        return ""
+
+
+# ====================================================================== tolerant object reading
+class _Fail(Exception):
+    def __init__(self, pos: int, eof: bool):
+        self.pos, self.eof = pos, eof
+
+
+_WS = " \t\n\r\u00a0"
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d"}
+_ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "'": "'"}
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_LITERALS = (("true", True), ("false", False), ("null", None), ("True", True), ("False", False), ("None", None))
+
+
+def _skip(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in _WS:
+        i += 1
+    return i
+
+
+def _value(s: str, i: int, depth: int = 0):
+    if depth > 200:
+        raise _Fail(i, False)
+    i = _skip(s, i)
+    if i >= len(s):
+        raise _Fail(i, True)
+    ch = s[i]
+    if ch == "{":
+        out, i = {}, _skip(s, i + 1)
+        while True:
+            if i >= len(s):
+                raise _Fail(i, True)
+            if s[i] == "}":
+                return out, i + 1
+            if s[i] not in _QUOTES:
+                raise _Fail(i, False)
+            key, i = _string(s, i)
+            i = _skip(s, i)
+            if i >= len(s):
+                raise _Fail(i, True)
+            if s[i] != ":":
+                raise _Fail(i, False)
+            out[key], i = _value(s, i + 1, depth + 1)
+            i = _skip(s, i)
+            if i < len(s) and s[i] == ",":
+                i = _skip(s, i + 1)
+            elif i < len(s) and s[i] != "}":
+                raise _Fail(i, False)
+    if ch == "[":
+        out, i = [], _skip(s, i + 1)
+        while True:
+            if i >= len(s):
+                raise _Fail(i, True)
+            if s[i] == "]":
+                return out, i + 1
+            v, i = _value(s, i, depth + 1)
+            out.append(v)
+            i = _skip(s, i)
+            if i < len(s) and s[i] == ",":
+                i = _skip(s, i + 1)
+            elif i < len(s) and s[i] != "]":
+                raise _Fail(i, False)
+    if ch in _QUOTES:
+        return _string(s, i)
+    m = _NUMBER.match(s, i)
+    if m:
+        end = m.end()
+        if end == len(s):
+            raise _Fail(end, True)  # a number at the very end may be cut
+        text = m.group()
+        return (float(text) if any(c in text for c in ".eE") else int(text)), end
+    for word, val in _LITERALS:
+        if s.startswith(word, i):
+            return val, i + len(word)
+    if any(word.startswith(s[i:]) for word, _ in _LITERALS):
+        raise _Fail(i, True)
+    raise _Fail(i, False)
+
+
+def _string(s: str, i: int) -> tuple[str, int]:
+    close = _QUOTES[s[i]]
+    out, i, n = [], i + 1, len(s)
+    while i < n:
+        ch = s[i]
+        if ch == close:
+            return "".join(out), i + 1
+        if ch == "\\":
+            if i + 1 >= n:
+                raise _Fail(i, True)
+            nxt = s[i + 1]
+            if nxt in _ESC:
+                out.append(_ESC[nxt])
+                i += 2
+                continue
+            if nxt == "u":
+                code = s[i + 2:i + 6]
+                if len(code) < 4:
+                    raise _Fail(i, True)
+                try:
+                    out.append(chr(int(code, 16)))
+                except ValueError:
+                    raise _Fail(i, False) from None
+                i += 6
+                continue
+            raise _Fail(i, False)
+        out.append(ch)
+        i += 1
+    raise _Fail(i, True)
+
+
+_DECODER = json.JSONDecoder(strict=False)
+
+
+def _object_at(s: str, i: int):
+    """(object, end) of the ``{`` at ``i``; raises ``_Fail``."""
+    try:
+        value, end = _DECODER.raw_decode(s, i)
+        return value, end
+    except (json.JSONDecodeError, RecursionError):
         pass
-    fixed = _TRAILING_COMMA.sub(r"\1", candidate)
-    if fixed != candidate:
-        try:
-            return json.loads(fixed), ["trailing commas removed"]
-        except json.JSONDecodeError:
-            pass
-    literal = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", fixed)))
-    try:
-        value = ast.literal_eval(literal)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise json.JSONDecodeError("not JSON, not a Python literal", candidate, 0) from None
-    return value, ["read as a Python literal (single quotes or Python constants)"]
+    value, end = _value(s, i)
+    return value, end
 
 
-def _json_in(text: str) -> tuple[object, list[str]] | None:
-    fenced = [b for b in _FENCE.findall(text) if "{" in b]
-    candidates = [obj for block in fenced for obj in _balanced_objects(block)] or _balanced_objects(text)
-    for candidate in reversed(candidates):
-        try:
-            return _loads(candidate)
-        except json.JSONDecodeError:
-            continue
+def _matching_brace(s: str, i: int) -> int | None:
+    """Index of the ``}`` closing the ``{`` at ``i`` (string-aware), or None when it never closes."""
+    depth, quote, n = 0, None, len(s)
+    while i < n:
+        ch = s[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+        elif ch == '"' or ch == "\u201c":
+            quote = _QUOTES[ch]
+        elif ch == "'" and not (i > 0 and s[i - 1].isalnum()):
+            quote = "'"
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
     return None
 
 
-def json_answer(text: str | None, schema: dict | None = None, *, truncated: bool = False) -> Answer:
-    """The JSON object an answer holds (see module doc). ``schema`` is a JSON Schema (the ``schema`` part of
-    a request's ``{"name", "schema"}``)."""
-    if truncated:
-        raise AnswerError("truncated", "cut by the output-token limit; not parsed")
+def scan_objects(text: str) -> tuple[list[tuple[int, int, object]], int | None]:
+    """Complete top-level objects of ``text`` as (start, end, value), and where an object that never
+    closes starts (None when every ``{`` is accounted for). Nested objects are never candidates themselves."""
+    found, i, unclosed = [], 0, None
+    while True:
+        i = text.find("{", i)
+        if i < 0:
+            return found, unclosed
+        try:
+            value, end = _object_at(text, i)
+        except _Fail as fail:
+            close = None if fail.eof else _matching_brace(text, i)
+            if close is None:
+                return found, i
+            i = close + 1
+            continue
+        except RecursionError:
+            return found, i
+        found.append((i, end, value))
+        i = end
+
+
+def json_candidates(text: str | None) -> list[str]:
+    """The text of every complete top-level ``{...}`` object of an answer (reasoning dropped)."""
     body = visible_text(text)
-    if not body:
-        raise AnswerError("empty", "no answer text")
-    sections = [s for s in final_sections(body) if "{" in s]
-    found = None
-    if sections:
-        parsed = [p for p in (_json_in(s) for s in sections) if p is not None]
-        distinct = {json.dumps(p[0], sort_keys=True, default=str) for p in parsed}
-        if len(distinct) > 1:
-            raise AnswerError("conflicting", f"{len(distinct)} different final answers")
-        found = parsed[-1] if parsed else None
-    if found is None:
-        found = _json_in(body)
-    if found is None:
-        raise AnswerError("no_json", f"no JSON object in {body[:80]!r}")
-    value, problems = found
+    return [body[s:e] for s, e, _ in scan_objects(body)[0]]
+
+
+# ====================================================================== candidates of a stage
+def _lower(d: dict) -> dict:
+    """Keys in lower case; two keys differing only in case with different values are ambiguous."""
+    out = {}
+    for k, v in d.items():
+        lk = str(k).lower()
+        if lk in out and out[lk] != v:
+            raise Unusable("ambiguous", f"keys differing only in letter case with different values: {k!r}")
+        out[lk] = v
+    return out
+
+
+def _has(d: dict, keys) -> bool:
+    return any(str(k).lower() in keys for k in d)
+
+
+def _with_signature(value, keys) -> dict | None:
+    """``value`` when it carries a signature key, or the one object it wraps that does, else None."""
     if not isinstance(value, dict):
-        raise AnswerError("no_json", f"JSON is a {type(value).__name__}, not an object")
-    if schema is not None:
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path))
-        if errors:
-            where = "/".join(str(p) for p in errors[0].path) or "(top)"
-            raise AnswerError("schema", f"{where}: {errors[0].message[:160]}")
-    return Answer(value, problems)
+        return None
+    if _has(value, keys):
+        return value
+    inner = [v for v in value.values() if isinstance(v, dict) and _has(v, keys)]
+    return inner[0] if len(inner) == 1 else None
 
 
-# ---------- relations (single-value comparison) ----------
-AB_RELATIONS = ("a_contains_b", "b_contains_a", "equal", "different")
-AB_LABELS = {"A contains B": "a_contains_b", "B contains A": "b_contains_a", "A equals B": "equal",
-             "A and B are different": "different"}
+def _candidates(text: str, keys, truncated: bool, required: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Objects carrying a signature key (unwrapped one level) and the spans of all complete objects."""
+    objs, unclosed = scan_objects(text)
+    if unclosed is not None:
+        tail = text[unclosed:].lower()
+        if truncated:
+            raise Unusable("truncated", f"cut inside an object opened at character {unclosed}")
+        if any(f'{k}' in tail for k in keys):
+            raise Unusable("no_json", f"an answer object opened at character {unclosed} never closes")
+    found = [c for c in (_with_signature(v, keys) for _, _, v in objs) if c is not None]
+    if not found and required:
+        if truncated:
+            raise Unusable("truncated", "cut before a complete answer object")
+        if not text.strip():
+            raise Unusable("empty", "no answer text")
+        raise Unusable("no_json", f"no answer object (with {' / '.join(sorted(keys))}) in {text.strip()[:80]!r}")
+    return found, [(s, e) for s, e, _ in objs]
+
+
+def _one(readings: list[dict]) -> dict:
+    distinct = []
+    for r in readings:
+        if r not in distinct:
+            distinct.append(r)
+    if len(distinct) > 1:
+        raise Unusable("ambiguous", f"{len(distinct)} different answers in one reply")
+    return distinct[0]
+
+
+def _read_each(found: list[dict], reader) -> dict:
+    readings, errors = [], []
+    for obj in found:
+        try:
+            readings.append(reader(obj))
+        except Unusable as err:
+            errors.append(err)
+    if errors and readings:
+        raise Unusable("ambiguous", f"one answer object is unusable ({errors[0]}) beside a usable one")
+    if errors:
+        raise errors[0]
+    return _one(readings)
+
+
+def _drop(dropped: list, field: str, value, why: str) -> None:
+    dropped.append({"field": field, "value": value, "why": why})
+
+
+# ====================================================================== extract
+_PLACEHOLDER = re.compile(r"^(?:not\s+applicable|n/?a|none|not\s+(?:mentioned|specified|stated))\.?$", re.I)
+_SPACES = re.compile(r"\s+")
+
+
+def _text_of(v) -> str | None:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return None
+
+
+def _extract(obj: dict, summary: str | None) -> dict:
+    obj = _lower(obj)
+    entries = obj.get("extracted")
+    if isinstance(entries, dict):
+        entries = [entries]
+    if not isinstance(entries, list):
+        raise Unusable("schema", f"extracted is {type(entries).__name__}, not a list")
+    out, dropped = [], []
+    for n, raw in enumerate(entries):
+        where = f"extracted[{n}]"
+        if not isinstance(raw, dict):
+            _drop(dropped, where, raw, "not_an_object")
+            continue
+        entry = _lower(raw)
+        ev = entry.get("evidence", entry.get("evidences"))
+        ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
+        evidence = []
+        for e in ev:
+            t = e.get("text") if isinstance(e, dict) else e
+            t = _text_of(t)
+            if t is None or not t.strip():
+                _drop(dropped, f"{where}.evidence", e, "not_text")
+            else:
+                evidence.append(t)
+        if "value" not in entry:
+            _drop(dropped, where, raw, "no_value")
+            continue
+        value = entry["value"]
+        if isinstance(value, list):
+            parts = [(f"{where}.value[{k}]", x) for k, x in enumerate(value)]
+        elif isinstance(value, dict):
+            if value and all(_text_of(x) is not None for x in value.values()):
+                parts = [(f"{where}.value", "; ".join(f"{k}: {x}" for k, x in value.items()))]
+            else:
+                _drop(dropped, f"{where}.value", value, "not_text")
+                continue
+        else:
+            parts = [(f"{where}.value", value)]
+        for field, x in parts:
+            if x is None:
+                _drop(dropped, field, x, "null")
+                continue
+            t = _text_of(x)
+            if t is None:
+                _drop(dropped, field, x, "not_text")
+            elif not t.strip():
+                _drop(dropped, field, x, "empty")
+            elif _PLACEHOLDER.match(t.strip()):
+                _drop(dropped, field, x, "placeholder")
+            else:
+                item = {"value": t.strip(), "evidence": list(evidence)}
+                if item in out:
+                    _drop(dropped, field, x, "duplicate")
+                else:
+                    out.append(item)
+    reading = {"extracted": out, "dropped": dropped}
+    if summary is not None:
+        hay = _SPACES.sub(" ", summary)
+        reading["ungrounded"] = [e for item in out for e in item["evidence"]
+                                 if _SPACES.sub(" ", e).strip() not in hay]
+    return reading
+
+
+# ====================================================================== compare_single
+_SIDE = r"(?:information\s+)?"
 _REL_PHRASES = [
-    (re.compile(r"\bA\s+(?:fully\s+)?contains\s+B\b|\bB\s+is\s+contained\s+in\s+A\b"), "a_contains_b"),
-    (re.compile(r"\bB\s+(?:fully\s+)?contains\s+A\b|\bA\s+is\s+contained\s+in\s+B\b"), "b_contains_a"),
-    (re.compile(r"\bA\s+(?:equals|is\s+equal\s+to|=|==|is\s+equivalent\s+to)\s+B\b|\bequal\b", re.I), "equal"),
-    (re.compile(r"\bA\s+and\s+B\s+are\s+different\b|\bdifferent\b", re.I), "different"),
+    ("a_contains_b", rf"{_SIDE}a\s+(?:fully\s+)?contains\s+{_SIDE}b"),
+    ("b_contains_a", rf"{_SIDE}b\s+(?:fully\s+)?contains\s+{_SIDE}a"),
+    ("a_equals_b", rf"{_SIDE}a\s+(?:equals|is\s+equal\s+to)\s+{_SIDE}b|{_SIDE}b\s+(?:equals|is\s+equal\s+to)\s+{_SIDE}a"
+                   rf"|{_SIDE}a\s+and\s+{_SIDE}b\s+are\s+(?:equal|the\s+same)"),
+    ("a_and_b_different", rf"{_SIDE}a\s+and\s+{_SIDE}b\s+are\s+different|{_SIDE}b\s+and\s+{_SIDE}a\s+are\s+different"),
 ]
+_REL = re.compile("|".join(f"(?P<{name}>\\b(?:{pattern})\\b)" for name, pattern in _REL_PHRASES), re.I)
+_NEGATION = re.compile(r"\b(?:not|neither|nor)[\s*_\"'`“”(:,-]*$", re.I)
+_MARKER = re.compile(r"^[ \t>#*_\-]*final\s+answer\s*[*_]*\s*:?\s*[*_]*[ \t]*:?", re.I | re.M)
+_REL_CODES = {r: r for r in AB_RELATIONS} | {"equal": "a_equals_b", "equals": "a_equals_b",
+                                             "different": "a_and_b_different"}
 
 
-def _relations_in(text: str) -> set[str]:
-    return {rel for pattern, rel in _REL_PHRASES if pattern.search(text)}
+def _phrases(text: str, truncated: bool) -> list[str]:
+    found = []
+    for m in _REL.finditer(text):
+        if _NEGATION.search(text[max(0, m.start() - 20):m.start()]):
+            continue
+        if truncated and m.end() >= len(text.rstrip("*_\"'` ")):
+            raise Unusable("truncated", "cut right after the relation")
+        found.append(m.lastgroup)
+    return found
 
 
-def relation_answer(text: str | None, *, truncated: bool = False) -> Answer:
-    """One of ``AB_RELATIONS`` from a 4-way answer: JSON ``{"relation": ...}`` (structured output) or the
-    ``**Final Answer:** A contains B`` form, or a last line naming one relation."""
+def _relation_json(obj: dict) -> dict:
+    value = _lower(obj).get("relation")
+    if not isinstance(value, str):
+        raise Unusable("schema", f"relation is {type(value).__name__}")
+    code = _REL_CODES.get(value.strip().strip(".").lower().replace(" ", "_"))
+    if code is None:
+        code = _REL_CODES.get(value.strip().strip(".").lower())
+    if code is None:
+        found = set(_phrases(value, False))
+        if len(found) != 1:
+            raise Unusable("unknown_label", f"relation {value!r}")
+        code = found.pop()
+    return {"relation": code}
+
+
+def _compare_single(text: str, truncated: bool) -> dict:
+    found, spans = _candidates(text, {"relation"}, truncated, required=False)
+    marker = _MARKER.search(text)
+    readings = [_relation_json(obj) for obj in found]
+    if marker or not truncated:  # no marker: the whole text, only when not truncated
+        start = marker.end() if marker else 0
+        region, last = [], start
+        for s, e in spans:  # answer objects count by their relation only, never by their reasoning text
+            if e > last:
+                region.append(text[last:max(s, last)])
+                last = e
+        region.append(text[last:])
+        readings = [{"relation": p} for p in _phrases("\n".join(region), truncated)] + readings
+    if not readings:
+        if truncated:
+            raise Unusable("truncated", "cut before a relation")
+        where = text[marker.end():].strip()[:80] if marker else text.strip()[-80:]
+        raise Unusable("unknown_label", f"no relation in {where!r}")
+    return _one(readings)
+
+
+# ====================================================================== indices (compare_multi, residual)
+def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
+    """Indices of one index value: a list expands (each element read alone); bad ones go to ``dropped``."""
+    if isinstance(value, list):
+        out = []
+        for k, x in enumerate(value):
+            out += _index(x, f"{field}[{k}]", n, dropped)
+        return out
+    if value is None:
+        _drop(dropped, field, value, "null_index")
+        return []
+    if isinstance(value, int) and not isinstance(value, bool):
+        i = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        i = int(value.strip())
+    else:
+        _drop(dropped, field, value, "not_an_index")
+        return []
+    if i < 1 or (n is not None and i > n):
+        _drop(dropped, field, value, "out_of_range")
+        return []
+    return [i]
+
+
+def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
+    obj = _lower(obj)
+    common = obj.get("common")
+    if common is None:
+        common = []
+    if not isinstance(common, list):
+        raise Unusable("schema", f"common is {type(common).__name__}, not a list")
+    dropped, pairs = [], []
+    for k, raw in enumerate(common):
+        if not isinstance(raw, dict):
+            _drop(dropped, f"common[{k}]", raw, "not_a_pair")
+            continue
+        p = _lower(raw)
+        if "a_index" not in p or "b_index" not in p:
+            _drop(dropped, f"common[{k}]", raw, "not_a_pair")
+            continue
+        side_a = _index(p["a_index"], f"common[{k}].a_index", n_a, dropped)
+        side_b = _index(p["b_index"], f"common[{k}].b_index", n_b, dropped)
+        for a in side_a:
+            for b in side_b:
+                if [a, b] in pairs:
+                    _drop(dropped, f"common[{k}]", [a, b], "duplicate")
+                else:
+                    pairs.append([a, b])
+    reading = {"common": pairs}
+    for side, n, pos in (("a", n_a, 0), ("b", n_b, 1)):
+        key = f"only_in_{side}"
+        raw = obj.get(key)
+        raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
+        matched = {p[pos] for p in pairs}
+        kept = []
+        for k, x in enumerate(raw):
+            for i in _index(x, f"{key}[{k}]", n, dropped):
+                if i in kept:
+                    _drop(dropped, f"{key}[{k}]", x, "duplicate")
+                elif i in matched:
+                    _drop(dropped, f"{key}[{k}]", x, "conflict")
+                else:
+                    kept.append(i)
+        reading[key] = kept
+    reading["dropped"] = dropped
+    return reading
+
+
+# ====================================================================== residual_facts
+def _residual(obj: dict, n_spans: int | None) -> dict:
+    obj = _lower(obj)
+    entries = obj.get("extracted")
+    if isinstance(entries, dict):
+        entries = [entries]
+    if not isinstance(entries, list):
+        raise Unusable("schema", f"extracted is {type(entries).__name__}, not a list")
+    out, dropped = [], []
+    for k, raw in enumerate(entries):
+        entry = _lower(raw) if isinstance(raw, dict) else {}
+        fact = entry.get("fact")
+        if not isinstance(fact, str) or not fact.strip():
+            _drop(dropped, f"extracted[{k}]", raw, "no_fact")
+            continue
+        spans_raw = entry.get("evidence_spans")
+        spans_raw = [] if spans_raw is None else spans_raw if isinstance(spans_raw, list) else [spans_raw]
+        spans = []
+        for j, x in enumerate(spans_raw):
+            for i in _index(x, f"extracted[{k}].evidence_spans[{j}]", n_spans, dropped):
+                if i in spans:
+                    _drop(dropped, f"extracted[{k}].evidence_spans[{j}]", x, "duplicate")
+                else:
+                    spans.append(i)
+        out.append({"fact": fact.strip(), "evidence_spans": spans})
+    return {"extracted": out, "dropped": dropped}
+
+
+# ====================================================================== style
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def _key_norm(key) -> str:
+    return _NON_ALNUM.sub("_", str(key).lower().replace("&", " ")).strip("_")
+
+
+#: the paper's long and short names of each aspect, and the rubric's labels, normalised
+_STYLE_ALIASES = {_key_norm(alias): aspect for aspect, aliases in {
+    "readability_jargon": ("readability_jargon", "Readability & Jargon", "Readability and Jargon",
+                           "Readability & Jargon Level", "Readability/Jargon Level", "readability", "jargon",
+                           "Readability and jargon level"),
+    "narrative_order": ("narrative_order", "Narrative Order", "Narrative Order & Structure", "narrative",
+                        "Narrative Structure", "order"),
+    "sentence_structure": ("sentence_structure", "Sentence Structure & Voice", "Sentence Structure and Voice",
+                           "sentence_structure_voice", "sentences", "Sentence Structure, Voice and Tense"),
+    "formatting_layout": ("formatting_layout", "Formatting & Layout", "Formatting and Layout", "formatting",
+                          "layout", "Formatting/Layout"),
+    "citation_style": ("citation_style", "Citation Style", "Citations & References", "Citations and References",
+                       "citations", "citation", "Citation Practice", "Citations"),
+}.items() for alias in aliases} | {_key_norm(label): aspect for aspect, (label, _, _) in STYLE_RUBRIC.items()}
+
+
+def style_key(key) -> str | None:
+    """The style aspect a key names (the paper's long or short name, any case or punctuation), or None."""
+    return _STYLE_ALIASES.get(_key_norm(key))
+
+
+_NUMERIC = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*$")
+
+
+def _rating(value, aspect: str, dropped: list):
+    raw = value
+    if isinstance(value, dict):
+        inner = _lower(value)
+        value = inner.get("score", inner.get("rating"))
+    if isinstance(value, str) and _NUMERIC.match(value):
+        value = float(value) if "." in value else int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _drop(dropped, aspect, raw, "not_a_number")
+        return None
+    if not STYLE_SCALE[0] <= value <= STYLE_SCALE[1]:
+        _drop(dropped, aspect, raw, "out_of_range")
+        return None
+    return value
+
+
+def _style_from(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        aspect = style_key(key)
+        if aspect is None:
+            continue
+        if aspect in seen and seen[aspect] != value:
+            raise Unusable("ambiguous", f"two different ratings for {aspect}")
+        seen[aspect] = value
+    dropped, scores = [], {}
+    for aspect in STYLE_ASPECTS:
+        if aspect not in seen:
+            _drop(dropped, aspect, None, "missing")
+            scores[aspect] = None
+        else:
+            scores[aspect] = _rating(seen[aspect], aspect, dropped)
+    if all(v is None for v in scores.values()):
+        raise Unusable("no_rating", "no aspect has a rating from 1 to 5")
+    return {"scores": scores, "dropped": dropped}
+
+
+def _style_object(value) -> dict | None:
+    if not isinstance(value, dict):
+        return None
+    if any(style_key(k) for k in value):
+        return value
+    inner = [v for v in value.values() if isinstance(v, dict) and any(style_key(k) for k in v)]
+    return inner[0] if len(inner) == 1 else None
+
+
+_SCORES_MARKER = re.compile(r"^[ \t>#*_\-]*scores?\b[^\n]*$", re.I | re.M)
+_SCORE_LINE = re.compile(r"^[ \t>#*_\-•\d.)]*?([A-Za-z][A-Za-z &/_\-]*?)[ \t*_`]*[:=][ \t*_`]*(-?\d+(?:\.\d+)?)"
+                         r"(?:[ \t]*/[ \t]*5)?[ \t*_`.]*$", re.M)
+
+
+_QUOTED_KEY = re.compile(r"[\"'\u201c]([^\"'\u201d\n]{3,60})[\"'\u201d]\s*:")
+
+
+def _style(text: str, truncated: bool) -> dict:
+    objs, unclosed = scan_objects(text)
+    found = [c for c in (_style_object(v) for _, _, v in objs) if c is not None]
+    if unclosed is not None and (truncated or any(style_key(w) for w in _QUOTED_KEY.findall(text[unclosed:]))):
+        raise Unusable("truncated" if truncated else "no_json", f"an object opened at character {unclosed} never closes")
+    if found:
+        return _read_each(found, lambda o: _style_from(list(o.items())))
+    marker = _SCORES_MARKER.search(text)
+    if marker:
+        region = text[marker.end():]
+        if truncated:  # only complete lines count, and a cut answer must already hold all five
+            region = region[:region.rfind("\n") + 1]
+        pairs = [(m.group(1), m.group(2)) for m in _SCORE_LINE.finditer(region) if style_key(m.group(1))]
+        if pairs and truncated and {style_key(k) for k, _ in pairs} != set(STYLE_ASPECTS):
+            raise Unusable("truncated", "cut inside the score lines")
+        if pairs:
+            return _style_from(pairs)
     if truncated:
-        raise AnswerError("truncated", "cut by the output-token limit; not parsed")
-    body = visible_text(text)
-    if not body:
-        raise AnswerError("empty", "no answer text")
-    try:
-        obj = json_answer(body).value
-    except AnswerError:
-        obj = None
-    if isinstance(obj, dict) and isinstance(obj.get("relation"), str):
-        found = _relations_in(obj["relation"])
-        if len(found) == 1:
-            return Answer(found.pop())
-        raise AnswerError("unknown_label", f"relation {obj['relation']!r}")
-    sections = final_sections(body)
-    if sections:
-        per_section = [_relations_in(s.splitlines()[0] if s else "") or _relations_in(s) for s in sections]
-        chosen = {next(iter(f)) for f in per_section if len(f) == 1}
-        if any(len(f) > 1 for f in per_section[-1:]):
-            raise AnswerError("unknown_label", f"final answer names several relations: {sections[-1][:80]!r}")
-        if len(chosen) > 1:
-            raise AnswerError("conflicting", f"final answers disagree: {sorted(chosen)}")
-        if chosen:
-            return Answer(chosen.pop(), [] if len(sections) == 1 else ["repeated final answer"])
-        raise AnswerError("unknown_label", f"final answer {sections[-1][:80]!r}")
-    for line in reversed([ln for ln in body.splitlines() if ln.strip()]):
-        found = _relations_in(line)
-        if len(found) == 1:
-            return Answer(found.pop(), ["relation read from the last line (no Final Answer marker)"])
-        if found:
-            break
-    raise AnswerError("unknown_label", f"no relation in {body[-80:]!r}")
+        raise Unusable("truncated", "cut before the ratings")
+    if not text.strip():
+        raise Unusable("empty", "no answer text")
+    raise Unusable("no_json", "no ratings object and no 'Scores' lines")
+
+
+# ====================================================================== agent_action
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
+
+
+def _args_of(value, tool: str):
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise Unusable("schema", f"arguments of {tool} are not a JSON object") from None
+    if not isinstance(value, dict):
+        raise Unusable("schema", f"arguments of {tool} are a {type(value).__name__}, not an object")
+    return value
+
+
+def _not_applicable_keys(args: dict) -> list[str]:
+    out = []
+    patch = args.get("patch")
+    for entry in patch if isinstance(patch, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        values = entry.get("extracted")
+        if (isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict)
+                and values[0].get("value") == NOT_APPLICABLE and isinstance(entry.get("key"), str)):
+            out.append(entry["key"])
+    return out
+
+
+def _action(tool: str, args) -> dict:
+    if tool == "stop":
+        reason = _args_of(args, tool).get("reason")
+        return {"decision": "stop", "reason": reason if isinstance(reason, str) else ""}
+    if tool not in AGENT_TOOLS:
+        raise Unusable("unknown_tool", f"{tool!r} is not one of {', '.join(AGENT_TOOLS)}")
+    out = {"tool": tool, "args": _args_of(args, tool)}
+    if tool == "update_checklist":
+        out["not_applicable_keys"] = _not_applicable_keys(out["args"])
+    return out
+
+
+def _actions_of(obj: dict) -> list[dict]:
+    o = _lower(obj)
+    if isinstance(o.get("tool_calls"), list):
+        return [a for call in o["tool_calls"] for a in _actions_of(call if isinstance(call, dict) else {"name": None})]
+    if isinstance(o.get("function"), dict) and "name" not in o and "tool" not in o:
+        return _actions_of(o["function"])
+    tool = o.get("tool", o.get("name"))
+    has_decision = "decision" in o
+    if tool is not None and has_decision:
+        raise Unusable("ambiguous", "one object holds both a tool call and a decision")
+    if has_decision:
+        if not (isinstance(o["decision"], str) and o["decision"].strip().lower() == "stop"):
+            raise Unusable("schema", f"decision {o['decision']!r} (only 'stop' is a decision)")
+        reason = o.get("reason")
+        return [{"decision": "stop", "reason": reason if isinstance(reason, str) else ""}]
+    if not isinstance(tool, str) or not tool.strip():
+        raise Unusable("schema", f"tool name {tool!r}")
+    return [_action(tool.strip(), o["args"] if "args" in o else o.get("arguments"))]
+
+
+_ACTION_KEYS = {"tool", "name", "decision", "tool_calls", "function"}
+
+
+def _agent(raw: str, truncated: bool) -> dict:
+    text, messages = _prepare(raw, truncated)
+    actions = []
+    for channel, to, content, closed in messages or []:
+        if channel == "commentary" and to:
+            if truncated and not closed:
+                raise Unusable("truncated", f"cut inside the call of {to}")
+            args = None
+            if content.strip():
+                objs, unclosed = scan_objects(content)
+                if unclosed is not None or len(objs) != 1:
+                    raise Unusable("schema", f"arguments of {to} are not one JSON object")
+                args = objs[0][2]
+            actions.append(_action(to, args))
+    blocks = list(_TOOL_CALL.finditer(text))
+    for n, m in enumerate(blocks):
+        objs, unclosed = scan_objects(m.group(1))
+        if unclosed is not None:
+            raise Unusable("truncated" if truncated else "no_json", "a <tool_call> object never closes")
+        if len(objs) != 1:
+            raise Unusable("schema" if objs else "no_json", f"<tool_call> block {n + 1} holds {len(objs)} objects")
+        actions += _actions_of(objs[0][2])
+    rest = _TOOL_CALL.sub(" ", text) if blocks else text
+    found, _ = _candidates(rest, _ACTION_KEYS, truncated, required=False)
+    for obj in found:
+        actions += _actions_of(obj)
+    if not actions:
+        if truncated:
+            raise Unusable("truncated", "cut before an action")
+        if not (text.strip() or messages):
+            raise Unusable("empty", "no answer text")
+        raise Unusable("no_json", "no action (a tool call or a stop decision)")
+    return _one(actions) if len(actions) > 1 else actions[0]
+
+
+# ====================================================================== the reader
+def read(stage: str, text: str | None, finish_reason: str | None = "stop", **context) -> dict:
+    """The reading of one answer for ``stage`` (see module doc and ``docs/ANSWERS.md``), or ``Unusable``."""
+    truncated = finish_reason == "length"
+    if stage == "agent_action":
+        return _agent(text, truncated)
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    body, _ = _prepare(text, truncated)
+    if not body.strip():
+        raise Unusable("truncated" if truncated else "empty", "no answer text")
+    if stage == "compare_single":
+        return _compare_single(body, truncated)
+    if stage == "style":
+        return _style(body, truncated)
+    if stage == "extract":
+        found, _ = _candidates(body, {"extracted"}, truncated)
+        return _read_each(found, lambda o: _extract(o, context.get("summary")))
+    if stage == "compare_multi":
+        found, _ = _candidates(body, {"common"}, truncated)
+        return _read_each(found, lambda o: _compare_multi(o, context.get("n_a"), context.get("n_b")))
+    found, _ = _candidates(body, {"extracted"}, truncated)
+    return _read_each(found, lambda o: _residual(o, context.get("n_spans")))
+
+
+def read_object(text: str | None, finish_reason: str | None = "stop", *, keys, schema: dict | None = None) -> dict:
+    """The one answer object carrying one of ``keys`` (same scanning and rules as :func:`read`), checked
+    against a JSON Schema; for stages outside the paper's six (pointwise metric, CaseGen judge)."""
+    truncated = finish_reason == "length"
+    body, _ = _prepare(text, truncated)
+    if not body.strip():
+        raise Unusable("truncated" if truncated else "empty", "no answer text")
+    found, _ = _candidates(body, set(keys), truncated)
+
+    def check(obj):
+        if schema is not None:
+            errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+            if errors:
+                where = "/".join(str(p) for p in errors[0].path) or "(top)"
+                raise Unusable("schema", f"{where}: {errors[0].message[:160]}")
+        return obj
+
+    return _read_each(found, check)

@@ -3,6 +3,8 @@
 The database is ``--db`` (an SQLAlchemy URL or a file path), else ``GAVEL_ANNOTATION_DB``, else an SQLite
 file in data/interim/annotation/. Passwords come from the environment variable named by ``--password-env``
 (default ``GAVEL_ANNOTATOR_PASSWORD``) or are asked for; they are never taken from the command line.
+The session signing key comes from ``GAVEL_ANNOTATION_SECRET_KEY`` or a private key file (``--secret-key-file``,
+``GAVEL_ANNOTATION_SECRET_KEY_FILE``, default data/interim/annotation/secret_key; made 0600 on first use).
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from pathlib import Path
 
 from gavel.core import config
 
-DEFAULT_DB = config.DATA_DIR / "interim" / "annotation" / "annotation.db"
+DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
 
 def db_url(given: str | None) -> str:
     value = given or os.environ.get("GAVEL_ANNOTATION_DB") or str(DEFAULT_DB)
     if "://" in value:
         return value
-    Path(value).parent.mkdir(parents=True, exist_ok=True)
+    if not Path(value).parent.exists():
+        Path(value).parent.mkdir(parents=True, mode=0o700)
     return f"sqlite:///{Path(value).resolve()}"
 
 
@@ -45,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("adduser", help="add an account")
     a.add_argument("username")
     a.add_argument("--admin", action="store_true")
+    a.add_argument("--password-env", default="GAVEL_ANNOTATOR_PASSWORD")
+    a = sub.add_parser("passwd", help="set a user's password (ends every session of theirs)")
+    a.add_argument("username")
     a.add_argument("--password-env", default="GAVEL_ANNOTATOR_PASSWORD")
     a = sub.add_parser("load-release", help="tasks from the release: human.json reviews, value pairs, style pairs")
     a.add_argument("--release", default=None)
@@ -69,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--port", type=int, default=8800)
     a.add_argument("--threads", type=int, default=16)
     a.add_argument("--secure-cookies", action="store_true", help="set when served over HTTPS")
+    a.add_argument("--secret-key-file", default=None,
+                   help="the session signing key's file (mode 0600; made if missing)")
+    a.add_argument("--login-limit-account", default=None,
+                   help="failed logins allowed per account, e.g. '10 per 15 minutes;50 per day' "
+                        "(default: GAVEL_LOGIN_LIMIT_ACCOUNT or the app's)")
+    a.add_argument("--login-limit-address", default=None,
+                   help="failed logins allowed per client address (default: GAVEL_LOGIN_LIMIT_ADDRESS or the app's)")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
@@ -81,15 +94,28 @@ def main(argv: list[str] | None = None) -> int:
 
         from .app import create_app
 
-        app = create_app(url, secure_cookies=args.secure_cookies)
-        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]})", flush=True)
+        app = create_app(url, secure_cookies=args.secure_cookies, secret_key_file=args.secret_key_file,
+                         login_limit_account=args.login_limit_account,
+                         login_limit_address=args.login_limit_address)
+        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; failed logins "
+              f"limited per account to {app.config['LOGIN_LIMIT_ACCOUNT']!r}, per address to "
+              f"{app.config['LOGIN_LIMIT_ADDRESS']!r})", flush=True)
         waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="gavel")
         return 0
 
     store = Store(url)
     if args.cmd == "adduser":
-        store.add_user(args.username, _password(args.password_env, args.username), is_admin=args.admin)
+        try:
+            store.add_user(args.username, _password(args.password_env, args.username), is_admin=args.admin)
+        except ValueError as err:
+            raise SystemExit(f"user {args.username!r} not added: {err}") from None
         print(f"user {args.username} added{' (admin)' if args.admin else ''}")
+    elif args.cmd == "passwd":
+        try:
+            store.set_password(args.username, _password(args.password_env, args.username))
+        except ValueError as err:
+            raise SystemExit(f"password of {args.username!r} not changed: {err}") from None
+        print(f"password of {args.username} changed; their sessions are logged out")
     elif args.cmd == "load-release":
         from ..release import load_release
         from .tasks import release_tasks

@@ -211,13 +211,14 @@ def cmd_agent_array(args) -> int:
     import sys as _sys
     from string import Template
 
+    from gavel.core import config
     from gavel.core.config import REPO_ROOT
 
     out_dir = Path(args.script).resolve().parent
     tasks = out_dir / "agent_tasks.tsv"
     n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id)
     directives = [f"#SBATCH --partition={args.partition}"] if args.partition else []
-    script = Template((REPO_ROOT / "slurm" / "agent_array.sbatch.in").read_text()).substitute(
+    script = Template((config.SLURM_DIR / "agent_array.sbatch.in").read_text()).substitute(
         job_name=f"gavel-agent-{args.model}"[:60], log_dir=str((out_dir / "logs").resolve()),
         time_limit=args.time_limit, cpus=args.cpus, n_tasks=n, max_parallel=args.max_parallel,
         optional_directives="\n".join(directives), repo_dir=str(REPO_ROOT), tasks=str(tasks),

@@ -55,7 +55,7 @@ from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 from .secrets import scrub
 
-DEFAULT_RUNS_DIR = config.DATA_DIR / "interim" / "runs"
+DEFAULT_RUNS_DIR = config.INTERIM_DIR / "runs"
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -39,7 +39,7 @@ from gavel.ref import prompts
 from gavel.ref.stages import compare, extract, residual, score, style
 from gavel.ref.stages import summarize as summarize_stage
 
-REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
+REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 
 
