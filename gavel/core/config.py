@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from gavel.core.vocab import PROVIDERS
+
 #: the installed package: what ships with it (prompts, SLURM templates, models.yaml) is found from here, so a
 #: wheel works as well as a checkout (``gavel/prompts`` and ``gavel/slurm`` link to the top-level folders)
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -157,8 +159,6 @@ def _merged_registry(path: str, _stamp: int) -> dict:
 
 
 def _read_user_models(path: Path) -> list[dict]:
-    from gavel.llm.registry import PROVIDERS
-
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:

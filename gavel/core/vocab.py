@@ -27,6 +27,14 @@ def relation_of(ab: str, model_is_a: bool) -> str:
     return "model_contains_reference" if model_contains else "reference_contains_model"
 
 
+#: Where requests can be sent (``gavel.llm.providers.get_provider`` builds each; a test holds the two equal). The
+#: names live here, below the transport, because the models file (``gavel.core.config``) is checked against them.
+PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")
+
+#: The agent's six tools (gavel.documents.tools runs them; gavel.answers reads calls to them).
+AGENT_TOOLS = ("list_documents", "read_document", "search_document_regex", "get_checklist", "append_checklist",
+               "update_checklist")
+
 #: The five style aspects (the paper's S_style), in the order of the rubric.
 STYLE_ASPECTS = ("readability_jargon", "narrative_order", "sentence_structure", "formatting_layout", "citation_style")
 

@@ -31,12 +31,13 @@ from datetime import datetime
 
 import regex
 
+from gavel.core.vocab import AGENT_TOOLS
+
 from .checklist import NOT_APPLICABLE, ChecklistStore
 from .corpus import Corpus, DocumentNotFoundError
 from .search_worker import COMPILE_GRACE_S, SEARCH_MEMORY_BYTES, SearchRefused, SearchWorker  # noqa: F401
 
-TOOLS = ("list_documents", "read_document", "search_document_regex", "get_checklist", "append_checklist",
-         "update_checklist")
+TOOLS = AGENT_TOOLS
 READ_LIMIT = 10_000
 TOP_K_MAX = 20
 TOP_K_DEFAULT = 5
