@@ -1,4 +1,6 @@
-"""Command line: ``python -m gavel {data,audit}`` (the Makefile's targets call these)."""
+"""gavel's command line, ``python -m gavel COMMAND`` (``--help`` lists them; the Makefile's targets call
+them): the release (data, audit, results, replay-check), LLM stages (stage, evaluate, demo), checklists
+from case documents (documents ...) and the annotation app (annotate ...)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gavel.annotation import cli as annotation_cli
 from gavel.core import config
+from gavel.core.vocab import PROVIDERS
+from gavel.documents import cli as documents_cli
+
+#: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
+#: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
+STAGE_PROVIDERS = tuple(p for p in PROVIDERS if p != "replay")
+EVALUATE_PROVIDERS = tuple(p for p in STAGE_PROVIDERS if p != "vllm-batch")
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -151,13 +161,6 @@ def _stage(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def cmd_annotate(rest: list[str]) -> int:
-    """The annotation app's own commands (gavel.annotation.cli; needs the annotation extra)."""
-    from .annotation.cli import main as annotate_main
-
-    return annotate_main(rest)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline).
     Exit status 0 when every request was answered, 1 when some failed (how many, by stage, and why are
@@ -248,8 +251,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["annotate"]:  # its own argument parser
-        return cmd_annotate(argv[1:])
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock"],
+    p.add_argument("--provider", required=True, choices=STAGE_PROVIDERS,
                    help="vllm: a running server (--base-url); vllm-batch: `vllm run-batch` on this machine")
     p.add_argument("--vllm-command", default="vllm run-batch", help="run-batch command for --provider vllm-batch")
     p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
@@ -281,14 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lock-timeout", type=float, default=60.0,
                    help="seconds to wait for another runner using the same workdir before giving up")
     p.set_defaults(func=cmd_stage)
-    sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)")
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
     p.add_argument("--summaries", required=True, nargs="+", action="extend",
                    help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")
     p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
     p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "local", "mock"],
+    p.add_argument("--provider", required=True, choices=EVALUATE_PROVIDERS,
                    help="mock: the stand-in model (no model, scores mean nothing); vllm: a server at --base-url")
     p.add_argument("--base-url", default=None)
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
@@ -307,9 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_replay_check)
     p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
     p.set_defaults(func=cmd_demo)
-    from .documents.cli import add_parser as add_documents_parser
-
-    add_documents_parser(sub)
+    # the wings add their own commands to the same parser
+    documents_cli.add_parser(sub)
+    annotation_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -207,7 +207,10 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
 
 
 def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys):
-    from gavel.annotation.cli import main
+    from gavel.cli import main as gavel_main
+
+    def main(argv):
+        return gavel_main(["annotate", *argv])
 
     db = str(tmp_path / "cli.db")
     assert main(["--db", db, "load-release", "--release", str(shared_rel.root)]) == 0
@@ -365,7 +368,10 @@ def test_every_bad_save_is_one_clear_400_on_both_databases(store, tmp_path):
 def test_weak_passwords_are_refused(store, tmp_path, monkeypatch):
     """Point 10: a password of a few characters (or the user name) is refused by the store, the admin page
     and the command line."""
-    from gavel.annotation.cli import main
+    from gavel.cli import main as gavel_main
+
+    def main(argv):
+        return gavel_main(["annotate", *argv])
 
     for pw in ("x", "p", "short-pw", "", "weakling01"):
         with pytest.raises(ValueError, match="password"):

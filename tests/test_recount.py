@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
+from gavel.core import stats
 from gavel.core.checklist import entry_values  # noqa: E402
 from gavel.paper import figures, reproduction, results  # noqa: E402
 from gavel.ref import grounding, scoring  # noqa: E402
@@ -198,7 +199,7 @@ def test_agreement_intervals_resample_cases_and_models():
     assert iv.loc[("noise", "summary"), "pearson_ci_low"] < 0 < iv.loc[("noise", "summary"), "pearson_ci_high"]
     width = iv["pearson_ci_high"] - iv["pearson_ci_low"]
     assert width[("noise", "system")] > 2 * width[("noise", "summary")]  # 12 models vs 360 summaries
-    assert (iv["resamples"] > 0.9 * results.BOOTSTRAP_SAMPLES).all()
+    assert (iv["resamples"] > 0.9 * stats.BOOTSTRAP_RESAMPLES).all()
 
 
 def test_fast_correlations_are_the_scoring_correlations():

@@ -39,11 +39,12 @@ def _password(env: str, username: str) -> str:
     return getpass.getpass(f"password for {username}: ")
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .db import Store
-
-    p = argparse.ArgumentParser(prog="gavel annotate", description=__doc__)
+def add_parser(sub) -> None:
+    """The ``annotate`` command and its subcommands, on the one command line (gavel.cli)."""
+    p = sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", default=None, help="database URL or SQLite file")
+    p.set_defaults(func=run)
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("adduser", help="add an account")
     a.add_argument("username")
@@ -86,7 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
     a.add_argument("out")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out one ``annotate`` subcommand."""
+    from .db import Store
+
     url = db_url(args.db)
 
     if args.cmd == "serve":

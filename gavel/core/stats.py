@@ -139,18 +139,41 @@ def two_agree(ratings: pd.DataFrame | Sequence[Sequence]) -> Stat:
                 extra={"all_differ": 1 - any_two})
 
 
-def bootstrap(cases: Sequence, statistic: Callable[[list], float | None], n_resamples: int = 1000,
+#: The one bootstrap: resamples of the cases (rows of indices drawn with replacement) and percentile 95%
+#: intervals over a statistic of each resample. Result tables, `gavel evaluate` and the meta-evaluation all
+#: draw through :func:`resamples` with this many resamples.
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def resamples(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """``n`` resamples (rows) of ``size`` indices drawn with replacement."""
+    return rng.integers(0, size, size=(n, size))
+
+
+def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """The mean of each resample of ``values``."""
+    return values[resamples(len(values), rng, n)].mean(axis=1)
+
+
+def mean_interval(values: Iterable, seed: int = 0, n: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
+    """Percentile 95% interval of the mean over the values (None and NaN left out); NaN, NaN when none."""
+    x = np.asarray([v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))], float)
+    if len(x) == 0:
+        return math.nan, math.nan
+    means = bootstrap_means(x, np.random.default_rng(seed), n)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def bootstrap(cases: Sequence, statistic: Callable[[list], float | None], n_resamples: int = BOOTSTRAP_RESAMPLES,
               seed: int = 0) -> tuple[float | None, float | None]:
-    """Percentile 95% interval of ``statistic(list of cases)`` over resamples of the cases (with
-    replacement). Resamples where the statistic is undefined are left out; None when too few remain."""
+    """Percentile 95% interval of ``statistic(list of cases)`` over resamples of the cases. Resamples where
+    the statistic is undefined are left out; None when too few remain (fewer than half)."""
     cases = list(cases)
     if len(cases) < 2:
         return None, None
-    rng = np.random.default_rng(seed)
     values = []
-    for _ in range(n_resamples):
-        pick = [cases[i] for i in rng.integers(0, len(cases), len(cases))]
-        v = statistic(pick)
+    for pick in resamples(len(cases), np.random.default_rng(seed), n_resamples):
+        v = statistic([cases[i] for i in pick])
         if v is not None and not (isinstance(v, float) and math.isnan(v)):
             values.append(v)
     if len(values) < n_resamples // 2:

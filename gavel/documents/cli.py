@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -309,9 +308,3 @@ def add_parser(sub) -> None:
     q.add_argument("--python", default=None)
     q.set_defaults(func=cmd_agent_array)
 
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="gavel-documents")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    a = parser.parse_args()
-    sys.exit(a.func(a))

@@ -20,14 +20,15 @@ from scipy import stats
 
 from gavel.core import config
 from gavel.core.items import GROUPS, ITEMS
+from gavel.core.stats import bootstrap_means, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
 from gavel.paper import reconstruct
 from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
 from gavel.ref import grounding, scoring
+from gavel.ref.stages import score
 from gavel.release.judge import RELATIONS
 
-BOOTSTRAP_SAMPLES = 2000
 SEED = 20251122
 LENGTH_BIN_ORDER = list(LENGTH_BINS)
 EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
@@ -44,21 +45,11 @@ def per_case(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def mean_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    g = pc.groupby(by, dropna=False)
-    out = g[["s_checklist", "s_checklist_low", "s_checklist_high"]].mean()
-    out["cases"] = g["s_checklist"].count()
-    out["ambiguous_cells"] = g["ambiguous"].sum()
-    return out.reset_index()
-
-
-def resamples(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
-    """The one bootstrap of the result tables: ``n`` resamples (rows) of ``size`` indices drawn with
-    replacement. Percentile 95% intervals are taken over statistics of these resamples."""
-    return rng.integers(0, size, size=(n, size))
-
-
-def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
-    return values[resamples(len(values), rng, n)].mean(axis=1)
+    """S_checklist and its bounds over cases (the one aggregation, ``score.mean_over_cases``), with the
+    number of ambiguous cells."""
+    out = score.mean_over_cases(pc[[*by, "s_checklist", "s_checklist_low", "s_checklist_high", "ambiguous"]], by,
+                                counts=("ambiguous",))
+    return out.rename(columns={"ambiguous": "ambiguous_cells"})
 
 
 def _fast_correlations(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel import answers
-from gavel.core import config
+from gavel.core import config, stats
 from gavel.core.items import ITEMS, Item
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -306,7 +306,7 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
             row[col] = g[col].mean()
             row[f"{col}_n"] = int(g[col].notna().sum())
             if col.startswith("s_"):
-                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = score.bootstrap_ci(g[col].tolist(), seed=seed)
+                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = stats.mean_interval(g[col].tolist(), seed=seed)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -525,9 +525,9 @@ def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFram
     table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(overall["model"])})
     boot, full = [], []
     for subject, g in frame.groupby("subject", sort=True):
-        lo, hi = score.bootstrap_ci(g["s_checklist"].tolist(), seed=seed)
-        blo, _ = score.bootstrap_ci(g["s_checklist_low"].tolist(), seed=seed)
-        _, bhi = score.bootstrap_ci(g["s_checklist_high"].tolist(), seed=seed)
+        lo, hi = stats.mean_interval(g["s_checklist"].tolist(), seed=seed)
+        blo, _ = stats.mean_interval(g["s_checklist_low"].tolist(), seed=seed)
+        _, bhi = stats.mean_interval(g["s_checklist_high"].tolist(), seed=seed)
         boot.append({"model": subject, "label": config.model_label(subject), "s_checklist": g["s_checklist"].mean(),
                      "cases": int(g["s_checklist"].notna().sum()), "ci_low": lo, "ci_high": hi,
                      "bounds_ci_low": blo, "bounds_ci_high": bhi})

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import Stat, unavailable, with_interval
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, unavailable, with_interval
 from gavel.ref import scoring
 from gavel.ref.grounding import locate
 
@@ -114,7 +114,7 @@ def coverage_agreement(text: str, spans_a: Iterable[tuple[int, int]], spans_b: I
 
 def extraction_metaeval(llm_rows: pd.DataFrame, human_rows: pd.DataFrame, texts: dict[str, str],
                         compare: Callable = exact_compare, judge: str = "exact-match",
-                        n_resamples: int = 1000, seed: int = 0, unusable: Iterable = ()) -> dict[str, Stat]:
+                        n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, unusable: Iterable = ()) -> dict[str, Stat]:
     """S_checklist of an LLM's extraction against the human one, and word-level coverage agreement of their
     evidence, over the cases both cover (a case with no extractor row at all is left out and counted);
     ``unusable``: (case_id, item) whose answer was unusable, left out of S_checklist and counted.

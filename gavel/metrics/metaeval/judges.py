@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.metrics import accuracy_score, confusion_matrix
 
 from gavel.core.stats import (
+    BOOTSTRAP_RESAMPLES,
     Stat,
     cohen_kappa,
     fleiss_kappa,
@@ -52,7 +53,7 @@ def aggregate_comparisons(answers: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["task", "mode", "label", "pairs", "status", "annotators"])
 
 
-def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = 1000, seed: int = 0,
+def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
                         names: tuple[str, str] = ("human", "llm")) -> dict:
     """Accuracy (4 classes, with confusion matrix) on single-value pairs and mean matching F1 on multi-value
     pairs of the LLM's answers (``task, label`` / ``task, pairs``) against aggregated human answers."""
@@ -84,7 +85,7 @@ def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int
     return {"Single": acc, "Multi": f1}
 
 
-def style_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> dict:
+def style_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
     """Cohen's kappa (unweighted and quadratic) between the LLM's ratings and the human median, pooled over
     (task, aspect); the human median of an even number of ratings is rounded half up."""
     med = (human.groupby(["task", "aspect"])["rating"].apply(lambda r: int(math.floor(median_rating(r) + 0.5)))

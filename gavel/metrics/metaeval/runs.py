@@ -11,7 +11,7 @@ import pandas as pd
 
 from gavel.core import config
 from gavel.core import items as gitems
-from gavel.core.stats import Stat
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat
 from gavel.metrics.metaeval.checklists import exact_compare, extraction_metaeval
 from gavel.metrics.metaeval.export import (
     TABLE1_COLUMNS,
@@ -44,7 +44,7 @@ def evaluate(model: str, *, extraction: pd.DataFrame | None = None, unusable: It
              texts: dict[str, str] | None = None, export: pd.DataFrame | None = None,
              comparisons: pd.DataFrame | None = None, style: pd.DataFrame | None = None,
              compare: Callable = exact_compare, judge: str = "exact-match",
-             n_resamples: int = 1000, seed: int = 0) -> dict[str, Stat]:
+             n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict[str, Stat]:
     """One model's Table 1 row: whatever inputs are given are evaluated, the rest stays 'not run'.
     ``extraction``: the model's value rows for the human summaries (against ``human_rows``, default the
     annotators' reviews in ``export``); ``comparisons``: its answers to the comparison tasks (against the
@@ -103,7 +103,7 @@ def comparison_tasks_from_release(release, n_single: int = 50, n_multi: int = 10
 
 def run(release, *, export_path=None, tasks_path=None, extraction_path=None, extractor: str = "extractor",
         provider=None, cases: int | None = None, items=None, max_tokens: int | None = None,
-        n_resamples: int = 1000, seed: int = 0) -> dict:
+        n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
     """Everything the meta-evaluation notebook shows.
 
     * ``table``: Table 1 rows. The extractor's row (``extraction_path``: its value rows for the 40 human
