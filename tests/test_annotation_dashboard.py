@@ -91,15 +91,16 @@ def _aid(store, task_key: str, user: str) -> int:
                         .where(Task.key == task_key, User.username == user))
 
 
-def _plant(store, late: bool = False):
-    """Save the planted answers through the store (``late``: also bob's and carol's answers to s3)."""
+def _plant(store, late: bool = False, extraction_only: bool = False):
+    """Save the planted answers through the store (``late``: also bob's and carol's answers to s3;
+    ``extraction_only``: only the extraction reviews)."""
     uid = {p: store.user(p).id for p in PEOPLE}
-    for case, (_judge, labels) in SINGLE.items():
+    for case, (_judge, labels) in SINGLE.items() if not extraction_only else ():
         for p, label in labels.items():
             store.save(_aid(store, _key("single", case), p), uid[p], "label", label)
-    for p, pairs in MULTI.items():
+    for p, pairs in MULTI.items() if not extraction_only else ():
         store.save(_aid(store, _key("multi", ""), p), uid[p], "matches", pairs)
-    for p, ratings in STYLE.items():
+    for p, ratings in STYLE.items() if not extraction_only else ():
         for aspect, r in ratings.items():
             store.save(_aid(store, _key("style", ""), p), uid[p], f"aspect:{aspect}", r)
     # extraction: alice keeps the LLM's date and corrects the judge; bob keeps both; carol saves nothing
@@ -274,6 +275,8 @@ def test_agreement_page_with_no_tasks_and_no_answers(tmp_path):
     t = M.agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()), n_resamples=50)
     assert set(t["status"]) <= {"empty", "one_rater", "no_variance"} and t["value"].isna().all()
     assert set(t["kind"]) == {"extraction", "comparison, single value", "comparison, multi value", "style"}
+    assert _cell(t, "extraction", "(all)", "S_checklist of the LLM pre-fill")["status"] == "empty"
+    assert set(t[t["kind"] == "style"]["item"]) == {"(all)", "narrative_order", "citation_style"}  # LLM-rated
     store.engine.dispose()
 
 
@@ -397,6 +400,9 @@ def test_dashboard_in_the_browser_updates_as_saves_arrive(dash_env, chromium):
     _annotate(browser, env, "alice", ["s1", "s2", "s3"])
     for p in ("bob", "carol"):
         _annotate(browser, env, p, ["s1", "s2"])
+    # the extraction reviews of alice and bob go straight to the database (the review page's own browser
+    # test is tests/test_annotation_browser.py); the page reads them like any save
+    _plant(store, extraction_only=True)
 
     ctx, admin = _login(browser, base, "admin", viewport={"width": 1400, "height": 900})
     admin.goto(base + "/admin")
@@ -406,6 +412,8 @@ def test_dashboard_in_the_browser_updates_as_saves_arrive(dash_env, chromium):
     assert before[(single, "judge_name", "Fleiss κ")] == "one_rater"
     assert before[(single, "(all)", "Fleiss κ")] == "unequal_raters"
     assert before[("style", "citation_style", "Krippendorff α (ordinal)")] == "no_variance"
+    assert before[("extraction", "(all)", "S_checklist of the LLM pre-fill against alice")][0] == pytest.approx(50.0)
+    assert ("style", "readability_jargon", "Krippendorff α (ordinal)") not in before  # nobody rated it
     fk = before[(single, "filing_date", "Fleiss κ")]
     direct = S.fleiss_kappa(_label_matrix(["s1", "s2"]), categories=list(RELATIONS)).value
     assert fk[0] == pytest.approx(round(direct, 3), abs=1e-9)

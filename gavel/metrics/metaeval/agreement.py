@@ -133,6 +133,8 @@ def _style_rows(export, tasks, n_resamples, seed, level) -> list[dict]:
     for aspect in STYLE_ASPECTS:
         sub, lsub = st[st["aspect"] == aspect], llm[llm["aspect"] == aspect]
         a = style_alpha(sub, level, **kw)
+        if sub.empty and lsub.empty:
+            continue  # an aspect nobody rated yet: the (all) rows say so
         if a.ok:
             alphas.append(a.value)
         vs = style_metaeval(lsub, sub, **kw) if len(lsub) else None
@@ -172,6 +174,7 @@ def _extraction_rows(export, tasks, n_resamples, seed) -> list[dict]:
             rows.append(_row("extraction", item, HL, "S_checklist of the LLM pre-fill",
                              unavailable("empty", detail="no review was pre-filled by an LLM")))
             continue
+        reviewed = False
         for who in sorted(saved["annotator"].unique()):
             # the annotator's saved items of LLM-pre-filled reviews; an item not saved is not reviewed yet
             mine = saved[(saved["annotator"] == who) & saved["task"].isin(set(pre["task"]))]
@@ -179,6 +182,7 @@ def _extraction_rows(export, tasks, n_resamples, seed) -> list[dict]:
                       if item == ALL or f == f"item:{item}"}
             if not fields:
                 continue
+            reviewed = True
             llm = pre[np.array([(t, i) in fields for t, i in zip(pre["task"], pre["item"])], dtype=bool)]
             hum = sub[(sub["annotator"] == who).to_numpy()
                       & np.array([(t, i) in fields for t, i in zip(sub["task"], sub["item"])], dtype=bool)]
@@ -190,6 +194,9 @@ def _extraction_rows(export, tasks, n_resamples, seed) -> list[dict]:
             if item == ALL:
                 rows.append(_row("extraction", item, HL, f"evidence coverage agreement, LLM pre-fill and {who}",
                                  out["Coverage"]))
+        if not reviewed and item == ALL:
+            rows.append(_row("extraction", item, HL, "S_checklist of the LLM pre-fill",
+                             unavailable("empty", detail="no annotator has saved a review of an LLM pre-fill yet")))
     return rows
 
 
