@@ -78,10 +78,10 @@ def match_cohen_kappa(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int, 
     m = m[m["label_llm"].notna()] if len(m) else m
     if not len(m):
         return unavailable("empty")
-    m = m.set_index("task")
-    stat = cohen_kappa(list(m["label_human"]), list(m["label_llm"]), labels=list(RELATIONS))
-    return with_interval(stat, list(m.index),
-                         lambda pick: cohen_kappa(list(m.loc[pick, "label_human"]), list(m.loc[pick, "label_llm"]),
+    h_labels, l_labels = m["label_human"].to_numpy(), m["label_llm"].to_numpy()
+    stat = cohen_kappa(list(h_labels), list(l_labels), labels=list(RELATIONS))
+    return with_interval(stat, list(range(len(m))),  # resampled by task (its row position)
+                         lambda pick: cohen_kappa(list(h_labels[pick]), list(l_labels[pick]),
                                                   labels=list(RELATIONS)).value,
                          n_resamples=n_resamples, seed=seed)
 

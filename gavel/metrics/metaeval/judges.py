@@ -147,8 +147,9 @@ def single_fleiss(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -
     if not len(table):
         return unavailable("empty")
     stat = fleiss_kappa(table, categories=list(RELATIONS))
-    return with_interval(stat, list(table.index),
-                         lambda pick: fleiss_kappa(table.loc[pick], categories=list(RELATIONS)).value,
+    cells = table.to_numpy()  # resampled by row position: the same draws as by task, without pandas indexing
+    return with_interval(stat, list(range(len(cells))),
+                         lambda pick: fleiss_kappa(cells[pick], categories=list(RELATIONS)).value,
                          n_resamples=n_resamples, seed=seed)
 
 
@@ -159,7 +160,8 @@ def single_alpha(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) ->
         return unavailable("empty")
     codes = table.apply(lambda col: col.map(lambda v: RELATIONS.index(v) if isinstance(v, str) else np.nan))
     stat = krippendorff_alpha(codes.T, "nominal")
-    return with_interval(stat, list(codes.index), lambda pick: krippendorff_alpha(codes.loc[pick].T, "nominal").value,
+    cells = codes.to_numpy(dtype=float)
+    return with_interval(stat, list(range(len(cells))), lambda pick: krippendorff_alpha(cells[pick].T, "nominal").value,
                          n_resamples=n_resamples, seed=seed)
 
 
@@ -182,8 +184,9 @@ def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = 100
     if st.empty:
         return unavailable("empty")
     table = st.pivot_table(index="annotator", columns="task", values="rating", aggfunc="first")
-    return with_interval(krippendorff_alpha(table, level), list(table.columns),
-                         lambda pick: krippendorff_alpha(table[pick], level).value,
+    cells = table.to_numpy(dtype=float)
+    return with_interval(krippendorff_alpha(table, level), list(range(cells.shape[1])),
+                         lambda pick: krippendorff_alpha(cells[:, pick], level).value,
                          n_resamples=n_resamples, seed=seed)
 
 
