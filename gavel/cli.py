@@ -75,41 +75,24 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(config.REPO_ROOT)) if path.is_relative_to(config.REPO_ROOT) else str(path)
 
 
-def cmd_stage(args: argparse.Namespace) -> int:
-    """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
-    provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
-    from .llm.providers import get_provider
+def one_line_errors(label: str, run, expected: tuple = ()) -> int:
+    """``run()``, with the errors a user meets as one line on stderr instead of a traceback (API keys
+    removed): bad input (a request, a summaries or references file, an --out that cannot be written), a
+    provider that cannot send (no key, no vllm, an unknown name), a busy workdir, a model, models file or
+    checklist item that does not exist: ``error: ...``, exit status 2 (``expected``: the command's own
+    input errors). Anything else: one line naming the exception, exit status 1. ``stage`` and ``evaluate``
+    both report through here."""
+    from gavel.core.items import UnknownItemError
+
     from .llm.providers.base import ProviderError
-    from .llm.records import RequestError, read_requests, repeats
-    from .llm.runner import StageRunner, WorkdirBusyError
+    from .llm.records import RequestError
+    from .llm.runner import WorkdirBusyError
     from .llm.secrets import scrub
 
     try:
-        lines: list[int] = []
-        requests = read_requests(args.requests, lines)
-        if not requests:
-            print(f"{args.requests}: no requests", file=sys.stderr)
-            return 2
-        for i, first in repeats(requests).items():
-            print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
-                  f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
-        stage = args.stage or requests[0].stage
-        kwargs = {"base_url": args.base_url} if args.base_url else {}
-        if args.provider == "vllm-batch":
-            from .llm.runner import DEFAULT_RUNS_DIR
-
-            kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
-                      "command": args.vllm_command}
-        if args.provider == "local":  # llama.cpp server started here, stopped at exit
-            kwargs = {"model_path": args.gguf} if args.gguf else {}
-        runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
-                             poll_interval=args.poll_interval, concurrency=args.concurrency,
-                             max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
-        if args.dry_run:
-            runner.dry_run(requests, mode=args.mode)
-            return 0
-        report = runner.run(requests, mode=args.mode)
-    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError) as err:
+        return run()
+    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
+            *expected) as err:
         print(scrub(f"error: {err}"), file=sys.stderr)
         return 2
     except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: traceback
@@ -117,9 +100,49 @@ def cmd_stage(args: argparse.Namespace) -> int:
             raise
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
+    except config.ReleaseNotFoundError:
+        raise  # main() prints it
     except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
-        print(scrub(f"stage {args.stage or '?'}: {type(err).__name__}: {err}"), file=sys.stderr)
+        print(scrub(f"{label}: {type(err).__name__}: {err}"), file=sys.stderr)
         return 1
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
+    provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
+    return one_line_errors(f"stage {args.stage or '?'}", lambda: _stage(args))
+
+
+def _stage(args: argparse.Namespace) -> int:
+    from .llm.providers import get_provider
+    from .llm.records import read_requests, repeats
+    from .llm.runner import StageRunner
+    from .llm.secrets import scrub
+
+    lines: list[int] = []
+    requests = read_requests(args.requests, lines)
+    if not requests:
+        print(f"{args.requests}: no requests", file=sys.stderr)
+        return 2
+    for i, first in repeats(requests).items():
+        print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
+              f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
+    stage = args.stage or requests[0].stage
+    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    if args.provider == "vllm-batch":
+        from .llm.runner import DEFAULT_RUNS_DIR
+
+        kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
+                  "command": args.vllm_command}
+    if args.provider == "local":  # llama.cpp server started here, stopped at exit
+        kwargs = {"model_path": args.gguf} if args.gguf else {}
+    runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
+                         poll_interval=args.poll_interval, concurrency=args.concurrency,
+                         max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
+    if args.dry_run:
+        runner.dry_run(requests, mode=args.mode)
+        return 0
+    report = runner.run(requests, mode=args.mode)
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
@@ -136,24 +159,36 @@ def cmd_annotate(rest: list[str]) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline)."""
+    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline).
+    Exit status 0 when every request was answered, 1 when some failed (how many, by stage, and why are
+    printed), 2 for input or setup that cannot run (one ``error:`` line)."""
+    from gavel.ref.pipeline import InputError
+
+    return one_line_errors("evaluate", lambda: _evaluate(args), expected=(InputError,))
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from gavel.core.items import item
     from gavel.ref import pipeline
 
+    from .llm.secrets import scrub
+
+    # everything that can be checked before reading or sending anything: a wrong name stops here
+    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
+    pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
         problems: list[str] = []
         try:
             summaries += pipeline.read_summaries(path, args.name, problems)
-        except (pipeline.InputError, OSError) as err:
-            print(f"skipped {path}: {err}", file=sys.stderr)
+        except pipeline.InputError as err:
+            print(f"skipped {err}", file=sys.stderr)
         for message in problems:
             print(f"skipped {message}", file=sys.stderr)
     if not summaries:
-        print("no summaries to evaluate", file=sys.stderr)
-        return 2
+        raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
     if args.references:
         references = {c: t for _, c, t in pipeline.read_summaries(args.references, "human")}
         bins = {}
@@ -162,7 +197,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         references, bins = pipeline.release_references(load_release(args.release))
     roles = pipeline.default_roles()
-    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
@@ -178,6 +212,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
           f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
+    failed = pipeline.failed_requests(tables)
+    if len(failed):
+        print(scrub(pipeline.failure_report(failed)), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -250,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
     p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
-    p.add_argument("--provider", required=True, help="openai, anthropic, gemini, vllm, mock, replay, local, ...")
+    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "local", "mock"],
+                   help="mock: the stand-in model (no model, scores mean nothing); vllm: a server at --base-url")
     p.add_argument("--base-url", default=None)
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")

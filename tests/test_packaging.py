@@ -50,9 +50,9 @@ def test_a_missing_extra_skips_outside_ci_and_fails_in_ci(tmp_path):
     import sys
 
     (tmp_path / "test_x.py").write_text(
-        "import sys\nsys.path.insert(0, %r)\nfrom needs import need_module\n"
+        "import sys\nsys.path.insert(0, {!r})\nfrom needs import need_module\n"
         "need_module('no_such_module_gavel', 'the x extra is not installed')\n"
-        "def test_x():\n    pass\n" % str(ROOT / "tests"))
+        "def test_x():\n    pass\n".format(str(ROOT / "tests")))
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "test_x.py"],
                          cwd=tmp_path, capture_output=True, text=True, env=env)

@@ -433,7 +433,8 @@ class StageRunner:
             done = {k for k in wanted if k in self.cache}
             in_flight = {k for s in mine.values() if s["status"] == "submitted" for k in s["keys"].values()}
             exhausted = {k for k in wanted if state["attempts"].get(k, 0) >= self.max_attempts} - done
-            pending = [r for cid, r in by_id.items() if keys[cid] not in done | in_flight | exhausted]
+            settled = done | in_flight | exhausted  # once, not per request (that was quadratic)
+            pending = [r for cid, r in by_id.items() if keys[cid] not in settled]
             # 2. submit what is pending, in batches within the provider's limits
             for chunk in self.provider.split(pending) if pending else []:
                 self._submit(state, chunk, keys)

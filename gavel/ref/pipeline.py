@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,12 +32,20 @@ import pandas as pd
 from gavel import answers
 from gavel.core import config
 from gavel.core.items import ITEMS, Item
-from gavel.core.vocab import STYLE_ASPECTS
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
 from gavel.ref.stages import compare, extract, residual, score, style
 from gavel.ref.stages import summarize as summarize_stage
+from gavel.ref.stand_in import stand_in_answer
+from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
+    failed_requests,
+    failure_report,
+    in_repo,
+    item_table,
+    read_tables,
+    unusable_answers,
+)
 
 REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
@@ -309,8 +317,8 @@ def read_summaries(path: str | Path, subject: str | None = None,
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
     ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
-    release's files, the file name otherwise, or each JSONL line's ``model``). A file of no known shape raises
-    :class:`InputError`. A record that cannot be read (a line that is not JSON, a summary that is not text)
+    release's files, the file name otherwise, or each JSONL line's ``model``). A file that cannot be read, is
+    not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
     raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
     and the file's other records are kept."""
     path = Path(path)
@@ -321,7 +329,13 @@ def read_summaries(path: str | Path, subject: str | None = None,
         problems.append(message)
 
     name = subject or path.stem
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                         f"save it as UTF-8") from None
     if path.suffix == ".jsonl":
         out = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -358,6 +372,20 @@ def read_summaries(path: str | Path, subject: str | None = None,
     return out
 
 
+def writable_folder(path: str | Path, what: str = "output folder") -> Path:
+    """Make ``path`` (and its parents) and check a file can be written there, before anything is read or
+    sent; :class:`InputError` naming it otherwise."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".gavel-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
+    return path
+
+
 def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
     """Human summaries (case_id -> text) and length bins of the release's cases."""
     s = rel.summaries
@@ -369,7 +397,9 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
     """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
-    (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
+    (extract, style); compare and residual depend on the extracted values: their upper bound is printed.
+    Requests too long for their model's context window are listed (stage, subject, case, item, why) and
+    kept in ``table.attrs["too_long"]``."""
     from gavel.llm.runner import StageRunner
 
     s = settings
@@ -379,62 +409,26 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
                                              s.max_tokens, s.structured)]
+    too_long = []
     for stage, reqs in (("extract", ex), ("style", sty)):
         t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
             reqs, mode=s.mode, show=False)
         tables.append(t.assign(stage=stage))
+        by_id = {r.custom_id: r for r in reqs}
+        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
+                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
     table = pd.concat(tables, ignore_index=True)
+    table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
     print(table.to_string(index=False))
     print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
           f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    if too_long:
+        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
+              f"send them):")
+        for row in too_long:
+            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
+                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
     return table
-
-
-# ---------- a stand-in model for trying the flow offline ----------
-_SPAN_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
-_LIST_LINE = re.compile(r"^(\d+)\. (.*)$", re.M)
-
-
-def _section(text: str, head: str, stop: str) -> str:
-    start = text.find(head)
-    if start < 0:
-        return ""
-    start += len(head)
-    end = text.find(stop, start)
-    return text[start: end if end >= 0 else len(text)].strip()
-
-
-def stand_in_answer(request: Request) -> str:
-    """A deterministic stand-in for a model (the ``mock`` provider's answer in ``gavel evaluate`` and the
-    notebooks): it quotes sentences of the summary whose words overlap the item's name, matches list entries
-    that are the same text, calls every residual span a fact and rates every style aspect 3. It exercises
-    every stage, parser and table in seconds, with no model; its scores mean nothing."""
-    user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
-    if request.stage == "extract":
-        summary = _section(user, "# Case summary\n", "\n# Checklist item:")
-        name = _section(user, "# Checklist item:", "\n")
-        words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", name)}
-        found = [s for s in re.split(r"(?<=[.!?])\s+", summary)
-                 if words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", s)}][:2]
-        return json.dumps({"reasoning": "stand-in: sentences sharing words with the item name",
-                           "extracted": [{"evidence": [s], "value": s[:100]} for s in found]})
-    if request.stage == "residual":
-        spans = _SPAN_LINE.findall(user)
-        return json.dumps({"reasoning": "stand-in: one fact per span",
-                           "extracted": [{"fact": text, "evidence_spans": [int(n)]} for n, text in spans]})
-    if request.stage == "style":
-        return json.dumps({k: 3 for k in STYLE_ASPECTS})
-    if "## Information A" in user:
-        a = _section(user, "## Information A\n", "\n## Information B")
-        b = _section(user, "## Information B\n", "\n\n#")
-        label = "A equals B" if a.casefold() == b.casefold() else "A and B are different"
-        return f"**Reasoning:** stand-in.\n**Final Answer:** {label}"
-    a = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List A\n", "## List B"))}
-    b = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List B\n", "\n\n#"))}
-    common = [{"A_index": int(i), "B_index": int(j)} for i, x in a.items() for j, y in b.items() if x == y]
-    body = {"common": common, "only_in_A": [int(i) for i in a if int(i) not in {c["A_index"] for c in common}],
-            "only_in_B": [int(j) for j in b if int(j) not in {c["B_index"] for c in common}]}
-    return "**Reasoning:** stand-in.\n**Final Answer:**\n```json\n" + json.dumps(body) + "\n```"
 
 
 def provider(name: str, base_url: str | None = None, **kwargs):
@@ -486,15 +480,19 @@ class NotebookRun:
     def unusable(self) -> pd.DataFrame:
         return unusable_answers(read_tables(self.out))
 
+    def failures(self) -> str:
+        """How many requests of the last evaluation failed, by stage, and why."""
+        return failure_report(failed_requests(read_tables(self.out)))
+
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
                  items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
-            for row in read_summaries(_in_repo(path))]
+            for row in read_summaries(in_repo(path))]
     if references:
-        refs, bins = {c: t for _, c, t in read_summaries(_in_repo(references), "human")}, {}
+        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), "human")}, {}
     else:
         from gavel.release import load_release
 
@@ -502,39 +500,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
                         items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
-    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, _in_repo(out))
-
-
-def _in_repo(path) -> Path:
-    """A relative path is read from the repository root (notebooks run in notebooks/)."""
-    path = Path(path)
-    return path if path.is_absolute() else config.REPO_ROOT / path
-
-
-def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
-    out = _in_repo(out)
-    names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
-    return {n: pd.read_csv(out / f"{n}.csv", keep_default_na=True) for n in names if (out / f"{n}.csv").exists()}
-
-
-def item_table(tables: dict) -> pd.DataFrame:
-    """Mean matching score per (subject, item) over applicable pairs, with counts of gates and unusable answers."""
-    c = tables["compare"]
-    usable = c["status"].isin(["ok", "gated"])
-    frame = c.assign(usable_score=c["score"].where(usable), unusable=(~usable).astype(int))
-    g = frame.groupby(["subject", "item"])
-    return pd.DataFrame({"score": g["usable_score"].mean(), "applicable": g["usable_score"].count(),
-                         "judged": g["gate"].agg(lambda s: int(s.isin(["single", "multi"]).sum())),
-                         "unusable": g["unusable"].sum()}).reset_index()
-
-
-def unusable_answers(tables: dict) -> pd.DataFrame:
-    """Every answer that could not be used in its last round, with its stage and reason."""
-    a = tables.get("answers")
-    if a is None or not len(a):
-        return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
-    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
-    return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out))
 
 
 # ---------- the same table shapes as data/results/ ----------

@@ -21,9 +21,12 @@ assert tuple(MODULES) == PROVIDERS
 
 
 def provider_class(name: str):
-    """The class serving ``name``; its SDK is imported only now. ValueError for a name not in PROVIDERS."""
+    """The class serving ``name``; its SDK is imported only now. For a name not in PROVIDERS an
+    UnknownProviderError: a ProviderError (one `error:` line on the command line) and a ValueError."""
     if name not in MODULES:
-        raise ValueError(f"unknown provider {name!r}; known: {', '.join(PROVIDERS)}")
+        from .base import UnknownProviderError
+
+        raise UnknownProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDERS)}")
     module, cls = MODULES[name]
     return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
 

@@ -46,7 +46,7 @@ class VLLMServer(OpenAIBatch):
                 responses.append(Response(custom_id=rec["custom_id"], status="errored",
                                           error=json.dumps(rec.get("error") or resp)[:500], provider=self.name))
             else:
-                responses.append(parse_chat(rec["custom_id"], resp.get("body") or {}, self.name))
+                responses.append(parse_chat(rec["custom_id"], resp.get("body"), self.name))
         responses += bad_line_responses(bad, self.name, None)
         return fill_missing(responses, custom_ids, self.name, str(path),
                             "no line in the run-batch output" + unreadable_note(bad))
