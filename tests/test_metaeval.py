@@ -184,7 +184,7 @@ def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
     store.add_tasks(tasks)
     people = ["p1", "p2", "p3"]
     for p in people:
-        store.add_user(p, "pw")
+        store.add_user(p, f"{p}-password-1")  # the app wants 10 characters or more
     store.assign([(t["key"], p, "annotate") for t in tasks for p in people])
     labels = {"p1": ["equal", "equal", "different", "a_contains_b", "equal", "different"],
               "p2": ["equal", "different", "different", "a_contains_b", "equal", "equal"],

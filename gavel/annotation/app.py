@@ -18,11 +18,13 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+import pandas as pd
 from flask import (
     Flask,
     Response,
@@ -54,6 +56,8 @@ MAX_VALUE_CHARS = 20_000
 MAX_VALUES = 200  # values of one item
 MAX_EVIDENCE = 200  # evidence spans of one value
 SESSION_LIFETIME = timedelta(hours=12)
+AGREEMENT_RESAMPLES = 1000  # as notebook 13's n_resamples
+AGREEMENT_SEED = 0
 # failed logins allowed (moving window), per account and per client address; ";" separates several limits
 LOGIN_LIMIT_ACCOUNT = "10 per 15 minutes;50 per day"
 LOGIN_LIMIT_ADDRESS = "30 per 15 minutes;300 per day"
@@ -72,11 +76,15 @@ class BadAnswer(ValueError):
 
 def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str | os.PathLike | None = None,
                login_limit_account: str | None = None, login_limit_address: str | None = None,
-               ratelimit_storage: str | None = None) -> Flask:
+               ratelimit_storage: str | None = None, agreement_resamples: int | None = None) -> Flask:
     """The app on the database ``db_url``. The login limits default to the environment
     (GAVEL_LOGIN_LIMIT_ACCOUNT, GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS;
     they are counted in ``ratelimit_storage`` (a limits storage URI, default GAVEL_RATELIMIT_STORAGE or the
-    process's memory: give a shared one, e.g. redis://, when several server processes serve one database)."""
+    process's memory: give a shared one, e.g. redis://, when several server processes serve one database).
+    ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default 1000, as
+    notebook 13)."""
+    if agreement_resamples is not None and agreement_resamples < 1:
+        raise ValueError(f"agreement_resamples must be at least 1, not {agreement_resamples}")
     store = Store(db_url)
     app = Flask(__name__)
     app.config.update(
@@ -89,6 +97,7 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
         LOGIN_LIMIT_ACCOUNT=login_limit_account or os.environ.get(ENV_LIMIT_ACCOUNT) or LOGIN_LIMIT_ACCOUNT,
         LOGIN_LIMIT_ADDRESS=login_limit_address or os.environ.get(ENV_LIMIT_ADDRESS) or LOGIN_LIMIT_ADDRESS,
+        AGREEMENT_RESAMPLES=agreement_resamples or AGREEMENT_RESAMPLES,
     )
     app.extensions["gavel_store"] = store
     CSRFProtect(app)
@@ -290,7 +299,44 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         return Response(export_csv_text(store.export_rows()), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=annotations.csv"})
 
+    def agreement_now():
+        """The agreement table from the database as it is now: computed on every request, never cached, so
+        each reload shows every save committed before it."""
+        from gavel.metrics.metaeval import agreement_table
+
+        return agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()),
+                               n_resamples=app.config["AGREEMENT_RESAMPLES"], seed=AGREEMENT_SEED)
+
+    @app.get("/admin/agreement")
+    def agreement():
+        admin_only()
+        table = agreement_now()
+        with store.sessions() as s:
+            n_annotators = s.scalar(select(func.count(func.distinct(Assignment.user_id)))
+                                    .join(Answer, Answer.assignment_id == Assignment.id)
+                                    .where(Assignment.role == "annotate"))
+            n_answers = s.scalar(select(func.count(Answer.id)))
+        resp = Response(render_template("agreement.html", rows=table.to_dict("records"), n_answers=n_answers,
+                                        n_annotators=n_annotators, n_resamples=app.config["AGREEMENT_RESAMPLES"],
+                                        fmt=_fmt))
+        resp.headers["Cache-Control"] = "no-store"
+        return resp
+
+    @app.get("/admin/agreement.csv")
+    def agreement_csv():
+        admin_only()
+        return Response(agreement_now().to_csv(index=False), mimetype="text/csv",
+                        headers={"Content-Disposition": "attachment; filename=agreement.csv",
+                                 "Cache-Control": "no-store"})
+
     return app
+
+
+def _fmt(value, digits: int = 3) -> str:
+    """A number as the agreement page shows it (``digits`` decimals), '' for none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.{digits}f}"
 
 
 def safe_next(nxt) -> str | None:

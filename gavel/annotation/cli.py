@@ -83,6 +83,8 @@ def add_parser(sub) -> None:
                         "(default: GAVEL_LOGIN_LIMIT_ACCOUNT or the app's)")
     a.add_argument("--login-limit-address", default=None,
                    help="failed logins allowed per client address (default: GAVEL_LOGIN_LIMIT_ADDRESS or the app's)")
+    a.add_argument("--agreement-resamples", type=int, default=None,
+                   help="bootstrap resamples of the agreement page's intervals (default 1000, as notebook 13)")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
@@ -102,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
         app = create_app(url, secure_cookies=args.secure_cookies, secret_key_file=args.secret_key_file,
                          login_limit_account=args.login_limit_account,
-                         login_limit_address=args.login_limit_address)
+                         login_limit_address=args.login_limit_address,
+                         agreement_resamples=args.agreement_resamples)
         print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; failed logins "
               f"limited per account to {app.config['LOGIN_LIMIT_ACCOUNT']!r}, per address to "
               f"{app.config['LOGIN_LIMIT_ADDRESS']!r})", flush=True)
@@ -167,13 +170,8 @@ def run(args: argparse.Namespace) -> int:
             out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         print(f"{len(rows)} revisions written to {out}")
     elif args.cmd == "export-tasks":
-        from .db import Task
-
-        with store.sessions() as s, open(args.out, "w", encoding="utf-8") as fh:
-            n = 0
-            for t in s.query(Task).order_by(Task.id):
-                fh.write(json.dumps({"task": t.key, "kind": t.kind, "case_id": t.case_id, "source": t.source,
-                                     "payload": t.data}, ensure_ascii=False) + "\n")
-                n += 1
-        print(f"{n} tasks written to {args.out}")
+        rows = store.task_rows()
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        print(f"{len(rows)} tasks written to {args.out}")
     return 0

@@ -402,6 +402,12 @@ class Store:
             rows = s.execute(select(Answer.field, Answer.value).where(Answer.assignment_id == assignment_id))
             return {f: json.loads(v) for f, v in rows}
 
+    def task_rows(self) -> list[dict]:
+        """Every task with its payload (which holds the pipeline's or the release's answers), in load order."""
+        with self.sessions() as s:
+            return [{"task": t.key, "kind": t.kind, "case_id": t.case_id, "source": t.source, "payload": t.data}
+                    for t in s.scalars(select(Task).order_by(Task.id))]
+
     def export_rows(self) -> list[dict]:
         """Every revision with its task, annotator, role, time and whether it is the current value."""
         with self.sessions() as s:

@@ -23,6 +23,7 @@ from collections import defaultdict
 import pandas as pd
 
 from gavel.core import items as gitems
+from gavel.core.vocab import STYLE_ASPECTS
 from gavel.metrics.metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
 from gavel.ref.grounding import locate
 
@@ -112,16 +113,22 @@ def comparison_tasks(pairs: list[dict], source: str) -> list[dict]:
 
 
 def style_tasks(pairs: list[dict], source: str, seed: int = 0) -> list[dict]:
-    """Tasks from ``{case_id, model, model_text, human_text}``; the side shown as A is drawn per task."""
+    """Tasks from ``{case_id, model, model_text, human_text[, judge]}``; the side shown as A is drawn per task.
+    ``judge`` (aspect -> rating 1-5), an LLM's ratings of the model summary, is kept in the payload for the
+    agreement page and never shown."""
     rng = random.Random(seed)
     tasks = []
     for p in pairs:
+        for aspect, rating in (p.get("judge") or {}).items():
+            if aspect not in STYLE_ASPECTS or type(rating) is not int or not 1 <= rating <= 5:
+                raise ValueError(f"{source}: case {p['case_id']} model {p['model']!r}: LLM style rating "
+                                 f"{aspect!r}={rating!r} is not a rating 1-5 of one of {list(STYLE_ASPECTS)}")
         order = ["model", "human"] if rng.random() < 0.5 else ["human", "model"]
         texts = {"model": p["model_text"], "human": p["human_text"]}
         tasks.append({"key": f"style:{p['model']}:{p['case_id']}", "kind": "style", "case_id": str(p["case_id"]),
                       "source": source,
                       "payload": {"case_id": str(p["case_id"]), "model": p["model"], "order": order,
-                                  "a": texts[order[0]], "b": texts[order[1]]}})
+                                  "a": texts[order[0]], "b": texts[order[1]], "judge": p.get("judge")}})
     return tasks
 
 

@@ -26,12 +26,19 @@ as equal, everything else as different. Results computed with it say so (``judge
 The package reads top to bottom: ``checklists`` (two extractions against each other), ``export`` (the app's
 export as tables), ``judges`` (the LLM judge and the style rater against people, agreement between
 annotators, Table 1), ``inputs`` (the release's and the app's inputs, the annotation sample), ``runs`` (end
-to end, notebook 13). The statistics themselves are ``gavel.core.stats``. The names below are the surface
+to end, notebook 13), ``agreement`` (per task type and item, human–human beside human–LLM: the
+annotation app's agreement page). The statistics themselves are ``gavel.core.stats``. The names below are the surface
 that notebook 13 and the annotation app use.
 """
 
 from gavel.core.stats import (  # noqa: F401
     Stat,
+)
+from gavel.metrics.metaeval.agreement import (  # noqa: F401
+    AGREEMENT_COLUMNS,
+    agreement_table,
+    llm_style_ratings,
+    prefill_rows,
 )
 from gavel.metrics.metaeval.checklists import (  # noqa: F401
     as_list,
@@ -66,6 +73,10 @@ from gavel.metrics.metaeval.judges import (  # noqa: F401
     aggregate_comparisons,
     comparison_metaeval,
     inter_annotator,
+    pairwise_f1,
+    pairwise_s_checklist,
+    single_alpha,
+    single_fleiss,
     stats_frame,
     style_metaeval,
     table1,

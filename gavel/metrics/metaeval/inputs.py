@@ -107,7 +107,8 @@ def exact_answers(tasks: pd.DataFrame) -> pd.DataFrame:
 
 def as_reference(answers: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
     """LLM-style answers turned into the aggregated-human shape, to compare two automatic raters."""
-    mode = dict(zip(tasks["task"], [p["mode"] for p in tasks["payload"]]))
+    comp = tasks[tasks["kind"] == "comparison"]  # the app's task export holds every kind of task
+    mode = dict(zip(comp["task"], [p["mode"] for p in comp["payload"]]))
     df = answers.assign(mode=answers["task"].map(mode), status="ok", annotators=1)
     return df[["task", "mode", "label", "pairs", "status", "annotators"]]
 

@@ -108,50 +108,117 @@ def style_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = BO
 
 
 # --- inter-annotator agreement (Appendix D) -------------------------------------------------------------
+# One function per statistic, each on the rows of one group (the whole export for Appendix D, one item or
+# one aspect for the annotation app's agreement page), each with a bootstrap interval over its units.
 
-def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, compare: Callable = exact_compare,
-                    level: str = "ordinal") -> dict[str, Stat]:
-    """Average pairwise S_checklist (extraction), Fleiss' kappa (single-value labels), average pairwise
-    matching F1 (multi-value), Krippendorff's alpha per style aspect and their mean, and the two-agree share."""
-    out: dict[str, Stat] = {}
-    ext = extraction_rows(export)
-    pair_scores = []
+def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n_resamples: int = 1000,
+                         seed: int = 0) -> Stat:
+    """Mean over (case, annotator pair) of the symmetrised S_checklist between two annotators' value rows
+    (``extraction_rows``); interval over those pairs. Pairs where no item applies are left out and counted."""
+    scores, undefined = [], 0
     for case, g in ext.groupby("case_id"):
         who = sorted(g["annotator"].unique())
         for x, y in itertools.combinations(who, 2):
             a, b = item_lists(g[g["annotator"] == x]), item_lists(g[g["annotator"] == y])
-            pair_scores.append(float(np.mean([s_checklist_case(a, b, case, compare), s_checklist_case(b, a, case, compare)])))
-    out["extraction pairwise S_checklist"] = (Stat(float(np.mean(pair_scores)), "ok", len(pair_scores),
-                                                   detail="judge=exact-match" if compare is exact_compare else "")
-                                              if pair_scores else unavailable("one_rater", ext["case_id"].nunique()))
-    comp = comparison_answers(export)
-    single = comp[comp["mode"] == "single"].pivot_table(index="task", columns="annotator", values="label",
-                                                         aggfunc="first")
-    out["single-value Fleiss kappa"] = fleiss_kappa(single, categories=list(RELATIONS)) if len(single) else unavailable("empty")
+            v = float(np.mean([s_checklist_case(a, b, case, compare), s_checklist_case(b, a, case, compare)]))
+            if math.isnan(v):
+                undefined += 1
+            else:
+                scores.append(v)
+    if not scores:
+        return unavailable("one_rater" if not undefined else "empty", ext["case_id"].nunique() if len(ext) else 0,
+                           "no case was reviewed by two annotators" if not undefined
+                           else "no item applies for any annotator pair")
+    detail = "judge=exact-match" if compare is exact_compare else ""
+    if undefined:
+        detail += f"; annotator pairs where no item applies (left out): {undefined}"
+    return with_interval(Stat(float(np.mean(scores)), "ok", len(scores), detail=detail.strip("; ")),
+                         scores, lambda pick: float(np.mean(pick)), n_resamples=n_resamples, seed=seed)
+
+
+def single_label_table(comp: pd.DataFrame) -> pd.DataFrame:
+    """Single-value comparison answers as a task x annotator table of labels."""
+    single = comp[comp["mode"] == "single"]
+    return single.pivot_table(index="task", columns="annotator", values="label", aggfunc="first")
+
+
+def single_fleiss(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Stat:
+    """Fleiss' kappa of single-value labels (``single_label_table``), percent agreement beside it; interval
+    over tasks."""
+    if not len(table):
+        return unavailable("empty")
+    stat = fleiss_kappa(table, categories=list(RELATIONS))
+    cells = table.to_numpy()  # resampled by row position: the same draws as by task, without pandas indexing
+    return with_interval(stat, list(range(len(cells))),
+                         lambda pick: fleiss_kappa(cells[pick], categories=list(RELATIONS)).value,
+                         n_resamples=n_resamples, seed=seed)
+
+
+def single_alpha(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Stat:
+    """Krippendorff's alpha (nominal) of single-value labels: unlike Fleiss' kappa it takes tasks rated by
+    different numbers of annotators; interval over tasks."""
+    if not len(table):
+        return unavailable("empty")
+    codes = table.apply(lambda col: col.map(lambda v: RELATIONS.index(v) if isinstance(v, str) else np.nan))
+    stat = krippendorff_alpha(codes.T, "nominal")
+    cells = codes.to_numpy(dtype=float)
+    return with_interval(stat, list(range(len(cells))), lambda pick: krippendorff_alpha(cells[pick].T, "nominal").value,
+                         n_resamples=n_resamples, seed=seed)
+
+
+def pairwise_f1(comp: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Stat:
+    """Mean matching F1 over annotator pairs of the multi-value comparison answers; interval over pairs."""
     f1s = []
     for _task, g in comp[comp["mode"] == "multi"].groupby("task"):
         for x, y in itertools.combinations(list(g["pairs"]), 2):
             f = pair_f1(x, y)
             if f is not None:
                 f1s.append(f)
-    out["multi-value pairwise F1"] = Stat(float(np.mean(f1s)), "ok", len(f1s)) if f1s else unavailable("one_rater")
+    if not f1s:
+        return unavailable("one_rater")
+    return with_interval(Stat(float(np.mean(f1s)), "ok", len(f1s)), f1s, lambda pick: float(np.mean(pick)),
+                         n_resamples=n_resamples, seed=seed)
+
+
+def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = 1000, seed: int = 0) -> Stat:
+    """Krippendorff's alpha of style ratings (``style_ratings``, one aspect); interval over tasks."""
+    if st.empty:
+        return unavailable("empty")
+    table = st.pivot_table(index="annotator", columns="task", values="rating", aggfunc="first")
+    cells = table.to_numpy(dtype=float)
+    return with_interval(krippendorff_alpha(table, level), list(range(cells.shape[1])),
+                         lambda pick: krippendorff_alpha(cells[:, pick], level).value,
+                         n_resamples=n_resamples, seed=seed)
+
+
+def style_two_agree(st: pd.DataFrame) -> Stat:
+    """Share of (task, aspect) rated by three annotators where at least two gave the same rating."""
+    wide = st.pivot_table(index=["task", "aspect"], columns="annotator", values="rating", aggfunc="first")
+    rows = [sorted(r.dropna().tolist()) for _, r in wide.iterrows()] if len(wide) else []
+    rows = [r for r in rows if len(r) == 3]
+    return two_agree(rows) if rows else unavailable("unequal_raters" if len(wide) else "empty")
+
+
+def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, compare: Callable = exact_compare,
+                    level: str = "ordinal", n_resamples: int = 1000, seed: int = 0) -> dict[str, Stat]:
+    """Average pairwise S_checklist (extraction), Fleiss' kappa (single-value labels), average pairwise
+    matching F1 (multi-value), Krippendorff's alpha per style aspect and their mean, and the two-agree share;
+    bootstrap intervals over cases, tasks or annotator pairs."""
+    out: dict[str, Stat] = {}
+    kw = {"n_resamples": n_resamples, "seed": seed}
+    out["extraction pairwise S_checklist"] = pairwise_s_checklist(extraction_rows(export), compare, **kw)
+    comp = comparison_answers(export)
+    out["single-value Fleiss kappa"] = single_fleiss(single_label_table(comp), **kw)
+    out["multi-value pairwise F1"] = pairwise_f1(comp, **kw)
     st = style_ratings(export)
     alphas = []
     for aspect in STYLE_ASPECTS:
-        sub = st[st["aspect"] == aspect]
-        if sub.empty:
-            out[f"style alpha {aspect}"] = unavailable("empty")
-            continue
-        table = sub.pivot_table(index="annotator", columns="task", values="rating", aggfunc="first")
-        out[f"style alpha {aspect}"] = a = krippendorff_alpha(table, level)
+        out[f"style alpha {aspect}"] = a = style_alpha(st[st["aspect"] == aspect], level, **kw)
         if a.ok:
             alphas.append(a.value)
     out["style alpha (mean of aspects)"] = (Stat(float(np.mean(alphas)), "ok", len(alphas), detail=f"level={level}")
                                            if alphas else unavailable("no_variance" if len(st) else "empty"))
-    wide = st.pivot_table(index=["task", "aspect"], columns="annotator", values="rating", aggfunc="first")
-    rows = [sorted(r.dropna().tolist()) for _, r in wide.iterrows()] if len(wide) else []
-    rows = [r for r in rows if len(r) == 3]
-    out["style two-agree share"] = two_agree(rows) if rows else unavailable("unequal_raters" if len(wide) else "empty")
+    out["style two-agree share"] = style_two_agree(st)
     return out
 
 

@@ -149,7 +149,8 @@ def run(release, *, export_path=None, tasks_path=None, extraction_path=None, ext
     if provider is not None:
         write_table1_row(table.loc[[extractor]])
     return {"table": table, "results": results, "extract_status": status,
-            "iaa": inter_annotator(export, texts) if export is not None else None,
+            "iaa": (inter_annotator(export, texts, n_resamples=n_resamples, seed=seed)
+                    if export is not None else None),
             "judge_vs_exact": judge_vs_exact, "n_tasks": len(tasks)}
 
 
