@@ -45,6 +45,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
 from gavel.core import items as gitems
+from gavel.core.stats import BOOTSTRAP_RESAMPLES
 from gavel.core.vocab import STYLE_RUBRIC
 
 from .auth import verify_password
@@ -56,7 +57,7 @@ MAX_VALUE_CHARS = 20_000
 MAX_VALUES = 200  # values of one item
 MAX_EVIDENCE = 200  # evidence spans of one value
 SESSION_LIFETIME = timedelta(hours=12)
-AGREEMENT_RESAMPLES = 1000  # as notebook 13's n_resamples
+AGREEMENT_RESAMPLES = BOOTSTRAP_RESAMPLES  # the one bootstrap, as notebook 13
 AGREEMENT_SEED = 0
 # failed logins allowed (moving window), per account and per client address; ";" separates several limits
 LOGIN_LIMIT_ACCOUNT = "10 per 15 minutes;50 per day"
@@ -81,7 +82,7 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
     (GAVEL_LOGIN_LIMIT_ACCOUNT, GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS;
     they are counted in ``ratelimit_storage`` (a limits storage URI, default GAVEL_RATELIMIT_STORAGE or the
     process's memory: give a shared one, e.g. redis://, when several server processes serve one database).
-    ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default 1000, as
+    ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default gavel.core.stats.BOOTSTRAP_RESAMPLES, as
     notebook 13)."""
     if agreement_resamples is not None and agreement_resamples < 1:
         raise ValueError(f"agreement_resamples must be at least 1, not {agreement_resamples}")

@@ -84,7 +84,7 @@ def add_parser(sub) -> None:
     a.add_argument("--login-limit-address", default=None,
                    help="failed logins allowed per client address (default: GAVEL_LOGIN_LIMIT_ADDRESS or the app's)")
     a.add_argument("--agreement-resamples", type=int, default=None,
-                   help="bootstrap resamples of the agreement page's intervals (default 1000, as notebook 13)")
+                   help="bootstrap resamples of the agreement page's intervals (default 2,000, the one bootstrap, as notebook 13)")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import Stat, cohen_kappa, unavailable, with_interval
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, unavailable, with_interval
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import extraction_metaeval
 from gavel.metrics.metaeval.export import comparison_answers, extraction_rows, style_ratings
@@ -200,7 +200,7 @@ def _extraction_rows(export, tasks, n_resamples, seed) -> list[dict]:
     return rows
 
 
-def agreement_table(export: pd.DataFrame, tasks: pd.DataFrame, n_resamples: int = 1000, seed: int = 0,
+def agreement_table(export: pd.DataFrame, tasks: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
                     level: str = "ordinal") -> pd.DataFrame:
     """Per task type and item (``(all)`` first), human–human agreement beside human–LLM agreement: one row
     per statistic with its value (None when undefined), status, units, percent agreement, bootstrap 95%

@@ -111,7 +111,7 @@ def style_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = BO
 # One function per statistic, each on the rows of one group (the whole export for Appendix D, one item or
 # one aspect for the annotation app's agreement page), each with a bootstrap interval over its units.
 
-def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n_resamples: int = 1000,
+def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n_resamples: int = BOOTSTRAP_RESAMPLES,
                          seed: int = 0) -> Stat:
     """Mean over (case, annotator pair) of the symmetrised S_checklist between two annotators' value rows
     (``extraction_rows``); interval over those pairs. Pairs where no item applies are left out and counted."""
@@ -142,7 +142,7 @@ def single_label_table(comp: pd.DataFrame) -> pd.DataFrame:
     return single.pivot_table(index="task", columns="annotator", values="label", aggfunc="first")
 
 
-def single_fleiss(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Stat:
+def single_fleiss(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
     """Fleiss' kappa of single-value labels (``single_label_table``), percent agreement beside it; interval
     over tasks."""
     if not len(table):
@@ -154,7 +154,7 @@ def single_fleiss(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -
                          n_resamples=n_resamples, seed=seed)
 
 
-def single_alpha(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Stat:
+def single_alpha(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
     """Krippendorff's alpha (nominal) of single-value labels: unlike Fleiss' kappa it takes tasks rated by
     different numbers of annotators; interval over tasks."""
     if not len(table):
@@ -166,7 +166,7 @@ def single_alpha(table: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) ->
                          n_resamples=n_resamples, seed=seed)
 
 
-def pairwise_f1(comp: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Stat:
+def pairwise_f1(comp: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
     """Mean matching F1 over annotator pairs of the multi-value comparison answers; interval over pairs."""
     f1s = []
     for _task, g in comp[comp["mode"] == "multi"].groupby("task"):
@@ -180,7 +180,7 @@ def pairwise_f1(comp: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> S
                          n_resamples=n_resamples, seed=seed)
 
 
-def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = 1000, seed: int = 0) -> Stat:
+def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
     """Krippendorff's alpha of style ratings (``style_ratings``, one aspect); interval over tasks."""
     if st.empty:
         return unavailable("empty")
@@ -200,7 +200,7 @@ def style_two_agree(st: pd.DataFrame) -> Stat:
 
 
 def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, compare: Callable = exact_compare,
-                    level: str = "ordinal", n_resamples: int = 1000, seed: int = 0) -> dict[str, Stat]:
+                    level: str = "ordinal", n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict[str, Stat]:
     """Average pairwise S_checklist (extraction), Fleiss' kappa (single-value labels), average pairwise
     matching F1 (multi-value), Krippendorff's alpha per style aspect and their mean, and the two-agree share;
     bootstrap intervals over cases, tasks or annotator pairs."""
