@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel import answers
-from gavel.core import config, stats
+from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -338,13 +338,10 @@ def read_summaries(path: str | Path, subject: str | None = None,
                          f"save it as UTF-8") from None
     if path.suffix == ".jsonl":
         out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                bad(f"{path}, line {n}: not JSON ({err})")
+        for read in jsonl.scan(text, str(path)):
+            n, rec = read.number, read.value
+            if not read.ok:
+                bad(read.problem)
                 continue
             body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
             if not isinstance(body, str) or "case_id" not in rec:
