@@ -483,7 +483,7 @@ class NotebookRun:
 
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
+                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo") -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
