@@ -56,15 +56,16 @@ def test_the_wheel_carries_every_data_file(wheel_venv):
 
 def test_the_wheel_runs_evaluate_with_the_mock_provider_outside_the_checkout(wheel_venv, tmp_path):
     _, py = wheel_venv
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GAVEL_HOME")}
     where = subprocess.run([str(py), "-c", "import gavel, gavel.core.config as c; print(gavel.__file__); "
-                            "print(c.PROMPTS_DIR)"], cwd=tmp_path, capture_output=True, text=True, check=True)
+                            "print(c.PROMPTS_DIR)"], cwd=tmp_path, capture_output=True, text=True, check=True,
+                           env=env)
     package, prompts = where.stdout.split()
     assert not Path(package).is_relative_to(ROOT), "the checkout's gavel was imported, not the wheel's"
     assert Path(prompts, "extract.txt").is_file()
     (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": "The court approved a settlement "
                                                   "in 2019."}) + "\n")
     (tmp_path / "refs.json").write_text('{"1": "The parties settled in 2019; the court approved it."}')
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GAVEL_HOME")}
     done = subprocess.run([str(py), "-m", "gavel", "evaluate", "--summaries", "s.jsonl", "--references",
                            "refs.json", "--provider", "mock", "--out", "out", "--items", "filing_date"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
