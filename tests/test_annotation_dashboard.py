@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from gavel.core import stats as S
-from gavel.core.vocab import RELATIONS
+from gavel.core.vocab import ANNOTATION_RELATIONS, RELATIONS
 from gavel.metrics import metaeval as M
 
 REPO = Path(__file__).resolve().parent.parent
@@ -130,7 +130,7 @@ def _cell(table: pd.DataFrame, kind: str, item: str, statistic: str) -> pd.Serie
 
 
 def _label_matrix(cases):
-    return [[M.LABEL_TO_RELATION[SINGLE[c][1][p]] for p in PEOPLE] for c in cases]
+    return [[ANNOTATION_RELATIONS[SINGLE[c][1][p]] for p in PEOPLE] for c in cases]
 
 
 def test_planted_agreement_values_and_statuses(tmp_path):
@@ -152,7 +152,7 @@ def test_planted_agreement_values_and_statuses(tmp_path):
     # all items: units rated by 3, 3 and 1 annotators -> Fleiss' kappa is undefined, alpha takes them
     assert _cell(t, single, "(all)", "Fleiss κ")["status"] == "unequal_raters"
     alpha = _cell(t, single, "(all)", "Krippendorff α (nominal)")
-    codes = [[RELATIONS.index(M.LABEL_TO_RELATION[SINGLE[c][1][p]]) if p in SINGLE[c][1] else math.nan
+    codes = [[RELATIONS.index(ANNOTATION_RELATIONS[SINGLE[c][1][p]]) if p in SINGLE[c][1] else math.nan
               for c in SINGLE] for p in PEOPLE]
     assert alpha["status"] == "ok" and alpha["value"] == pytest.approx(S.krippendorff_alpha(codes, "nominal").value)
     # multi: pairwise F1 among people, the judge against the majority matches {(1,1)}

@@ -10,7 +10,7 @@ from needs import need_module
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from gavel.core import stats as S
-from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
+from gavel.core.vocab import ANNOTATION_RELATIONS, RELATIONS, STYLE_ASPECTS
 from gavel.metrics import metaeval as M
 
 # Fleiss (1971), Psychological Bulletin 76(5): 30 patients, 6 psychiatrists, 5 diagnoses; per patient the
@@ -213,7 +213,7 @@ def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in store.export_rows()))
     export = M.read_export(path)
     iaa = M.inter_annotator(export)
-    direct = S.fleiss_kappa([[M.LABEL_TO_RELATION[labels[p][i]] for p in people] for i in range(6)],
+    direct = S.fleiss_kappa([[ANNOTATION_RELATIONS[labels[p][i]] for p in people] for i in range(6)],
                             categories=list(RELATIONS))
     assert iaa["single-value Fleiss kappa"].value == pytest.approx(direct.value)  # only current revisions count
     assert iaa["multi-value pairwise F1"].value == pytest.approx((2 / 3 + 1 + 2 / 3) / 3)

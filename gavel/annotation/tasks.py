@@ -23,7 +23,7 @@ from collections import defaultdict
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.vocab import STYLE_ASPECTS
+from gavel.core.vocab import ANNOTATION_RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
 from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 from gavel.ref.grounding import locate
@@ -35,6 +35,7 @@ COMPARISON_LABELS = {
     "b_contains_a": "B contains A (B says more)",
     "different": "A and B are different",
 }
+assert set(COMPARISON_LABELS) == set(ANNOTATION_RELATIONS)
 
 
 def paragraphs(text: str) -> list[tuple[int, int]]:

@@ -11,6 +11,10 @@ RELATIONS = ("equal", "model_contains_reference", "reference_contains_model", "d
 #: Matching score of each single-value relation (Eq. 1 of the paper).
 RELATION_SCORE = {"equal": 1.0, "model_contains_reference": 0.5, "reference_contains_model": 0.5, "different": 0.0}
 
+#: The annotation form's single-value labels (A is the model's value, B the reference's) as relations.
+ANNOTATION_RELATIONS = {"equal": "equal", "a_contains_b": "model_contains_reference",
+                        "b_contains_a": "reference_contains_model", "different": "different"}
+
 #: What a judge answers when it sees two values in positions A and B (``gavel.answers`` readings).
 AB_RELATIONS = ("a_contains_b", "b_contains_a", "a_equals_b", "a_and_b_different")
 

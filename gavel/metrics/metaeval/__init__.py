@@ -51,8 +51,6 @@ from gavel.metrics.metaeval.checklists import (  # noqa: F401
     s_checklist_case,
 )
 from gavel.metrics.metaeval.export import (  # noqa: F401
-    LABEL_TO_RELATION,
-    TABLE1_COLUMNS,
     comparison_answers,
     current,
     extraction_rows,
@@ -70,6 +68,7 @@ from gavel.metrics.metaeval.inputs import (  # noqa: F401
     sample_pairs,
 )
 from gavel.metrics.metaeval.judges import (  # noqa: F401
+    TABLE1_COLUMNS,
     aggregate_comparisons,
     comparison_metaeval,
     inter_annotator,

@@ -8,11 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core import jsonl
+from gavel.core.vocab import ANNOTATION_RELATIONS
 
 # the app's 4-way labels (A = model, B = reference) in the judge's vocabulary
-LABEL_TO_RELATION = {"equal": "equal", "a_contains_b": "model_contains_reference",
-                     "b_contains_a": "reference_contains_model", "different": "different"}
-TABLE1_COLUMNS = ["S_checklist", "Coverage", "Single", "Multi", "Style kappa"]
 
 
 
@@ -55,7 +53,7 @@ def comparison_answers(export: pd.DataFrame, role: str = "annotate") -> pd.DataF
             continue
         if r.field == "label":
             out.append({"task": r.task, "annotator": r.annotator, "mode": "single",
-                        "label": LABEL_TO_RELATION[r.value], "pairs": None})
+                        "label": ANNOTATION_RELATIONS[r.value], "pairs": None})
         elif r.field == "matches":
             out.append({"task": r.task, "annotator": r.annotator, "mode": "multi", "label": None,
                         "pairs": [tuple(p) for p in r.value]})

@@ -29,8 +29,8 @@ from gavel.metrics.metaeval.checklists import exact_compare, item_lists, s_check
 from gavel.metrics.metaeval.export import comparison_answers, extraction_rows, style_ratings
 
 # the app's 4-way labels (A = model, B = reference) in the judge's vocabulary
-LABEL_TO_RELATION = {"equal": "equal", "a_contains_b": "model_contains_reference",
-                     "b_contains_a": "reference_contains_model", "different": "different"}
+
+#: the columns of the paper's Table 1
 TABLE1_COLUMNS = ["S_checklist", "Coverage", "Single", "Multi", "Style kappa"]
 
 

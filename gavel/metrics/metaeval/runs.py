@@ -14,7 +14,6 @@ from gavel.core import items as gitems
 from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat
 from gavel.metrics.metaeval.checklists import exact_compare, extraction_metaeval
 from gavel.metrics.metaeval.export import (
-    TABLE1_COLUMNS,
     comparison_answers,
     extraction_rows,
     read_export,
@@ -33,6 +32,7 @@ from gavel.metrics.metaeval.inputs import (
     sample_pairs,
 )
 from gavel.metrics.metaeval.judges import (
+    TABLE1_COLUMNS,
     aggregate_comparisons,
     comparison_metaeval,
     inter_annotator,
