@@ -23,13 +23,18 @@ def _text_of(v) -> str | None:
     return None
 
 
-def _extract(obj: dict, summary: str | None) -> dict:
-    obj = _lower(obj)
-    entries = obj.get("extracted")
+def _entries(obj: dict) -> list:
+    """The ``extracted`` list of an extract or residual answer (one object stands for a list of one)."""
+    entries = _lower(obj).get("extracted")
     if isinstance(entries, dict):
         entries = [entries]
     if not isinstance(entries, list):
         raise Unusable("schema", f"extracted is {type(entries).__name__}, not a list")
+    return entries
+
+
+def _extract(obj: dict, summary: str | None) -> dict:
+    entries = _entries(obj)
     out, dropped = [], []
     for n, raw in enumerate(entries):
         where = f"extracted[{n}]"
@@ -219,12 +224,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
 
 # ====================================================================== residual_facts
 def _residual(obj: dict, n_spans: int | None) -> dict:
-    obj = _lower(obj)
-    entries = obj.get("extracted")
-    if isinstance(entries, dict):
-        entries = [entries]
-    if not isinstance(entries, list):
-        raise Unusable("schema", f"extracted is {type(entries).__name__}, not a list")
+    entries = _entries(obj)
     out, dropped = [], []
     for k, raw in enumerate(entries):
         entry = _lower(raw) if isinstance(raw, dict) else {}

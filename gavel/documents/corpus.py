@@ -31,6 +31,15 @@ from pathlib import Path
 from gavel.core.tokens import encoding
 
 
+def is_text(s: str) -> bool:
+    """Whether ``s`` can be written as UTF-8 (no lone surrogates)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class CorpusError(ValueError):
     pass
 
@@ -145,7 +154,7 @@ class Corpus:
                 raise CorpusError(f"{source or 'corpus'} case {case_id}: document {i + 1} text is not a string")
             for label, value in (("text", text), ("title", (titles or [""] * n)[i]),
                                  ("doc_type", (doc_types or [""] * n)[i]), ("date", (dates or [None] * n)[i])):
-                if isinstance(value, str) and not _is_text(value):
+                if isinstance(value, str) and not is_text(value):
                     raise CorpusError(f"{source or 'corpus'} case {case_id}: document {i + 1} {label} is not valid "
                                       f"Unicode text (a lone surrogate)")
             title = _SPACES.sub(" ", str((titles or [""] * n)[i] or "")).strip()
@@ -188,14 +197,6 @@ class Corpus:
         hints = [folded[c] for c in difflib.get_close_matches(want, list(folded), n=3, cutoff=0.4)] or prefixed[:3]
         hint = f" Did you mean: {', '.join(hints)}?" if hints else f" Available: {', '.join(self.names()[:10])}"
         raise DocumentNotFoundError(f"document not found: {name!r}.{hint}")
-
-
-def _is_text(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _fold(name: str) -> str:

@@ -34,7 +34,7 @@ import regex
 from gavel.core.vocab import AGENT_TOOLS
 
 from .checklist import NOT_APPLICABLE, ChecklistStore
-from .corpus import Corpus, DocumentNotFoundError
+from .corpus import Corpus, DocumentNotFoundError, is_text
 from .search_worker import COMPILE_GRACE_S, SEARCH_MEMORY_BYTES, SearchRefused, SearchWorker  # noqa: F401
 
 TOOLS = AGENT_TOOLS
@@ -109,7 +109,7 @@ class Workspace:
     def call(self, tool, args, step: int) -> Outcome:
         """Run one tool call; never raises on the model's input (see the module docstring)."""
         tool_text = tool if isinstance(tool, str) else repr(tool)
-        if not _is_text(tool_text):
+        if not is_text(tool_text):
             tool_text = _escape(tool_text)
         args = {} if args is None else args
         if not isinstance(args, dict):
@@ -273,14 +273,6 @@ def _int(value, name: str) -> int:
         raise ValueError(f"{name} must be an integer, got {str(value)[:40]!r}") from None
 
 
-def _is_text(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _escape(s: str) -> str:
     """``s`` with lone surrogates written as ``\\udXXX`` escapes (so it can be written as UTF-8)."""
     return s.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -292,11 +284,11 @@ def lone_surrogate_path(obj, path: str = "args"):
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):
-            if not _is_text(item):
+            if not is_text(item):
                 return where
         elif isinstance(item, dict):
             for k, v in item.items():
-                if isinstance(k, str) and not _is_text(k):
+                if isinstance(k, str) and not is_text(k):
                     return f"{where} key {_escape(k)!r}"
                 stack.append((v, f"{where}.{k}"))
         elif isinstance(item, list):
@@ -307,7 +299,7 @@ def lone_surrogate_path(obj, path: str = "args"):
 def escaped(obj):
     """A copy of a JSON-shaped ``obj`` with lone surrogates in its strings (keys too) written as escapes."""
     if isinstance(obj, str):
-        return obj if _is_text(obj) else _escape(obj)
+        return obj if is_text(obj) else _escape(obj)
     if isinstance(obj, dict):
         return {escaped(k): escaped(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -320,7 +312,7 @@ def echo_args(args: dict) -> dict:
     most ``MAX_ECHO_ARGS_CHARS`` as JSON; otherwise a copy with lone surrogates escaped, and past the size a
     preview ``{"_preview": first ECHO_PREVIEW_CHARS characters of the JSON, "_chars": size}``."""
     text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=repr)
-    clean = _is_text(text)
+    clean = is_text(text)
     if len(text) > MAX_ECHO_ARGS_CHARS:
         preview = text[:ECHO_PREVIEW_CHARS]
         return {"_preview": preview if clean else _escape(preview), "_chars": len(text)}

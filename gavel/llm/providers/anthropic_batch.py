@@ -14,6 +14,7 @@ from .base import (
     Provider,
     ProviderError,
     error_response,
+    field_state,
     fill_missing,
     scrub_errors,
     scrubbed,
@@ -74,7 +75,7 @@ def parse_message(custom_id: str, message: dict, provider: str, batch_id: str | 
     blocks = message.get("content")
     stop = message.get("stop_reason")
     if not isinstance(blocks, list):
-        return failed(f"content is {'missing' if 'content' not in message else what(blocks)} "
+        return failed(f"content is {field_state(message, 'content')} "
                       f"(stop_reason {stop!r})")
     for n, b in enumerate(blocks):
         if not isinstance(b, dict):

@@ -192,3 +192,8 @@ def unusable_answer(custom_id: str, provider: str, batch_id: str | None, reason:
 def what(value) -> str:
     """How a field that is not what was expected is described in an error: ``null``, or its type."""
     return "null" if value is None else f"a {type(value).__name__}"
+
+
+def field_state(container: dict, key: str) -> str:
+    """``missing`` when ``key`` is absent from ``container``, else :func:`what` its value is."""
+    return "missing" if key not in container else what(container[key])

@@ -14,6 +14,7 @@ from .base import (
     BatchStatus,
     Provider,
     error_response,
+    field_state,
     fill_missing,
     scrub_errors,
     scrubbed,
@@ -68,11 +69,11 @@ def parse_generate(custom_id: str, resp: dict, provider: str, batch_id: str | No
     finish = cand.get("finish_reason") or cand.get("finishReason")
     content = cand.get("content")
     if not isinstance(content, dict):
-        return failed(f"candidates[0].content is {'missing' if 'content' not in cand else what(content)} "
+        return failed(f"candidates[0].content is {field_state(cand, 'content')} "
                       f"(finish_reason {finish!r})")
     parts = content.get("parts")
     if not isinstance(parts, list):
-        return failed(f"candidates[0].content.parts is {'missing' if 'parts' not in content else what(parts)} "
+        return failed(f"candidates[0].content.parts is {field_state(content, 'parts')} "
                       f"(finish_reason {finish!r})")
     for n, p in enumerate(parts):
         if not isinstance(p, dict):

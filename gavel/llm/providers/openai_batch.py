@@ -18,6 +18,7 @@ from .base import (
     BatchStatus,
     Provider,
     error_response,
+    field_state,
     fill_missing,
     scrub_errors,
     scrubbed,
@@ -127,7 +128,7 @@ def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None =
     message = choice.get("message")
     finish = choice.get("finish_reason")
     if not isinstance(message, dict):
-        return failed(f"choices[0].message is {'missing' if 'message' not in choice else what(message)} "
+        return failed(f"choices[0].message is {field_state(choice, 'message')} "
                       f"(finish_reason {finish!r})")
     text = message.get("content")
     calls = message.get("tool_calls") or []
