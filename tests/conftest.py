@@ -83,3 +83,24 @@ def pg_server(tmp_path_factory):
     yield server
     server.stop()
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Debian's, driven by Playwright) per test process; missing: unavailable."""
+    import shutil
+
+    from needs import need_module
+
+    need_module("playwright", "browser tests need the playwright package (annotation extra)")
+    from playwright.sync_api import sync_playwright
+
+    path = os.environ.get("GAVEL_CHROMIUM", "/usr/bin/chromium")
+    if not shutil.which(path) and not os.path.exists(path):
+        unavailable(f"browser tests need chromium at {path} (apt-get install chromium; make system-deps)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                    "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()

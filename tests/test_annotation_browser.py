@@ -7,38 +7,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 
 import pytest
 from annotation_server import AppServer
-from needs import need_module, unavailable
+from needs import need_module
 
 from gavel.core import config
 
 need_module("playwright", "browser tests need the playwright package (annotation extra)")
-from playwright.sync_api import sync_playwright  # noqa: E402
 
-CHROMIUM = os.environ.get("GAVEL_CHROMIUM", "/usr/bin/chromium")
 PASSWORDS = {"alice": "alice-pw-7", "bob": "bob-pass-8", "admin": "admin-pw-9", "carol": "carol-pw-10",
              "dave": "dave-pw-11", "erin": "erin-pw-12", "target": "target-pw-13"}
 # the server's login limits in these tests: a small per-account limit (point 6's test locks its own account),
 # and a per-address limit no test reaches (every test logs in from 127.0.0.1)
 LOGIN_LIMITS = ["--login-limit-account", "5 per hour", "--login-limit-address", "1000 per hour"]
 HOSTILE = "<script>window.__pwned = 1</script><b>bold?</b> & <img src=x onerror=\"window.__pwned=2\">"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        msg = f"browser tests need chromium at {CHROMIUM} (apt-get install chromium; make system-deps)"
-        unavailable(msg)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                    "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")

@@ -308,24 +308,8 @@ def dash_env(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    from needs import need_module, unavailable
-
-    need_module("playwright", "browser tests need the playwright package (annotation extra)")
-    import os
-    import shutil
-
-    from playwright.sync_api import sync_playwright
-
-    path = os.environ.get("GAVEL_CHROMIUM", "/usr/bin/chromium")
-    if not shutil.which(path) and not os.path.exists(path):
-        unavailable(f"browser tests need chromium at {path} (apt-get install chromium; make system-deps)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                    "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
+def chromium(browser):
+    return browser
 
 
 def _login(browser, base, user, **context):
