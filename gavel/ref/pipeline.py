@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -67,6 +67,7 @@ class Settings:
     structured: bool = True
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
+    repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
 
 
 def default_roles() -> dict:
@@ -100,7 +101,8 @@ class _Stages:
                              **self.s.runner_options)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
-        current = [req for req, _ in jobs]
+        current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
+                   for req, _ in jobs]
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
