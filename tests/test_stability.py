@@ -189,3 +189,36 @@ def test_repeat_interval_draws_cases_and_repeats():
     assert 0.0 <= lo <= hi <= 20.0 and lo < 10.0 < hi
     assert stability.repeat_interval(np.full((2, 2), np.nan)) == (math.nan, math.nan) or \
         all(math.isnan(v) for v in stability.repeat_interval(np.full((2, 2), np.nan)))
+
+
+def test_cli_repeats_dry_run_prices_n_repeats_and_run_writes_the_report(tmp_path, capsys, monkeypatch):
+    from gavel import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": MODEL}) + "\n")
+    (tmp_path / "refs.json").write_text(json.dumps({"1": REF}))
+    base = ["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", "mock", "--out", "out",
+            "--items", "filing_date", "decree_dates"]
+    assert cli.main(base + ["--dry-run"]) == 0
+    one = capsys.readouterr().out
+    assert "repeats" not in one  # N = 1: today's dry run, nothing about repeats
+    assert cli.main(base + ["--dry-run", "--repeats", "3"]) == 0
+    three = capsys.readouterr().out
+    assert "3 repeats (a seed per repeat)" in three
+    table = pipeline.dry_run([("s", "1", MODEL)], {"1": REF}, pipeline.provider("mock"),
+                             pipeline.Settings(extractor=pipeline.default_roles()["extractor"],
+                                               judge=pipeline.default_roles()["judge"],
+                                               items=(item("Filing Date"), item("Dates of All Decrees"))), "dry")
+    assert f"= {3 * int(table['requests'].sum())} requests, {3 * int(table['input_tokens'].sum())} input tokens" in three
+    assert int(table["requests"].sum()) > 0 and not (tmp_path / "out" / "runs").exists()  # nothing was sent
+    assert cli.main(base + ["--repeats", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "stability over 2 repeats" in printed and "S_GAVEL-REF" in printed
+    report = stability.read_report(tmp_path / "out")
+    # the stand-in model ignores seeds: two repeats, no flips, no spread
+    assert report["stability"]["flipped"].sum() == 0
+    assert (tmp_path / "out" / "repeats" / "r2" / "scores.csv").exists()
+    with pytest.raises(SystemExit):
+        cli.main(base + ["--repeats", "x"])
+    assert cli.main(base + ["--repeats", "0"]) == 2
+    assert "--repeats must be at least 1" in capsys.readouterr().err

@@ -269,3 +269,27 @@ def flip_figure(stability: pd.DataFrame, title: str = "Share of verdicts that fl
     ax.invert_yaxis()
     fig.tight_layout()
     return fig
+
+
+def repeats_cost(table: pd.DataFrame, repeats: int, provider=None) -> str:
+    """What N repeats cost, from a dry run's table (one repeat): every repeat sends its own requests."""
+    how = ("a seed per repeat" if getattr(provider, "name", None) in SEEDED
+           else "a cache namespace per repeat") if provider is not None else "its own requests"
+    return (f"{repeats} repeats ({how}): {repeats} x the above = {repeats * int(table['requests'].sum())} requests, "
+            f"{repeats * int(table['input_tokens'].sum())} input tokens, about "
+            f"${repeats * float(table['cost_usd_est'].sum()):.2f} for extract and style; compare and residual "
+            f"also {repeats} x their bounds. Repeat 1 is answered from the cache where a run with the same "
+            f"settings already ran.")
+
+
+def summary_line(result: dict, out: str | Path | None = None) -> str:
+    """One paragraph for the command line: flip shares by stage and the spread of S_GAVEL-REF per model."""
+    t = result["stability"]
+    by_stage = t.groupby("stage", sort=False)[["units", "flipped"]].sum()
+    parts = [f"{s}: {int(r.flipped)}/{int(r.units)} verdicts flip" for s, r in by_stage.iterrows()]
+    m = result["stability_models"]
+    m = m[m["score"] == "s_gavel_ref"]
+    spread = "; ".join(f"{r.subject}: S_GAVEL-REF {r.mean:.1f} (sd over repeats {r.std_over_repeats:.2f}, 95% "
+                       f"interval over cases and repeats {r.ci_low:.1f}-{r.ci_high:.1f})" for r in m.itertuples())
+    return (f"stability over {len(result['runs'])} repeats: {'; '.join(parts)}\n  {spread}"
+            + (f"\n  report: {Path(out) / 'stability.csv'} (and stability_units, _summaries, _models)" if out else ""))
