@@ -463,13 +463,22 @@ class NotebookRun:
     provider: object
     settings: Settings
     out: Path
+    repeats: int = 1  # > 1: gavel.ref.stability's repeats and stability report
 
     def dry_run(self) -> pd.DataFrame:
-        return dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+        from gavel.ref import stability
+
+        table = dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+        if self.repeats > 1:
+            print(stability.repeats_cost(table, self.repeats, self.provider))
+        return table
 
     def evaluate(self, timeout: float | None = None) -> dict:
-        return evaluate(self.summaries, self.references, self.provider, self.out, self.settings, bins=self.bins,
-                        timeout=timeout)
+        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables."""
+        from gavel.ref import stability
+
+        return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
+                                          self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
 
     def advance(self, timeout: float | None) -> str:
         """Submit / collect as far as finished batches allow; say where the run stands."""
@@ -483,12 +492,17 @@ class NotebookRun:
         return unusable_answers(read_tables(self.out))
 
     def failures(self) -> str:
-        """How many requests of the last evaluation failed, by stage, and why."""
-        return failure_report(failed_requests(read_tables(self.out)))
+        """How many requests of the last evaluation (every repeat) failed, by stage, and why."""
+        from gavel.ref.stability import repeat_folder
+
+        per_run = [failed_requests(read_tables(repeat_folder(self.out, r))) for r in range(1, self.repeats + 1)]
+        failed = pd.concat(per_run, ignore_index=True)
+        failed.attrs["requests"] = sum(f.attrs.get("requests", 0) for f in per_run)
+        return failure_report(failed)
 
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
+                 items=None, mode: str = "online", out="data/interim/ref_demo", repeats: int = 1) -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
@@ -502,7 +516,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
                         items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
-    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out))
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 
 # ---------- the same table shapes as data/results/ ----------
