@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("replay-check", help="replay the release's document judgments through compare + score")
     p.add_argument("--release", default=None)
-    p.add_argument("--workdir", default="data/interim/replay", help="cache folder of the replayed run")
+    p.add_argument("--workdir", default=str(config.INTERIM_DIR / "replay"), help="cache folder of the replayed run")
     p.set_defaults(func=cmd_replay_check)
     p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
     p.set_defaults(func=cmd_demo)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from gavel.core import config
+from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 
 DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
@@ -56,9 +57,9 @@ def add_parser(sub) -> None:
     a = sub.add_parser("load-release", help="tasks from the release: human.json reviews, value pairs, style pairs")
     a.add_argument("--release", default=None)
     a.add_argument("--prefill", default="human", choices=["human", "none"])
-    a.add_argument("--single", type=int, default=50)
-    a.add_argument("--multi", type=int, default=100)
-    a.add_argument("--style", type=int, default=25)
+    a.add_argument("--single", type=int, default=SAMPLE_SINGLE)
+    a.add_argument("--multi", type=int, default=SAMPLE_MULTI)
+    a.add_argument("--style", type=int, default=SAMPLE_STYLE)
     a.add_argument("--seed", type=int, default=0)
     a = sub.add_parser("load-extraction", help="review tasks pre-filled from an LLM extraction (value rows)")
     a.add_argument("rows", help="CSV/JSONL/Parquet with case_id,item,index,value,evidence")

@@ -25,6 +25,7 @@ import pandas as pd
 from gavel.core import items as gitems
 from gavel.core.vocab import STYLE_ASPECTS
 from gavel.metrics.metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 from gavel.ref.grounding import locate
 
 PREFERENCES = ("A", "B", "none")
@@ -149,7 +150,7 @@ def release_extraction_tasks(release, prefill: str = "human") -> list[dict]:
     return extraction_tasks(human, rows, "document_checklists/human.json" if rows is not None else "empty")
 
 
-def release_style_pairs(release, n: int = 25, seed: int = 0) -> list[dict]:
+def release_style_pairs(release, n: int = SAMPLE_STYLE, seed: int = 0) -> list[dict]:
     """``n`` (model, case) pairs of the benchmark set, each a model summary with the human one."""
     s = release.summaries
     s = s[s["set"] == "benchmark"]
@@ -162,7 +163,8 @@ def release_style_pairs(release, n: int = 25, seed: int = 0) -> list[dict]:
             for r in picked]
 
 
-def release_tasks(release, n_single: int = 50, n_multi: int = 100, n_style: int = 25, seed: int = 0,
+def release_tasks(release, n_single: int = SAMPLE_SINGLE, n_multi: int = SAMPLE_MULTI, n_style: int = SAMPLE_STYLE,
+                  seed: int = 0,
                   prefill: str = "human") -> list[dict]:
     pairs = sample_pairs(release_value_pairs(release), n_single, n_multi, seed)
     return (release_extraction_tasks(release, prefill)

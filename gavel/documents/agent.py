@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gavel.answers import Unusable, read
+from gavel.core import jsonl
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
 
@@ -219,11 +220,9 @@ class RunFiles:
         if not self.ledger.exists():
             return 0
         keep, dropped = [], 0
-        for line in self.ledger.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            if json.loads(line).get("step", 0) <= last_step:
-                keep.append(line)
+        for line in jsonl.read_file(self.ledger):
+            if not isinstance(line.value, dict) or line.value.get("step", 0) <= last_step:
+                keep.append(line.text)
             else:
                 dropped += 1
         if dropped:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from gavel.core import jsonl
 from gavel.core.checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
 
 OPERATIONS = ("append", "update")
@@ -247,16 +248,7 @@ def write_json_atomic(path: Path, data, indent: int = 2) -> None:
 # ------------------------------------------------------------------ replay of released ledgers
 def ledger_events(path: str | Path) -> list[dict]:
     """The events of a ledger.jsonl; a bad line raises naming the file and line."""
-    events = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {n}: not JSON ({err})") from None
-    return events
+    return [line.value for line in jsonl.read_file(path)]
 
 
 def store_patch(event: dict) -> tuple[str, list] | None:

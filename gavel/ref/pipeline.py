@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel import answers
-from gavel.core import config, stats
+from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -340,13 +340,10 @@ def read_summaries(path: str | Path, subject: str | None = None,
                          f"save it as UTF-8") from None
     if path.suffix == ".jsonl":
         out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                bad(f"{path}, line {n}: not JSON ({err})")
+        for read in jsonl.scan(text, str(path)):
+            n, rec = read.number, read.value
+            if not read.ok:
+                bad(read.problem)
                 continue
             body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
             if not isinstance(body, str) or "case_id" not in rec:
@@ -502,7 +499,7 @@ class NotebookRun:
 
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out="data/interim/ref_demo", repeats: int = 1) -> NotebookRun:
+                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1) -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)

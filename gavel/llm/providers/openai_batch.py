@@ -10,6 +10,8 @@ import io
 import json
 import re
 
+from gavel.core import jsonl
+
 from ..records import Request, Response
 from ..secrets import register
 from .base import (
@@ -39,13 +41,10 @@ def read_result_lines(raw: str, where: str) -> tuple[list[dict], list[tuple[str 
     ``(custom_id or None, problem)`` -- the custom_id read from the damaged text where it is there -- so one
     bad line costs its own request (errored, retried), not the batch."""
     records, bad = [], []
-    for n, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as err:
-            rec, problem = None, f"{where}, line {n}: not JSON ({err}): {line[:120]!r}"
+    for read in jsonl.scan(raw, where):
+        n, line, rec = read.number, read.text, read.value
+        if not read.ok:
+            problem = f"{read.problem}: {line[:120]!r}"
         else:
             problem = f"{where}, line {n}: not a JSON object with a custom_id: {line[:120]!r}"
         if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):

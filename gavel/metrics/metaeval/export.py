@@ -3,10 +3,11 @@ style ratings)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
+
+from gavel.core import jsonl
 
 # the app's 4-way labels (A = model, B = reference) in the judge's vocabulary
 LABEL_TO_RELATION = {"equal": "equal", "a_contains_b": "model_contains_reference",
@@ -19,15 +20,7 @@ TABLE1_COLUMNS = ["S_checklist", "Coverage", "Single", "Multi", "Style kappa"]
 
 def read_export(path: str | Path) -> pd.DataFrame:
     """The app's JSONL export; every row must carry the export's columns."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: line {n} is not JSON: {err}") from None
+    rows = [line.value for line in jsonl.read_file(path)]
     df = pd.DataFrame(rows)
     needed = {"task", "kind", "case_id", "annotator", "role", "field", "value", "revision", "current"}
     if rows and needed - set(df.columns):

@@ -47,7 +47,11 @@ def release_value_pairs(release, methods=("end_to_end", "chunk_by_chunk")) -> li
                       "origin": f"{r.method}/{r.model}", "judge": judge})
     return pairs
 
-def sample_pairs(pairs: list[dict], n_single: int = 50, n_multi: int = 100, seed: int = 0) -> list[dict]:
+#: the paper's annotation sample (section 2.3): single-value pairs, multi-value pairs, style pairs
+SAMPLE_SINGLE, SAMPLE_MULTI, SAMPLE_STYLE = 50, 100, 25
+
+
+def sample_pairs(pairs: list[dict], n_single: int = SAMPLE_SINGLE, n_multi: int = SAMPLE_MULTI, seed: int = 0) -> list[dict]:
     """The paper's mix: ``n_single`` single-value and ``n_multi`` multi-value pairs, drawn with a seed."""
     rng = random.Random(seed)
     single = [p for p in pairs if len(p["a"]) == 1 and len(p["b"]) == 1]

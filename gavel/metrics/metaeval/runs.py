@@ -21,6 +21,8 @@ from gavel.metrics.metaeval.export import (
     style_ratings,
 )
 from gavel.metrics.metaeval.inputs import (
+    SAMPLE_MULTI,
+    SAMPLE_SINGLE,
     as_reference,
     exact_answers,
     human_extraction,
@@ -88,7 +90,7 @@ def plot(table: pd.DataFrame, confusion: pd.DataFrame | None = None, title: str 
     return fig
 
 
-def comparison_tasks_from_release(release, n_single: int = 50, n_multi: int = 100, seed: int = 0) -> pd.DataFrame:
+def comparison_tasks_from_release(release, n_single: int = SAMPLE_SINGLE, n_multi: int = SAMPLE_MULTI, seed: int = 0) -> pd.DataFrame:
     """The comparison tasks the app loads from the release (same sample, same keys), as a task table."""
     rows = []
     for p in sample_pairs(release_value_pairs(release), n_single, n_multi, seed):
