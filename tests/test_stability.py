@@ -228,9 +228,9 @@ def test_local_model_at_temperature_above_zero_two_repeats(tmp_path):
     """End to end on the real local model (llama.cpp, SmolLM2-135M, temperature 0.2 from the registry): repeat 2
     sends every request again with its seed in the body, and the report counts exactly the verdicts that differ
     between the two repeats' own tables."""
-    from gavel.llm.providers.local import LocalServer, default_model, installed
-
     from needs import unavailable
+
+    from gavel.llm.providers.local import LocalServer, default_model, installed
 
     if installed():
         unavailable(f"local model not installed: {installed()}")
