@@ -174,7 +174,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from gavel.core.items import item
-    from gavel.ref import pipeline
+    from gavel.ref import pipeline, stability
 
     from .llm.secrets import scrub
 
@@ -204,10 +204,17 @@ def _evaluate(args: argparse.Namespace) -> int:
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
     provider = pipeline.provider(args.provider, args.base_url)
+    if args.repeats < 1:
+        raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
     if args.dry_run:
-        pipeline.dry_run(summaries, references, provider, settings, args.out)
+        table = pipeline.dry_run(summaries, references, provider, settings, args.out)
+        if args.repeats > 1:
+            print(stability.repeats_cost(table, args.repeats, provider))
         return 0
-    tables = pipeline.evaluate(summaries, references, provider, args.out, settings, bins=bins)
+    result = stability.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
+    tables = result["runs"][0]
+    if args.repeats > 1:
+        print(stability.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     answers = tables["answers"]
@@ -215,7 +222,9 @@ def _evaluate(args: argparse.Namespace) -> int:
           f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
-    failed = pipeline.failed_requests(tables)
+    per_run = [pipeline.failed_requests(run) for run in result["runs"]]  # every repeat's failures
+    failed = pd.concat(per_run, ignore_index=True)
+    failed.attrs["requests"] = sum(f.attrs.get("requests", 0) for f in per_run)
     if len(failed):
         print(scrub(pipeline.failure_report(failed)), file=sys.stderr)
         return 1
@@ -298,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])
     p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=1,
+                   help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
+                        "report (stability*.csv); 1 (default) is a single run with today's cache keys")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)

@@ -121,8 +121,12 @@ class RunReport:
 
 class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
-                 max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0):
+                 max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
+                 namespace: str | None = None):
         self.stage = stage
+        # a cache namespace (a repeat of a provider that ignores seeds): enters the key only when set, so a
+        # runner without one keeps the keys it had before
+        self.namespace = namespace
         self.provider = provider
         self.workdir = Path(workdir) if workdir else DEFAULT_RUNS_DIR / stage
         self.cache = ResponseCache(self.workdir / "cache")
@@ -152,6 +156,8 @@ class StageRunner:
             model_id = None  # a model only the mock knows: its body is what it answers from
         material = {"custom_id": request.custom_id, "identity": self.provider.identity(), "model_id": model_id,
                     "body": self.provider.body(request)}
+        if self.namespace is not None:
+            material["namespace"] = self.namespace
         digest = hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()[:40]
         prefix = request.custom_id.rsplit("-", 1)[0][: MAX_CUSTOM_ID - 41] or "req"
         return f"{prefix}-{digest}"

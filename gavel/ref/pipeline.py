@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -67,6 +67,7 @@ class Settings:
     structured: bool = True
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
+    repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
 
 
 def default_roles() -> dict:
@@ -100,7 +101,8 @@ class _Stages:
                              **self.s.runner_options)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
-        current = [req for req, _ in jobs]
+        current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
+                   for req, _ in jobs]
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
@@ -458,13 +460,22 @@ class NotebookRun:
     provider: object
     settings: Settings
     out: Path
+    repeats: int = 1  # > 1: gavel.ref.stability's repeats and stability report
 
     def dry_run(self) -> pd.DataFrame:
-        return dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+        from gavel.ref import stability
+
+        table = dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+        if self.repeats > 1:
+            print(stability.repeats_cost(table, self.repeats, self.provider))
+        return table
 
     def evaluate(self, timeout: float | None = None) -> dict:
-        return evaluate(self.summaries, self.references, self.provider, self.out, self.settings, bins=self.bins,
-                        timeout=timeout)
+        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables."""
+        from gavel.ref import stability
+
+        return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
+                                          self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
 
     def advance(self, timeout: float | None) -> str:
         """Submit / collect as far as finished batches allow; say where the run stands."""
@@ -478,12 +489,17 @@ class NotebookRun:
         return unusable_answers(read_tables(self.out))
 
     def failures(self) -> str:
-        """How many requests of the last evaluation failed, by stage, and why."""
-        return failure_report(failed_requests(read_tables(self.out)))
+        """How many requests of the last evaluation (every repeat) failed, by stage, and why."""
+        from gavel.ref.stability import repeat_folder
+
+        per_run = [failed_requests(read_tables(repeat_folder(self.out, r))) for r in range(1, self.repeats + 1)]
+        failed = pd.concat(per_run, ignore_index=True)
+        failed.attrs["requests"] = sum(f.attrs.get("requests", 0) for f in per_run)
+        return failure_report(failed)
 
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo") -> NotebookRun:
+                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1) -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
@@ -497,7 +513,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
                         items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
-    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out))
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 
 # ---------- the same table shapes as data/results/ ----------
