@@ -80,3 +80,16 @@ def test_provider_names_are_defined_once_and_each_builds_its_provider():
         assert provider_class(name).name in PROVIDERS
     with pytest.raises(ValueError, match="unknown provider 'azure'"):
         provider_class("azure")
+
+
+def test_provider_capabilities_are_attributes_of_the_providers():
+    """Which providers serve any registry model and which take a sampling seed: each provider says so itself
+    (no list of names elsewhere can disagree with it)."""
+    from gavel.llm.providers import provider_class
+
+    serves = {n for n in ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")
+              if provider_class(n).serves_any_model}
+    seeded = {n for n in ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")
+              if provider_class(n).takes_seed}
+    assert serves == {"vllm", "vllm-batch", "local", "mock"}
+    assert seeded == {"openai", "vllm", "vllm-batch", "local", "mock"}

@@ -73,7 +73,6 @@ PENDING_ERROR = "not finished (batch still running)"
 #: the start of the error of a request refused before sending (prompt + max_tokens over the context window)
 TOO_LONG_ERROR = "not sent: too long"
 #: providers that serve any registry model (the registry's own provider is not where it is served)
-SERVES_ANY_MODEL = ("vllm", "local", "mock")
 
 
 class WorkdirBusyError(RuntimeError):
@@ -140,7 +139,7 @@ class StageRunner:
 
     # ---------------- cache keys ----------------
     def _registry_model(self, name: str):
-        return llm_model(name, self.provider.name if self.provider.name in SERVES_ANY_MODEL else None)
+        return llm_model(name, self.provider.name if self.provider.serves_any_model else None)
 
     def identity_key(self) -> str:
         """A short hash of ``provider.identity()``: who answers this runner's requests."""
@@ -497,7 +496,7 @@ class StageRunner:
             "stage": self.stage, "provider": self.provider.name, "mode": mode,
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "git": git_state(), "python": platform.python_version(), "packages": package_versions(),
-            "models": {m: _model_params(m, self.provider.name) for m in models},
+            "models": {m: _model_params(m, self.provider) for m in models},
             "requests": len(requests), "prompt_sha256": prompts if len(prompts) <= 50 else None,
             "prompts_sha256": hashlib.sha256("".join(prompts).encode()).hexdigest(),
             "sent": report.sent, "cached": report.cached, "failed": report.failed, "batch_ids": report.batches,
@@ -508,9 +507,9 @@ class StageRunner:
         return path
 
 
-def _model_params(name: str, provider: str) -> dict:
+def _model_params(name: str, provider) -> dict:
     try:
-        m = llm_model(name, provider if provider in SERVES_ANY_MODEL else None)
+        m = llm_model(name, provider.name if provider.serves_any_model else None)
     except (KeyError, ValueError):
         return {}
     return {"model_id": m.model_id, "provider": m.provider, "context_window": m.context_window,

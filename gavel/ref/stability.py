@@ -4,7 +4,7 @@
 same requests, cache keys and answers, written to ``out``); repeat r > 1 writes to ``out/repeats/r<r>``
 and differs only in what makes its answers its own:
 
-* a provider that takes a sampling seed (``SEEDED``: OpenAI, vLLM, the local llama.cpp server, the mock)
+* a provider that takes a sampling seed (its ``takes_seed``: OpenAI, vLLM, the local llama.cpp server, the mock)
   gets ``seed = repeat_seed(settings, r)`` in every request body (so the request id and the cache key
   differ too);
 * any other provider (Anthropic, Gemini, a replay) gets the cache namespace ``repeat-<r>``: its requests are
@@ -43,7 +43,6 @@ from gavel.core import stats
 from gavel.core.vocab import STYLE_ASPECTS
 
 #: providers whose requests take a sampling seed (the others get a cache namespace per repeat)
-SEEDED = ("openai", "vllm", "local", "mock")
 SCORES = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")
 UNUSABLE = "unusable"
 APPLICABLE_GATES = ("one_empty", "identical", "single", "multi")
@@ -61,7 +60,7 @@ def repeat_settings(settings, provider, r: int):
         raise ValueError(f"repeat numbers start at 1, got {r}")
     if r == 1:
         return settings
-    if getattr(provider, "name", None) in SEEDED:
+    if getattr(provider, "takes_seed", False):
         return replace(settings, repeat_params={**settings.repeat_params, "seed": repeat_seed(settings, r)})
     return replace(settings, runner_options={**settings.runner_options, "namespace": f"repeat-{r}"})
 
@@ -273,7 +272,7 @@ def flip_figure(stability: pd.DataFrame, title: str = "Share of verdicts that fl
 
 def repeats_cost(table: pd.DataFrame, repeats: int, provider=None) -> str:
     """What N repeats cost, from a dry run's table (one repeat): every repeat sends its own requests."""
-    how = ("a seed per repeat" if getattr(provider, "name", None) in SEEDED
+    how = ("a seed per repeat" if getattr(provider, "takes_seed", False)
            else "a cache namespace per repeat") if provider is not None else "its own requests"
     return (f"{repeats} repeats ({how}): {repeats} x the above = {repeats * int(table['requests'].sum())} requests, "
             f"{repeats * int(table['input_tokens'].sum())} input tokens, about "

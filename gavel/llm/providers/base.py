@@ -39,6 +39,10 @@ class Provider:
     silently missing); ``complete`` is the synchronous (online) call."""
 
     name = "base"
+    #: capabilities: a server that answers with whatever model it was started with (a registry model is
+    #: served there whatever its own provider), and a provider whose requests take a sampling ``seed``
+    serves_any_model = False
+    takes_seed = False
     _client = None
     max_batch_requests = 10_000
     max_batch_bytes = 100 * 1024 * 1024

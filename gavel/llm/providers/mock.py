@@ -18,6 +18,8 @@ from .base import BatchStatus, Provider, fill_missing, scrubbed
 
 class MockProvider(Provider):
     name = "mock"
+    serves_any_model = True
+    takes_seed = True
     max_batch_requests = 1000
     max_batch_bytes = 10 * 1024 * 1024
 

@@ -17,6 +17,7 @@ from .openai_batch import OpenAIBatch, bad_line_responses, parse_chat, read_resu
 
 class VLLMServer(OpenAIBatch):
     name = "vllm"
+    serves_any_model = True
     vllm = True
     supports_batch = False  # no batch endpoint on the server: online calls, or run-batch files
 
@@ -61,6 +62,8 @@ class VLLMRunBatch(Provider):
     batch ends as failed with that error, and its requests are sent again."""
 
     name = "vllm"
+    serves_any_model = True
+    takes_seed = True
     max_batch_requests = 100_000
     max_batch_bytes = 1024 * 1024 * 1024
 
