@@ -12,6 +12,8 @@ EXTRAS ?= providers,annotation,dev,metrics
 # disk. Elsewhere pass PyTorch's CPU wheel index, e.g. TORCH="torch --index-url <CPU index>", or a plain
 # `torch` brings the multi-GB CUDA build.
 TORCH ?= torch==2.13.0
+# test processes (pytest-xdist): one per core; TEST_WORKERS=0 runs the suite in this process
+TEST_WORKERS ?= auto
 
 # Settings (GAVEL_RELEASE, API keys) may come from .env; values already in the environment win.
 ifneq (,$(wildcard .env))
@@ -101,7 +103,7 @@ list-figures: ## Print the figure files `make figures` keeps up to date
 reproduce: data results figures ## Everything from the release: data, results, figures
 
 test: $(LOCAL_STAMP) ## Run the test suite and the notebooks (nbval), the local model included; release tests need GAVEL_RELEASE
-	$(PY) -m pytest -q tests notebooks --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 tests notebooks --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 lint: $(STAMP) ## Lint the library and tests with ruff
 	$(VENV)/bin/ruff check gavel tests benchmarks

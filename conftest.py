@@ -4,6 +4,7 @@ Figures written while notebooks run under test go to a temporary folder, never i
 explorer notebook needs the release: without it (and outside CI) it is skipped with the reason shown."""
 
 import os
+import re
 import tempfile
 
 import pytest
@@ -12,7 +13,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
 
 
+#: notebooks that must run in order on one worker: each reads what the one before it wrote
+_CHAINED_NOTEBOOKS = re.compile(r"notebooks[/\\](09|10|11|12)_")
+
+
 def pytest_collection_modifyitems(config, items):
+    # pytest-xdist (`make test` runs `--dist loadgroup`): one group per test file, so a file's module- and
+    # session-scoped servers (llama.cpp, PostgreSQL, Chromium, SLURM) start once on one worker; the chained
+    # GAVEL-REF notebooks 09-12 form one group, run in order
+    for item in items:
+        path = str(item.fspath)
+        group = "ref-notebooks" if _CHAINED_NOTEBOOKS.search(path) else os.path.relpath(path, str(config.rootpath))
+        item.add_marker(pytest.mark.xdist_group(group))
     from gavel.core import config as gconfig
 
     try:

@@ -10,6 +10,9 @@ search   : search_document_regex over all documents, top_k 20, 200 context token
 read     : read_document of a 10,000-token window vs. slicing the token list and decoding it (target <= 2x)
 snapshot : building the step's snapshot with 100 actions in the history, the 5 newest full 10,000-token
            reads, a 26-key checklist half filled (target <= 50 ms)
+worker   : the search runs in a memory-limited worker process: its start (once per workspace, sending the
+           corpus text) and the time to refuse the 19-character pattern ``(?:x{65535}){65535}`` that grew to
+           22 GB in-process before (no target: printed so a regression shows)
 """
 
 from __future__ import annotations
@@ -119,6 +122,23 @@ def main(target: int = 512_000) -> None:
     t_snap = per_call(lambda: build_snapshot(cfg, ws, state, 200), 50)
     size = len(build_snapshot(cfg, ws, state, 200))
     print(f"  build_snapshot {t_snap * 1e3:.2f} ms ({size:,} characters) (target <= 50 ms)")
+
+    print("\nsearch worker:")
+    fresh = Workspace(corpus, ChecklistStore(cfg.keys), clock=lambda: "")
+    t0 = time.perf_counter()
+    assert fresh.call("search_document_regex", {"pattern": "monitor"}, 1).success
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bomb = fresh.call("search_document_regex", {"pattern": "(?:x{65535}){65535}"}, 2)
+    t_bomb = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    assert fresh.call("search_document_regex", {"pattern": "consent decree"}, 3).success
+    t_after = time.perf_counter() - t0
+    fresh.close()
+    print(f"  first search (worker start + corpus sent) {t_first * 1e3:.0f} ms; limit "
+          f"{fresh.search_worker.memory_bytes / 2**20:.0f} MiB")
+    print(f"  (?:x{{65535}}){{65535}} refused in {t_bomb:.2f} s: {bomb.result.get('error', '')[:70]!r}")
+    print(f"  next search (worker restarted) {t_after * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

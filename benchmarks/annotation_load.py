@@ -2,7 +2,8 @@
 for a while (default 60 s) against the real server process (waitress) on a fresh SQLite file (or --db URL).
 
 Each annotator logs in, opens their own style task and cycles through its fields, sending each save with a
-fresh token. Printed: saves per second, median / 95th percentile / slowest save, refused saves, and the
+fresh token. The server runs as deployed: its failed-login limits on (the app's defaults unless
+GAVEL_LOGIN_LIMIT_ACCOUNT / GAVEL_LOGIN_LIMIT_ADDRESS say otherwise); all annotators log in from one address. Printed: saves per second, median / 95th percentile / slowest save, refused saves, and the
 check that nothing was lost: the revisions in the database equal the saves the server confirmed, and equal
 the saves sent.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import http.cookiejar
 import itertools
+import os
 import re
 import sys
 import tempfile
@@ -31,7 +33,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from annotation_server import AppServer  # noqa: E402
 
 from gavel.annotation import tasks as T  # noqa: E402
+from gavel.annotation.app import (  # noqa: E402
+    ENV_LIMIT_ACCOUNT,
+    ENV_LIMIT_ADDRESS,
+    LOGIN_LIMIT_ACCOUNT,
+    LOGIN_LIMIT_ADDRESS,
+)
 from gavel.annotation.db import Revision, Store  # noqa: E402
+from gavel.core.vocab import STYLE_RUBRIC  # noqa: E402
 
 
 def _opener():
@@ -52,7 +61,7 @@ def annotator(base: str, user: str, password: str, aid: int, stop: float, out: d
     op.open(base + "/login", urllib.parse.urlencode(
         {"username": user, "password": password, "csrf_token": _csrf(page)}).encode()).read()
     token = _csrf(op.open(f"{base}/a/{aid}").read().decode())
-    fields = [(f"aspect:{a}", str(n)) for a in T.STYLE_SCALES for n in range(1, 6)] + \
+    fields = [(f"aspect:{a}", str(n)) for a in STYLE_RUBRIC for n in range(1, 6)] + \
              [("preference", f'"{p}"') for p in T.PREFERENCES]
     sent = confirmed = refused = 0
     latencies = []
@@ -105,7 +114,7 @@ def _run(args, tmp: Path) -> int:
     tasks = T.style_tasks(pairs, "benchmark")
     store.add_tasks(tasks)
     for u in users:
-        store.add_user(u, f"pw-{u}")
+        store.add_user(u, f"load-pw-{u}")
     store.assign([(t["key"], u, "annotate") for t, u in zip(tasks, users)])
     from sqlalchemy import select
 
@@ -117,7 +126,7 @@ def _run(args, tmp: Path) -> int:
     out: dict = {}
     try:
         stop = time.time() + args.seconds
-        threads = [threading.Thread(target=annotator, args=(server.base, u, f"pw-{u}", aids[u], stop, out))
+        threads = [threading.Thread(target=annotator, args=(server.base, u, f"load-pw-{u}", aids[u], stop, out))
                    for u in users]
         t0 = time.perf_counter()
         for t in threads:
@@ -135,7 +144,10 @@ def _run(args, tmp: Path) -> int:
     lat = sorted(x for o in out.values() for x in o["latencies"])
     store.engine.dispose()
     backend = url.split(":")[0]
-    print(f"annotation load: {len(out)} annotators x {args.seconds:.0f} s on {backend} (server: waitress, 24 threads)")
+    print(f"annotation load: {len(out)} of {len(users)} annotators logged in and saved for {args.seconds:.0f} s on "
+          f"{backend} (server: waitress, 24 threads)")
+    print(f"  failed-login limits on: per account {os.environ.get(ENV_LIMIT_ACCOUNT) or LOGIN_LIMIT_ACCOUNT!r}, "
+          f"per address {os.environ.get(ENV_LIMIT_ADDRESS) or LOGIN_LIMIT_ADDRESS!r}")
     print(f"  saves sent {sent}, confirmed {confirmed}, refused {refused}, revisions in the database {stored}")
     print(f"  saves per second: {confirmed / elapsed:.1f}")
     print(f"  save latency: median {1000 * lat[len(lat) // 2]:.0f} ms, 95th percentile "

@@ -23,7 +23,7 @@ from load_release import baselines  # noqa: E402
 from gavel.core import config  # noqa: E402
 
 CODE = """import sys, pathlib
-from gavel import results, reproduction
+from gavel.paper import reproduction, results
 from gavel.release import load_release
 out = pathlib.Path(sys.argv[1])
 results.write(results.compute(load_release()), out)

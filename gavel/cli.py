@@ -1,4 +1,6 @@
-"""Command line: ``python -m gavel {data,audit}`` (the Makefile's targets call these)."""
+"""gavel's command line, ``python -m gavel COMMAND`` (``--help`` lists them; the Makefile's targets call
+them): the release (data, audit, results, replay-check), LLM stages (stage, evaluate, demo), checklists
+from case documents (documents ...) and the annotation app (annotate ...)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gavel.annotation import cli as annotation_cli
 from gavel.core import config
+from gavel.core.vocab import PROVIDERS
+from gavel.documents import cli as documents_cli
+
+#: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
+#: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
+STAGE_PROVIDERS = tuple(p for p in PROVIDERS if p != "replay")
+EVALUATE_PROVIDERS = tuple(p for p in STAGE_PROVIDERS if p != "vllm-batch")
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -75,41 +85,24 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(config.REPO_ROOT)) if path.is_relative_to(config.REPO_ROOT) else str(path)
 
 
-def cmd_stage(args: argparse.Namespace) -> int:
-    """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
-    provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
-    from .llm.providers import get_provider
+def one_line_errors(label: str, run, expected: tuple = ()) -> int:
+    """``run()``, with the errors a user meets as one line on stderr instead of a traceback (API keys
+    removed): bad input (a request, a summaries or references file, an --out that cannot be written), a
+    provider that cannot send (no key, no vllm, an unknown name), a busy workdir, a model, models file or
+    checklist item that does not exist: ``error: ...``, exit status 2 (``expected``: the command's own
+    input errors). Anything else: one line naming the exception, exit status 1. ``stage`` and ``evaluate``
+    both report through here."""
+    from gavel.core.items import UnknownItemError
+
     from .llm.providers.base import ProviderError
-    from .llm.records import RequestError, read_requests, repeats
-    from .llm.runner import StageRunner, WorkdirBusyError
+    from .llm.records import RequestError
+    from .llm.runner import WorkdirBusyError
     from .llm.secrets import scrub
 
     try:
-        lines: list[int] = []
-        requests = read_requests(args.requests, lines)
-        if not requests:
-            print(f"{args.requests}: no requests", file=sys.stderr)
-            return 2
-        for i, first in repeats(requests).items():
-            print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
-                  f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
-        stage = args.stage or requests[0].stage
-        kwargs = {"base_url": args.base_url} if args.base_url else {}
-        if args.provider == "vllm-batch":
-            from .llm.runner import DEFAULT_RUNS_DIR
-
-            kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
-                      "command": args.vllm_command}
-        if args.provider == "local":  # llama.cpp server started here, stopped at exit
-            kwargs = {"model_path": args.gguf} if args.gguf else {}
-        runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
-                             poll_interval=args.poll_interval, concurrency=args.concurrency,
-                             max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
-        if args.dry_run:
-            runner.dry_run(requests, mode=args.mode)
-            return 0
-        report = runner.run(requests, mode=args.mode)
-    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError) as err:
+        return run()
+    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
+            *expected) as err:
         print(scrub(f"error: {err}"), file=sys.stderr)
         return 2
     except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: traceback
@@ -117,9 +110,49 @@ def cmd_stage(args: argparse.Namespace) -> int:
             raise
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
+    except config.ReleaseNotFoundError:
+        raise  # main() prints it
     except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
-        print(scrub(f"stage {args.stage or '?'}: {type(err).__name__}: {err}"), file=sys.stderr)
+        print(scrub(f"{label}: {type(err).__name__}: {err}"), file=sys.stderr)
         return 1
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
+    provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
+    return one_line_errors(f"stage {args.stage or '?'}", lambda: _stage(args))
+
+
+def _stage(args: argparse.Namespace) -> int:
+    from .llm.providers import get_provider
+    from .llm.records import read_requests, repeats
+    from .llm.runner import StageRunner
+    from .llm.secrets import scrub
+
+    lines: list[int] = []
+    requests = read_requests(args.requests, lines)
+    if not requests:
+        print(f"{args.requests}: no requests", file=sys.stderr)
+        return 2
+    for i, first in repeats(requests).items():
+        print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
+              f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
+    stage = args.stage or requests[0].stage
+    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    if args.provider == "vllm-batch":
+        from .llm.runner import DEFAULT_RUNS_DIR
+
+        kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
+                  "command": args.vllm_command}
+    if args.provider == "local":  # llama.cpp server started here, stopped at exit
+        kwargs = {"model_path": args.gguf} if args.gguf else {}
+    runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
+                         poll_interval=args.poll_interval, concurrency=args.concurrency,
+                         max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
+    if args.dry_run:
+        runner.dry_run(requests, mode=args.mode)
+        return 0
+    report = runner.run(requests, mode=args.mode)
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
@@ -128,32 +161,37 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def cmd_annotate(rest: list[str]) -> int:
-    """The annotation app's own commands (gavel.annotation.cli; needs the annotation extra)."""
-    from .annotation.cli import main as annotate_main
-
-    return annotate_main(rest)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline)."""
+    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline).
+    Exit status 0 when every request was answered, 1 when some failed (how many, by stage, and why are
+    printed), 2 for input or setup that cannot run (one ``error:`` line)."""
+    from gavel.ref.pipeline import InputError
+
+    return one_line_errors("evaluate", lambda: _evaluate(args), expected=(InputError,))
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from gavel.core.items import item
-    from gavel.ref import pipeline
+    from gavel.ref import pipeline, stability
 
+    from .llm.secrets import scrub
+
+    # everything that can be checked before reading or sending anything: a wrong name stops here
+    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
+    pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
         problems: list[str] = []
         try:
             summaries += pipeline.read_summaries(path, args.name, problems)
-        except (pipeline.InputError, OSError) as err:
-            print(f"skipped {path}: {err}", file=sys.stderr)
+        except pipeline.InputError as err:
+            print(f"skipped {err}", file=sys.stderr)
         for message in problems:
             print(f"skipped {message}", file=sys.stderr)
     if not summaries:
-        print("no summaries to evaluate", file=sys.stderr)
-        return 2
+        raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
     if args.references:
         references = {c: t for _, c, t in pipeline.read_summaries(args.references, "human")}
         bins = {}
@@ -162,15 +200,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         references, bins = pipeline.release_references(load_release(args.release))
     roles = pipeline.default_roles()
-    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
     provider = pipeline.provider(args.provider, args.base_url)
+    if args.repeats < 1:
+        raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
     if args.dry_run:
-        pipeline.dry_run(summaries, references, provider, settings, args.out)
+        table = pipeline.dry_run(summaries, references, provider, settings, args.out)
+        if args.repeats > 1:
+            print(stability.repeats_cost(table, args.repeats, provider))
         return 0
-    tables = pipeline.evaluate(summaries, references, provider, args.out, settings, bins=bins)
+    result = stability.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
+    tables = result["runs"][0]
+    if args.repeats > 1:
+        print(stability.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     answers = tables["answers"]
@@ -178,6 +222,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
           f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
+    per_run = [pipeline.failed_requests(run) for run in result["runs"]]  # every repeat's failures
+    failed = pd.concat(per_run, ignore_index=True)
+    failed.attrs["requests"] = sum(f.attrs.get("requests", 0) for f in per_run)
+    if len(failed):
+        print(scrub(pipeline.failure_report(failed)), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -210,8 +260,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["annotate"]:  # its own argument parser
-        return cmd_annotate(argv[1:])
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
@@ -228,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_results)
     p = sub.add_parser("stage", help="run one LLM stage's requests (JSONL) through a provider, resumably")
     p.add_argument("--requests", required=True, help="JSONL file of requests (gavel.llm.records.write_requests)")
-    p.add_argument("--provider", required=True, choices=["openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock"],
+    p.add_argument("--provider", required=True, choices=STAGE_PROVIDERS,
                    help="vllm: a running server (--base-url); vllm-batch: `vllm run-batch` on this machine")
     p.add_argument("--vllm-command", default="vllm run-batch", help="run-batch command for --provider vllm-batch")
     p.add_argument("--base-url", default=None, help="provider endpoint (a vLLM server, a proxy, a fake)")
@@ -243,14 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lock-timeout", type=float, default=60.0,
                    help="seconds to wait for another runner using the same workdir before giving up")
     p.set_defaults(func=cmd_stage)
-    sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)")
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
     p.add_argument("--summaries", required=True, nargs="+", action="extend",
                    help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")
     p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
     p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
-    p.add_argument("--provider", required=True, help="openai, anthropic, gemini, vllm, mock, replay, local, ...")
+    p.add_argument("--provider", required=True, choices=EVALUATE_PROVIDERS,
+                   help="mock: the stand-in model (no model, scores mean nothing); vllm: a server at --base-url")
     p.add_argument("--base-url", default=None)
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
@@ -259,18 +307,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])
     p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=1,
+                   help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
+                        "report (stability*.csv); 1 (default) is a single run with today's cache keys")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("replay-check", help="replay the release's document judgments through compare + score")
     p.add_argument("--release", default=None)
-    p.add_argument("--workdir", default="data/interim/replay", help="cache folder of the replayed run")
+    p.add_argument("--workdir", default=str(config.INTERIM_DIR / "replay"), help="cache folder of the replayed run")
     p.set_defaults(func=cmd_replay_check)
     p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
     p.set_defaults(func=cmd_demo)
-    from .documents.cli import add_parser as add_documents_parser
-
-    add_documents_parser(sub)
+    # the wings add their own commands to the same parser
+    documents_cli.add_parser(sub)
+    annotation_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -1,5 +1,6 @@
 """The annotation app as the tests run it: ``python -m gavel annotate serve`` in a subprocess on 127.0.0.1,
-stopped by PID. Restarting keeps the port, so a browser page can reload after the restart."""
+stopped by PID. Restarting keeps the port and the session key file (beside the log), so a browser page can
+reload after the restart. ``serve_args`` are passed to ``serve`` (e.g. the login limits a test needs)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ def free_port() -> int:
 
 
 class AppServer:
-    def __init__(self, db_url: str, log: Path, port: int | None = None):
+    def __init__(self, db_url: str, log: Path, port: int | None = None, serve_args: list[str] | None = None):
         self.db_url, self.log, self.port = db_url, Path(log), port or free_port()
+        self.key_file = self.log.parent / "secret_key"
+        self.serve_args = list(serve_args or [])
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -31,7 +34,8 @@ class AppServer:
     def start(self, timeout: float = 60) -> AppServer:
         fh = open(self.log, "a")
         self.proc = subprocess.Popen([sys.executable, "-m", "gavel", "annotate", "--db", self.db_url, "serve",
-                                      "--port", str(self.port), "--threads", "24"],
+                                      "--port", str(self.port), "--threads", "24",
+                                      "--secret-key-file", str(self.key_file), *self.serve_args],
                                      cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
         fh.close()
         deadline = time.time() + timeout

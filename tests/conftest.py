@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import unavailable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent))
@@ -35,9 +36,7 @@ def release_root() -> Path:
     try:
         return config.release_root()
     except config.ReleaseNotFoundError as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
-        pytest.skip(f"release tests skipped: {err}")
+        unavailable(f"the release is missing: {err}")
 
 
 @pytest.fixture(scope="session")
@@ -47,9 +46,7 @@ def shared_rel():
     try:
         root = config.release_root()
     except config.ReleaseNotFoundError as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the release tests, but the release is missing: {err}")
-        pytest.skip(f"release tests skipped: {err}")
+        unavailable(f"the release is missing: {err}")
     return load_release(root)
 
 
@@ -62,9 +59,7 @@ def slurm_cluster(tmp_path_factory):
     missing = missing_binaries()
     if missing:
         msg = f"SLURM test needs {', '.join(missing)} (apt-get install slurm-wlm munge)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+        unavailable(msg)
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
     yield cluster
     cluster.stop()
@@ -78,9 +73,7 @@ def pg_server(tmp_path_factory):
 
     reason = missing()
     if reason:
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(reason)
     # its own folder, not under pytest's basetemp (pytest prunes old basetemps of concurrent runs)
     import shutil
     import tempfile
@@ -90,3 +83,24 @@ def pg_server(tmp_path_factory):
     yield server
     server.stop()
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Debian's, driven by Playwright) per test process; missing: unavailable."""
+    import shutil
+
+    from needs import need_module
+
+    need_module("playwright", "browser tests need the playwright package (annotation extra)")
+    from playwright.sync_api import sync_playwright
+
+    path = os.environ.get("GAVEL_CHROMIUM", "/usr/bin/chromium")
+    if not shutil.which(path) and not os.path.exists(path):
+        unavailable(f"browser tests need chromium at {path} (apt-get install chromium; make system-deps)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                    "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()

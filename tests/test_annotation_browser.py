@@ -7,35 +7,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 
 import pytest
 from annotation_server import AppServer
+from needs import need_module
 
 from gavel.core import config
 
-pytest.importorskip("playwright", reason="browser tests need the playwright package (annotation extra)")
-from playwright.sync_api import sync_playwright  # noqa: E402
+need_module("playwright", "browser tests need the playwright package (annotation extra)")
 
-CHROMIUM = os.environ.get("GAVEL_CHROMIUM", "/usr/bin/chromium")
-PASSWORDS = {"alice": "alice-pw-7", "bob": "bob-pw-8", "admin": "admin-pw-9"}
+PASSWORDS = {"alice": "alice-pw-7", "bob": "bob-pass-8", "admin": "admin-pw-9", "carol": "carol-pw-10",
+             "dave": "dave-pw-11", "erin": "erin-pw-12", "target": "target-pw-13"}
+# the server's login limits in these tests: a small per-account limit (point 6's test locks its own account),
+# and a per-address limit no test reaches (every test logs in from 127.0.0.1)
+LOGIN_LIMITS = ["--login-limit-account", "5 per hour", "--login-limit-address", "1000 per hour"]
 HOSTILE = "<script>window.__pwned = 1</script><b>bold?</b> & <img src=x onerror=\"window.__pwned=2\">"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        msg = f"browser tests need chromium at {CHROMIUM} (apt-get install chromium; make system-deps)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                    "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")
@@ -85,8 +72,9 @@ def app_env(request, tmp_path_factory, release):
     store.add_tasks(list(tasks.values()))
     plan = [(t["key"], "alice", "annotate") for t in tasks.values()]
     plan += [(tasks[k]["key"], "bob", "annotate") for k in ("single", "hostile_ext")]
+    plan += [(tasks[k]["key"], who, "annotate") for k in ("style", "multi", "extraction") for who in ("dave", "erin")]
     store.assign(plan)
-    server = AppServer(url, tmp / "server.log").start()
+    server = AppServer(url, tmp / "server.log", serve_args=LOGIN_LIMITS).start()
     yield {"server": server, "store": store, "tasks": tasks, "backend": request.param}
     server.stop()
     store.engine.dispose()
@@ -103,8 +91,8 @@ def _assignment(store, task_key, username):
                         .where(Task.key == task_key, User.username == username))
 
 
-def _login(browser, base, user, password=None):
-    ctx = browser.new_context()
+def _login(browser, base, user, password=None, **context):
+    ctx = browser.new_context(**context)
     page = ctx.new_page()
     page.goto(base + "/login")
     page.fill('input[name="username"]', user)
@@ -189,8 +177,8 @@ def test_annotate_reload_restart_everything_intact(app_env, browser):
     ratings = {"readability_jargon": 4, "narrative_order": 2, "sentence_structure": 3,
                "formatting_layout": 5, "citation_style": 1}
     for aspect, n in ratings.items():
-        page.check(f'form[data-field="aspect:{aspect}"] input[value="{n}"]')
-    page.check('form[data-field="preference"] input[value="B"]')
+        page.check(f'form[data-field="aspect:{aspect}"] input[name="choice"][value="{n}"]')
+    page.check('form[data-field="preference"] input[name="choice"][value="B"]')
     _wait_saved(page)
 
     # extraction review: edit a value, add a value with evidence selected in the summary, remove evidence
@@ -237,7 +225,7 @@ def test_annotate_reload_restart_everything_intact(app_env, browser):
         assert not page.is_checked('input[value="1,1"]')
         page.goto(f"{server.base}/a/{ids['style']}")
         for aspect, n in ratings.items():
-            assert page.is_checked(f'form[data-field="aspect:{aspect}"] input[value="{n}"]')
+            assert page.is_checked(f'form[data-field="aspect:{aspect}"] input[name="choice"][value="{n}"]')
         page.goto(f"{server.base}/a/{ids['extraction']}")
         page.wait_for_selector("#items .item")
         assert page.locator(f'.item[data-item="{first_item}"] input.value-text').first.input_value() == "edited by alice"
@@ -337,4 +325,234 @@ def test_pending_edit_is_flushed_when_the_tab_closes(app_env, browser):
             break
         time.sleep(0.1)
     assert store.answers(aid)["item:trials"][0]["value"] == "typed then closed"
+    ctx.close()
+
+
+# --- hardening (issue 20, points 5-11) ------------------------------------------------------------------------
+
+def _logged_in(page, base) -> bool:
+    r = page.request.get(base + "/", max_redirects=0)
+    return r.status == 200 and "Your work" in r.text()
+
+
+def _copy(browser, ctx):
+    """A second browser holding a copy of ``ctx``'s cookies (a stolen or leftover cookie)."""
+    other = browser.new_context()
+    other.add_cookies(ctx.cookies())
+    return other, other.new_page()
+
+
+def test_logout_and_password_change_end_copied_sessions(app_env, browser):
+    """Point 5: a cookie copied before "Log out" or before a password change no longer opens anything."""
+    base = app_env["server"].base
+    ctx, page = _login(browser, base, "carol")
+    page.goto(base + "/")
+    thief_ctx, thief = _copy(browser, ctx)
+    assert _logged_in(thief, base)  # the copy works while the session lives
+    page.click('header form button[type="submit"]')  # Log out
+    assert "/login" in page.url
+    assert not _logged_in(thief, base)
+    thief.goto(base + "/")
+    assert "/login" in thief.url
+    thief_ctx.close()
+    ctx.close()
+
+    new_pw = "carol-new-password-1"
+    ctx, page = _login(browser, base, "carol")
+    thief_ctx, thief = _copy(browser, ctx)
+    assert _logged_in(thief, base)
+    page.goto(base + "/password")
+    page.fill('input[name="current"]', PASSWORDS["carol"])
+    page.fill('input[name="new"]', new_pw)
+    page.fill('input[name="repeat"]', new_pw)
+    page.click('main button[type="submit"]')
+    assert "Password changed" in page.inner_text(".flashes")
+    assert _logged_in(page, base)  # the browser that changed it stays logged in
+    assert not _logged_in(thief, base)  # every other session of carol's is over
+    ctx2, page2 = _login(browser, base, "carol")  # the old password no longer works
+    assert page2.locator("#login-error").is_visible()
+    ctx3, page3 = _login(browser, base, "carol", new_pw)
+    assert _logged_in(page3, base)
+    for c in (thief_ctx, ctx, ctx2, ctx3):
+        c.close()
+
+
+def test_failed_logins_lock_the_account(app_env, browser):
+    """Point 6: after the account's failed-login limit (5 here) even the right password is refused for a while;
+    other accounts still log in from the same address."""
+    base = app_env["server"].base
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    for i in range(5):
+        page.goto(base + "/login")
+        page.fill('input[name="username"]', "target")
+        page.fill('input[name="password"]', f"guess-{i}")
+        page.click('button[type="submit"]')
+        assert page.locator("#login-error").inner_text() == "Wrong user name or password."
+    page.goto(base + "/login")
+    page.fill('input[name="username"]', "target")
+    page.fill('input[name="password"]', PASSWORDS["target"])
+    with page.expect_response(lambda r: r.url.startswith(base + "/login") and r.request.method == "POST") as resp:
+        page.click('button[type="submit"]')
+    assert resp.value.status == 429
+    assert "Too many failed logins" in page.locator("#login-error").inner_text()
+    assert not _logged_in(page, base)
+    ctx.close()
+    ctx, page = _login(browser, base, "bob")
+    assert _logged_in(page, base)
+    ctx.close()
+
+
+@pytest.mark.parametrize("nxt", ["/%09/evil.example/phish", "/%0a/x", "/%5Cevil.example/x", "//evil.example/x",
+                                 "https://evil.example/x", "/%0d%0aSet-Cookie:x=1"])
+def test_login_next_stays_on_this_site(app_env, browser, nxt):
+    """Point 7: after logging in, ``next`` is followed only to a path of this site; anything else goes home
+    (never another host, never a 500)."""
+    base = app_env["server"].base
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(f"{base}/login?next={nxt}")
+    page.fill('input[name="username"]', "bob")
+    page.fill('input[name="password"]', PASSWORDS["bob"])
+    with page.expect_response(lambda r: r.request.method == "POST") as resp:
+        page.click('button[type="submit"]')
+    assert resp.value.status == 302
+    page.wait_for_load_state("load")
+    assert page.url == base + "/", page.url
+    assert "Your work" in page.inner_text("main")
+    ctx.close()
+
+
+def test_login_next_to_a_page_of_this_site_is_followed(app_env, browser):
+    server, store, tasks = app_env["server"], app_env["store"], app_env["tasks"]
+    aid = _assignment(store, tasks["single"]["key"], "bob")
+    page_ctx = browser.new_context()
+    page = page_ctx.new_page()
+    page.goto(f"{server.base}/a/{aid}")  # not logged in: sent to the login page with next=/a/ID
+    assert "/login?next=" in page.url
+    page.fill('input[name="username"]', "bob")
+    page.fill('input[name="password"]', PASSWORDS["bob"])
+    page.click('button[type="submit"]')
+    page.wait_for_load_state("load")
+    assert page.url == f"{server.base}/a/{aid}"
+    page_ctx.close()
+
+
+def test_a_stale_tab_is_told_and_both_edits_are_kept(app_env, browser):
+    """Point 9: two tabs on one answer; the tab that did not see the other's save is told, its edit is kept in
+    the history, and the newer answer stays current."""
+    server, store, tasks = app_env["server"], app_env["store"], app_env["tasks"]
+    ctx, one = _login(browser, server.base, "erin")
+    aid = _assignment(store, tasks["style"]["key"], "erin")
+    two = ctx.new_page()
+    one.goto(f"{server.base}/a/{aid}")
+    two.goto(f"{server.base}/a/{aid}")
+    sel = 'form[data-field="aspect:narrative_order"] input[name="choice"][value="{}"]'
+    one.check(sel.format(2))
+    _wait_saved(one)
+    two.check(sel.format(4))  # tab two still shows the answer as it was before tab one's save
+    two.wait_for_selector('#save-status[data-state="conflict"]', state="attached", timeout=20_000)
+    assert "another tab" in two.inner_text("#save-status")
+    assert store.answers(aid)["aspect:narrative_order"] == 2
+    history = [(r["revision"], r["value"], r["current"], r["stale"]) for r in store.export_rows()
+               if r["assignment"] == aid and r["field"] == "aspect:narrative_order"]
+    assert history == [(1, 2, True, False), (2, 4, False, True)]
+    # after a reload tab two sees the current answer and saves normally
+    two.reload()
+    assert two.is_checked(sel.format(2))
+    two.check(sel.format(5))
+    _wait_saved(two)
+    assert store.answers(aid)["aspect:narrative_order"] == 5
+    # and now tab one is the stale one
+    one.check(sel.format(1))
+    one.wait_for_selector('#save-status[data-state="conflict"]', state="attached", timeout=20_000)
+    assert store.answers(aid)["aspect:narrative_order"] == 5
+
+    # the same in the extraction review (one item's value list)
+    eaid = _assignment(store, tasks["extraction"]["key"], "erin")
+    one.goto(f"{server.base}/a/{eaid}")
+    two.goto(f"{server.base}/a/{eaid}")
+    for page, text in ((one, "from tab one"), (two, "from tab two")):
+        box = page.locator('.item[data-item="trials"]')
+        box.locator("button.add-value").click()
+        box.locator("input.value-text").last.fill(text)
+        box.locator("input.value-text").last.press("Tab")
+        if page is one:
+            _wait_saved(one)
+    two.wait_for_selector('#save-status[data-state="conflict"]', state="attached", timeout=20_000)
+    assert [v["value"] for v in store.answers(eaid)["item:trials"]][-1] == "from tab one"
+    kept = [r["value"] for r in store.export_rows() if r["assignment"] == eaid and r["stale"]]
+    assert kept and kept[-1][-1]["value"] == "from tab two"
+    ctx.close()
+
+
+def test_session_key_is_not_in_the_database_and_a_forged_cookie_fails(app_env, browser):
+    """Point 10: the signing key is in a private file, not the database; whatever the database holds cannot
+    sign a session cookie that reaches the admin export; the SQLite file is private."""
+    from flask import Flask
+    from flask.sessions import SecureCookieSessionInterface
+    from sqlalchemy import inspect, text
+
+    server, store = app_env["server"], app_env["store"]
+    key = server.key_file.read_text().strip()
+    assert server.key_file.stat().st_mode & 0o777 == 0o600
+    if app_env["backend"] == "sqlite":
+        db = store.engine.url.database
+        assert os.stat(db).st_mode & 0o777 == 0o600
+        for extra in (db + "-wal", db + "-shm"):
+            if os.path.exists(extra):
+                assert os.stat(extra).st_mode & 0o777 == 0o600
+    # what an attacker who can read the database finds: every text in every table
+    found = []
+    with store.engine.connect() as c:
+        for table in inspect(store.engine).get_table_names():
+            for row in c.execute(text(f"SELECT * FROM {table}")):
+                found += [v for v in row if isinstance(v, str)]
+    assert key not in found and not any(key in v for v in found)
+    admin_id = store.user("admin").id
+
+    def forged(secret):
+        app = Flask("forger")
+        app.secret_key = secret
+        return SecureCookieSessionInterface().get_signing_serializer(app).dumps(
+            {"user_id": admin_id, "sid": "guessed", "_permanent": True})
+
+    candidates = [v for v in found if 16 <= len(v) <= 200]
+    for secret in [*candidates, key]:  # the real key too: a signed cookie without a live session is refused
+        ctx = browser.new_context()
+        ctx.add_cookies([{"name": "session", "value": forged(secret), "url": server.base}])
+        page = ctx.new_page()
+        r = page.request.get(server.base + "/admin/export.jsonl", max_redirects=0)
+        assert r.status == 302 and "/login" in r.headers["location"], secret[:8]
+        ctx.close()
+
+
+def test_forms_save_with_javascript_off(app_env, browser):
+    """Point 11: with JavaScript off the comparison and style forms save through their Save buttons; the
+    extraction review says plainly that it needs JavaScript."""
+    server, store, tasks = app_env["server"], app_env["store"], app_env["tasks"]
+    ctx, page = _login(browser, server.base, "dave", java_script_enabled=False)
+    ids = {k: _assignment(store, tasks[k]["key"], "dave") for k in ("style", "multi", "extraction")}
+    page.goto(f"{server.base}/a/{ids['style']}")
+    form = page.locator('form[data-field="aspect:formatting_layout"]')
+    form.locator('input[name="choice"][value="3"]').check()
+    form.locator("button.save").click()
+    assert "Saved." in page.inner_text(".flashes")
+    form = page.locator('form[data-field="preference"]')
+    form.locator('input[name="choice"][value="none"]').check()
+    form.locator("button.save").click()
+    assert store.answers(ids["style"]) == {"aspect:formatting_layout": 3, "preference": "none"}
+    assert page.is_checked('form[data-field="aspect:formatting_layout"] input[name="choice"][value="3"]')
+
+    page.goto(f"{server.base}/a/{ids['multi']}")
+    page.check('input[name="match"][value="1,2"]')
+    page.check('input[name="match"][value="2,1"]')
+    page.click('form[data-field="matches"] button.save')
+    assert store.answers(ids["multi"]) == {"matches": [[1, 2], [2, 1]]}
+    page.uncheck('input[name="match"][value="2,1"]')
+    page.click('form[data-field="matches"] button.save')
+    assert store.answers(ids["multi"]) == {"matches": [[1, 2]]}
+
+    page.goto(f"{server.base}/a/{ids['extraction']}")
+    assert "needs JavaScript" in page.inner_text("#needs-js")
     ctx.close()

@@ -6,8 +6,9 @@ import threading
 import uuid
 
 import pytest
+from needs import need_module
 
-pytest.importorskip("sqlalchemy", reason="annotation tests need the annotation extra")
+need_module("sqlalchemy", "annotation tests need the annotation extra")
 
 from gavel.annotation import tasks as T  # noqa: E402
 from gavel.annotation.app import BadAnswer, export_csv_text, validate  # noqa: E402
@@ -29,7 +30,7 @@ def store(request, tmp_path):
 def _one_task(store, kind="comparison"):
     pair = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
     store.add_tasks(T.comparison_tasks([pair], "t"))
-    store.add_user("ann", "pw")
+    store.add_user("ann", "ann-password")
     store.assign([("comparison:t:1:filing_date", "ann", "annotate")])
     return 1, 1  # assignment id, user id
 
@@ -68,9 +69,9 @@ def test_concurrent_saves_of_one_answer_keep_one_row_and_every_revision(store):
 
 def test_a_resent_save_is_stored_once(store):
     aid, uid = _one_task(store)
-    assert store.save(aid, uid, "label", "equal", client_token="same") == 1
-    assert store.save(aid, uid, "label", "equal", client_token="same") == 1
-    assert store.save(aid, uid, "label", "different", client_token="other") == 2
+    assert store.save(aid, uid, "label", "equal", client_token="same").revision == 1
+    assert store.save(aid, uid, "label", "equal", client_token="same").revision == 1
+    assert store.save(aid, uid, "label", "different", client_token="other").revision == 2
     rows = store.export_rows()
     assert [(r["revision"], r["value"], r["current"]) for r in rows] == [(1, "equal", False), (2, "different", True)]
     assert rows[0]["annotator"] == "ann" and rows[0]["saved_at"].endswith("Z")
@@ -78,13 +79,13 @@ def test_a_resent_save_is_stored_once(store):
 
 
 def test_passwords_are_argon2_hashes(store):
-    user = store.add_user("x", "secret")
+    user = store.add_user("x", "secret-pass")
     assert user.password_hash.startswith("$argon2id$") and "secret" not in user.password_hash
-    assert verify_password(user.password_hash, "secret")
-    assert not verify_password(user.password_hash, "Secret")
-    assert not verify_password(None, "secret")
+    assert verify_password(user.password_hash, "secret-pass")
+    assert not verify_password(user.password_hash, "Secret-pass")
+    assert not verify_password(None, "secret-pass")
     with pytest.raises(ValueError, match="exists"):
-        store.add_user("x", "other")
+        store.add_user("x", "other-password")
 
 
 def test_answers_are_validated():
@@ -173,17 +174,17 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
     pair = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
     store.add_tasks(T.comparison_tasks([pair], "t"))
     for u in ("a1", "a2", "a3", "adj"):
-        store.add_user(u, "pw-" + u)
-    store.add_user("boss", "pw-boss", is_admin=True)
+        store.add_user(u, "password-" + u)
+    store.add_user("boss", "password-boss", is_admin=True)
     key = "comparison:t:1:filing_date"
     rows = T.plan([{"key": key, "kind": "extraction", "payload": {"words": 9}}], ["a1", "a2", "a3"], k_long=3,
                   n_long=1, adjudicators=["adj"])
     assert sorted(r[2] for r in rows) == ["adjudicate", "annotate", "annotate", "annotate"]
     store.assign(rows)
-    app = create_app(url)
+    app = create_app(url, secret_key_file=tmp_path / "key")
     ids = {}
     for u, label in (("a1", "equal"), ("a2", "b_contains_a"), ("a3", "b_contains_a")):
-        c = _client_login(app, u, "pw-" + u)
+        c = _client_login(app, u, "password-" + u)
         aid = int(re.search(r'href="/a/(\d+)"', c.get("/").text).group(1))
         ids[u] = aid
         page = c.get(f"/a/{aid}").text
@@ -192,12 +193,12 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
         r = c.post(f"/a/{aid}/save", data={"csrf_token": tok, "field": "label", "value": _json.dumps(label)},
                    headers={"X-Requested-With": "fetch"})
         assert r.json == {"saved": True, "field": "label", "revision": 1}
-    adj = _client_login(app, "adj", "pw-adj")
+    adj = _client_login(app, "adj", "password-adj")
     aid = int(re.search(r'href="/a/(\d+)"', adj.get("/").text).group(1))
     page = adj.get(f"/a/{aid}").text
     assert "Other annotators" in page and "a1" in page and "b_contains_a" in page
     assert adj.get("/admin").status_code == 403 and adj.get("/admin/export.jsonl").status_code == 403
-    boss = _client_login(app, "boss", "pw-boss")
+    boss = _client_login(app, "boss", "password-boss")
     assert boss.get("/admin").status_code == 200
     exported = [_json.loads(line) for line in boss.get("/admin/export.jsonl").text.splitlines()]
     assert sorted((r["annotator"], r["value"]) for r in exported) == \
@@ -206,7 +207,10 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
 
 
 def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys):
-    from gavel.annotation.cli import main
+    from gavel.cli import main as gavel_main
+
+    def main(argv):
+        return gavel_main(["annotate", *argv])
 
     db = str(tmp_path / "cli.db")
     assert main(["--db", db, "load-release", "--release", str(shared_rel.root)]) == 0
@@ -214,7 +218,7 @@ def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys
     assert main(["--db", db, "load-release", "--release", str(shared_rel.root)]) == 0  # loading twice adds nothing
     assert "0 tasks added" in capsys.readouterr().out
     for name in ("a", "b", "c", "lead"):
-        monkeypatch.setenv("GAVEL_ANNOTATOR_PASSWORD", f"pw-{name}")
+        monkeypatch.setenv("GAVEL_ANNOTATOR_PASSWORD", f"password-{name}")
         assert main(["--db", db, "adduser", name] + (["--admin"] if name == "lead" else [])) == 0
     assert main(["--db", db, "assign", "a", "b", "c", "--adjudicator", "lead"]) == 0
     # 215 tasks once, the 10 longest reviews twice more, and an adjudicator for each of those 10
@@ -226,3 +230,186 @@ def test_cli_loads_assigns_and_exports(shared_rel, tmp_path, monkeypatch, capsys
 
     tasks = metaeval.read_tasks(tmp_path / "tasks.jsonl")
     assert len(tasks) == 215 and len(metaeval.judge_answers(tasks)) == 150
+
+
+# --- hardening (issue 20, points 6, 8, 10) -------------------------------------------------------------------
+
+def _csrf_of(client, path="/login"):
+    import re
+
+    page = client.get(path).text
+    return re.search(r'name="csrf[-_]token" (?:content|value)="([^"]+)"', page).group(1)
+
+
+def _post_login(client, user, password):
+    return client.post("/login", data={"username": user, "password": password, "csrf_token": _csrf_of(client)})
+
+
+def _hardening_app(store, tmp_path, **limits):
+    """An app on ``store`` with alice and bob, each assigned the same single-value pair, a multi-value pair, a
+    style pair and a small extraction review; bob is an admin."""
+    import pandas as pd
+
+    from gavel.annotation.app import create_app
+
+    single = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
+    multi = {"case_id": "2", "item": "judge_name", "a": ["X", "Y"], "b": ["X", "Z"], "origin": "t"}
+    ext = T.extraction_tasks(pd.DataFrame([{"case_id": "3", "text": "one two three four", "model": "human"}]),
+                             None, "t")
+    style = T.style_tasks([{"case_id": "4", "model": "m", "model_text": "a b", "human_text": "c d"}], "t")
+    tasks = T.comparison_tasks([single, multi], "t") + ext + style
+    store.add_tasks(tasks)
+    store.add_user("alice", "alice-password")
+    store.add_user("bob", "bob-password", is_admin=True)
+    store.assign([(t["key"], u, "annotate") for t in tasks for u in ("alice", "bob")])
+    app = create_app(store.url, secret_key_file=tmp_path / "key", **limits)
+    keys = {"single": tasks[0]["key"], "multi": tasks[1]["key"], "extraction": tasks[2]["key"],
+            "style": tasks[3]["key"]}
+    return app, keys
+
+
+def _aid(store, task_key, username):
+    from sqlalchemy import select
+
+    from gavel.annotation.db import Assignment, User
+
+    with store.sessions() as s:
+        return s.scalar(select(Assignment.id).join(Task, Assignment.task_id == Task.id)
+                        .join(User, Assignment.user_id == User.id)
+                        .where(Task.key == task_key, User.username == username))
+
+
+def test_every_bad_save_is_one_clear_400_on_both_databases(store, tmp_path):
+    """Point 8: malformed values, booleans as numbers, over-long tokens, NUL bytes: a 400 naming the problem,
+    nothing stored, the same on SQLite and PostgreSQL; another user's token is refused, not answered 'saved'."""
+    app, keys = _hardening_app(store, tmp_path)
+    alice = _client_login(app, "alice", "alice-password")
+    ids = {k: _aid(store, key, "alice") for k, key in keys.items()}
+    tok = _csrf_of(alice, f"/a/{ids['single']}")
+    good_item = '[{"value": "v", "evidence": [{"start": 0, "end": 3}]}]'
+    bad = [  # (task, form fields, words the error must hold)
+        ("single", {"field": "label", "value": "[" * 100_000}, "nested too deeply"),
+        ("single", {"field": "label", "value": '["equal"]'}, "label"),
+        ("single", {"field": "label", "value": '{"x": 1}'}, "label"),
+        ("single", {"field": "label\x00", "value": '"equal"'}, "label"),
+        ("single", {"field": "label", "value": '"equal"', "token": "t" * 65}, "token"),
+        ("single", {"field": "label", "value": '"equal"', "token": "ab\x00cd"}, "token"),
+        ("single", {"field": "label", "value": '"equal"', "base": "one"}, "base"),
+        ("single", {"field": "label", "value": '"equal"', "base": "-1"}, "base"),
+        ("single", {"field": "label"}, "nothing chosen"),
+        ("single", {"field": "label", "value": "{not json"}, "not JSON"),
+        ("multi", {"field": "matches", "value": "[[true, 1]]"}, "matches"),
+        ("multi", {"field": "matches", "value": "[[1.0, 1]]"}, "matches"),
+        ("style", {"field": "aspect:narrative_order", "value": "true"}, "whole number"),
+        ("style", {"field": "aspect:narrative_order", "value": "4.0"}, "whole number"),
+        ("style", {"field": "preference", "value": '["A"]'}, "preference"),
+        ("extraction", {"field": "item:filing_date", "value": '[{"value": "v", "evidence": null}]'}, "evidence"),
+        ("extraction", {"field": "item:filing_date", "value": '[{"value": "v", "evidence": "0-3"}]'}, "evidence"),
+        ("extraction", {"field": "item:filing_date", "value": '[{"value": "v", "evidence": [null]}]'}, "evidence 1"),
+        ("extraction", {"field": "item:filing_date",
+                        "value": '[{"value": "v", "evidence": [{"start": true, "end": 3}]}]'}, "span"),
+        ("extraction", {"field": "item:filing_date",
+                        "value": '[{"value": "v", "evidence": [{"start": 0, "end": 99}]}]'}, "span"),
+        ("extraction", {"field": "item:filing_date", "value": '[{"value": "a\\u0000b", "evidence": []}]'}, "NUL"),
+        ("extraction", {"field": "item:filing_date",
+                        "value": '[{"value": "v", "evidence": [{"start": null, "end": null, "text": "\\u0000"}]}]'},
+         "NUL"),
+        ("extraction", {"field": "item:filing_date", "value": '[{"value": ["v"], "evidence": []}]'}, "value 1"),
+        ("extraction", {"field": "item:filing_date", "value": '[{"value": "v", "extra": 1}]'}, "unknown keys"),
+        ("extraction", {"field": "item:filing_date", "value": '{"value": "v"}'}, "list of values"),
+        ("extraction", {"field": "item:filing_date", "value": good_item, "token": "x" * 65}, "token"),
+    ]
+    for kind, form, words in bad:
+        r = alice.post(f"/a/{ids[kind]}/save", data={"csrf_token": tok, **form}, headers={"X-Requested-With": "fetch"})
+        assert r.status_code == 400, (kind, form.get("field"), r.status_code, r.text[:300])
+        assert r.json["saved"] is False and words in r.json["error"], (kind, r.json)
+    # the same without the fetch header (a plain form post): a redirect back with the message, never a 500
+    r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": "[" * 100_000})
+    assert r.status_code == 302
+    with store.sessions() as s:
+        assert s.query(Revision).count() == 0 and s.query(Answer).count() == 0
+    # a good save still works, the longest token included
+    r = alice.post(f"/a/{ids['extraction']}/save", data={"csrf_token": tok, "field": "item:filing_date",
+                                                        "value": good_item, "token": "t" * 64},
+                   headers={"X-Requested-With": "fetch"})
+    assert r.json == {"saved": True, "field": "item:filing_date", "revision": 1}
+    assert store.answers(ids["extraction"])["item:filing_date"][0]["evidence"][0]["text"] == "one"
+
+    # bob's save with alice's token: refused (409, says why), nothing stored for bob, alice's answer intact
+    r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": '"equal"',
+                                                    "token": "alice-token-1"}, headers={"X-Requested-With": "fetch"})
+    assert r.json["saved"] is True
+    bob = _client_login(app, "bob", "bob-password")
+    bob_single = _aid(store, keys["single"], "bob")
+    btok = _csrf_of(bob, f"/a/{bob_single}")
+    r = bob.post(f"/a/{bob_single}/save", data={"csrf_token": btok, "field": "label", "value": '"different"',
+                                               "token": "alice-token-1"}, headers={"X-Requested-With": "fetch"})
+    assert r.status_code == 409 and r.json["saved"] is False and "token" in r.json["error"]
+    assert store.answers(bob_single) == {} and store.answers(ids["single"]) == {"label": "equal"}
+    # alice resending her own save is still answered from the first one
+    r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": '"equal"',
+                                                    "token": "alice-token-1"}, headers={"X-Requested-With": "fetch"})
+    assert r.json == {"saved": True, "field": "label", "revision": 1}
+
+    # user names the database cannot hold (81 characters, NUL) are a refused login or a refused account
+    anon = app.test_client()
+    for name in ("u" * 81, "al\x00ice", "alice\n"):
+        assert _post_login(anon, name, "alice-password").status_code == 401
+    for name in ("u" * 81, "bad\x00name", "two words"):
+        r = bob.post("/admin", data={"csrf_token": _csrf_of(bob, "/admin"), "username": name,
+                                     "password": "long-enough-password"}, follow_redirects=True)
+        assert r.status_code == 200 and "Not added: a user name is 1-80" in r.text
+    with store.sessions() as s:
+        from gavel.annotation.db import User
+
+        assert s.query(User).count() == 2
+
+
+def test_weak_passwords_are_refused(store, tmp_path, monkeypatch):
+    """Point 10: a password of a few characters (or the user name) is refused by the store, the admin page
+    and the command line."""
+    from gavel.cli import main as gavel_main
+
+    def main(argv):
+        return gavel_main(["annotate", *argv])
+
+    for pw in ("x", "p", "short-pw", "", "weakling01"):
+        with pytest.raises(ValueError, match="password"):
+            store.add_user("weakling01", pw)
+    app, _ = _hardening_app(store, tmp_path)
+    bob = _client_login(app, "bob", "bob-password")
+    r = bob.post("/admin", data={"csrf_token": _csrf_of(bob, "/admin"), "username": "x", "password": "p"},
+                 follow_redirects=True)
+    assert "Not added: a password needs at least 10 characters" in r.text
+    assert store.user("x") is None
+    monkeypatch.setenv("GAVEL_ANNOTATOR_PASSWORD", "p")
+    with pytest.raises(SystemExit, match="at least 10"):
+        main(["--db", store.url, "adduser", "x"])
+    assert store.user("x") is None
+    with pytest.raises(SystemExit, match="at least 10"):
+        main(["--db", store.url, "passwd", "alice"])
+
+
+def test_failed_logins_are_limited_per_address_and_per_account(store, tmp_path):
+    """Point 6, in process: failures from one address lock that address (the right password included) but
+    not another; failures for one account from many addresses lock the account."""
+    app, _ = _hardening_app(store, tmp_path, login_limit_account="4 per hour", login_limit_address="3 per hour")
+
+    def client(addr):
+        c = app.test_client()
+        c.environ_base["REMOTE_ADDR"] = addr
+        return c
+
+    attacker = client("10.0.0.1")
+    for name in ("alice", "carol", "dave"):
+        assert _post_login(attacker, name, "wrong-password").status_code == 401
+    r = _post_login(attacker, "alice", "alice-password")
+    assert r.status_code == 429 and "Too many failed logins" in r.text
+    assert attacker.get("/").status_code == 302  # not logged in
+    assert _post_login(client("10.0.0.2"), "alice", "alice-password").status_code == 302  # another address
+
+    for i in range(4):  # four addresses, one failure each, all for bob
+        assert _post_login(client(f"10.0.1.{i}"), "bob", "wrong-password").status_code == 401
+    r = _post_login(client("10.0.2.1"), "bob", "bob-password")
+    assert r.status_code == 429
+    assert _post_login(client("10.0.2.2"), "alice", "alice-password").status_code == 302  # other accounts open

@@ -46,6 +46,8 @@ def test_bad_answer_is_parsed_or_recorded_with_its_reason(case):
     assert status == case["expect"], (status, case)
     if status != "ok":
         assert not rows and (score is None or (isinstance(score, float) and math.isnan(score)))
+    elif case.get("no_score"):  # a style reading with an aspect left null: recorded, no S_style
+        assert score is None
     elif case["stage"] in ("compare_single", "compare_multi", "style"):
         assert score is not None and 0 <= score <= 100
 
@@ -54,7 +56,7 @@ def test_ab_mapping_and_cleanup_details():
     by_what = {c["what"]: c for c in CORPUS}
     req = Request(stage="extract", model="m", messages=[], case_id="1", item="filing_date", subject="s")
     rows, status = extract.parse_response(req, Response("x", "succeeded", text=by_what["list value"]["text"]), SUMMARY)
-    assert [r["value"] for r in rows] == ["March 3, 2020", "April 1, 2021"] and "list_value" in status["problems"]
+    assert [r["value"] for r in rows] == ["March 3, 2020", "April 1, 2021"] and status["status"] == "ok"
     rows, _ = extract.parse_response(req, Response("x", "succeeded", text=by_what["prose around JSON"]["text"]), SUMMARY)
     assert rows[0]["evidence_grounding"] == ["exact"] and SUMMARY[slice(*rows[0]["evidence_spans"][0])] == "March 3, 2020"
     meta = {"subject": "s", "case_id": "1", "item": "parties", "gate": "single", "model_is_a": False,
@@ -63,4 +65,4 @@ def test_ab_mapping_and_cleanup_details():
     assert row["relation"] == "model_contains_reference"  # B is the model here
     rows, status = residual.parse_response(Request(stage="residual", model="m", messages=[], subject="s", case_id="1"),
                                            Response("x", "succeeded", text=by_what["span out of range and as string"]["text"]), 2)
-    assert rows[0]["evidence_spans"] == [1] and "out of 1..2" in status["detail"]
+    assert rows[0]["evidence_spans"] == [1] and "out of range (spans are 1..2)" in status["detail"]

@@ -281,7 +281,10 @@ def test_demo_runs_then_answers_from_the_cache(local_server, tmp_path):
     assert "llama.cpp server stopped" in lines[-1]
     sent = int(lines[-1].split("demo: ")[1].split(" request")[0])
     assert sent > 2 and ", 0 answered from the cache" in lines[-1]  # 2 demo requests + the GAVEL-REF run
-    assert first["gavel_ref"]["manifest"]["sent"]["extract"] == 2 and len(first["gavel_ref"]["scores"]) == 1
+    # two repeats of the GAVEL-REF run (the demo's stability table): 2 extract requests each
+    assert first["gavel_ref"]["manifest"]["sent"]["extract"] == 4 and len(first["gavel_ref"]["scores"]) == 1
+    assert any(line.startswith("== stability over 2 repeats") for line in lines)
+    assert len(first["gavel_ref"]["repeats"]["stability"]) > 0
     answer = next(iter(first["demo_answer"]["outcomes"].values()))
     assert answer["status"] == "parsed" and answer["rows"][0]["answer"]
     extract = next(iter(first["demo_extract"]["outcomes"].values()))

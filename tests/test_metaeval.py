@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from needs import need_module
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
+from gavel.core import stats as S
+from gavel.core.vocab import ANNOTATION_RELATIONS, RELATIONS, STYLE_ASPECTS
 from gavel.metrics import metaeval as M
 
 # Fleiss (1971), Psychological Bulletin 76(5): 30 patients, 6 psychiatrists, 5 diagnoses; per patient the
@@ -34,13 +37,13 @@ KRIPP_BINARY = [[0, 1, 0, 0, 0, 0, 0, 0, 1, 0], [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]]
 
 
 def test_fleiss_kappa_matches_fleiss_1971():
-    s = M.fleiss_from_counts(FLEISS_1971)
+    s = S.fleiss_from_counts(FLEISS_1971)
     assert s.ok and s.n == 30
     assert s.value == pytest.approx(0.430, abs=5e-4)
 
 
 def test_fleiss_kappa_matches_the_textbook_example_and_its_hand_computation():
-    s = M.fleiss_from_counts(FLEISS_TEXTBOOK)
+    s = S.fleiss_from_counts(FLEISS_TEXTBOOK)
     assert s.value == pytest.approx(0.210, abs=5e-4)
     assert s.agreement == pytest.approx(0.378, abs=5e-4)  # P-bar, the percent agreement beside kappa
     t = np.array(FLEISS_TEXTBOOK, float)
@@ -53,61 +56,61 @@ def test_fleiss_kappa_matches_the_textbook_example_and_its_hand_computation():
 def test_fleiss_kappa_from_labels_equals_from_counts():
     cats = ["a", "b", "c", "d", "e"]
     labels = [[c for c, k in zip(cats, row) for _ in range(k)] for row in FLEISS_1971]
-    assert M.fleiss_kappa(labels, categories=cats).value == pytest.approx(M.fleiss_from_counts(FLEISS_1971).value)
+    assert S.fleiss_kappa(labels, categories=cats).value == pytest.approx(S.fleiss_from_counts(FLEISS_1971).value)
 
 
 @pytest.mark.parametrize("level,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849),
                                              ("ratio", 0.797)])
 def test_krippendorff_alpha_matches_krippendorff_2011(level, published):
-    s = M.krippendorff_alpha(KRIPP_2011, level)
+    s = S.krippendorff_alpha(KRIPP_2011, level)
     assert s.ok and s.value == pytest.approx(published, abs=5e-4)
     assert s.n == 11  # unit 12 has one value: not pairable
 
 
 def test_krippendorff_alpha_binary_example():
-    assert M.krippendorff_alpha(KRIPP_BINARY, "nominal").value == pytest.approx(0.095, abs=5e-4)
-    assert M.krippendorff_alpha(KRIPP_BINARY, "nominal").agreement == pytest.approx(0.6)
+    assert S.krippendorff_alpha(KRIPP_BINARY, "nominal").value == pytest.approx(0.095, abs=5e-4)
+    assert S.krippendorff_alpha(KRIPP_BINARY, "nominal").agreement == pytest.approx(0.6)
 
 
 def test_cohen_kappa_worked_example_and_quadratic_against_statsmodels():
     # 50 units: both yes 20, yes/no 5, no/yes 10, both no 15 -> p_o 0.70, p_e 0.50, kappa 0.40
     a = ["y"] * 20 + ["y"] * 5 + ["n"] * 10 + ["n"] * 15
     b = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
-    s = M.cohen_kappa(a, b)
+    s = S.cohen_kappa(a, b)
     assert s.value == pytest.approx(0.40) and s.agreement == pytest.approx(0.70)
     rng = np.random.default_rng(3)
     x = rng.integers(1, 6, 200)
     y = np.clip(x + rng.integers(-1, 2, 200), 1, 5)
     table = pd.crosstab(pd.Categorical(x, [1, 2, 3, 4, 5]), pd.Categorical(y, [1, 2, 3, 4, 5]), dropna=False)
-    ours = M.cohen_kappa(list(x), list(y), weights="quadratic", labels=[1, 2, 3, 4, 5]).value
+    ours = S.cohen_kappa(list(x), list(y), weights="quadratic", labels=[1, 2, 3, 4, 5]).value
     assert ours == pytest.approx(sm_cohens_kappa(table.to_numpy(), wt="quadratic").kappa, abs=1e-9)
-    assert M.cohen_kappa(list(x), list(y)).value == pytest.approx(sm_cohens_kappa(table.to_numpy()).kappa, abs=1e-9)
+    assert S.cohen_kappa(list(x), list(y)).value == pytest.approx(sm_cohens_kappa(table.to_numpy()).kappa, abs=1e-9)
 
 
 def test_degenerate_inputs_have_explicit_statuses():
-    assert M.cohen_kappa([], []).status == "empty"
-    s = M.cohen_kappa([3, 3, 3], [3, 3, 3])
+    assert S.cohen_kappa([], []).status == "empty"
+    s = S.cohen_kappa([3, 3, 3], [3, 3, 3])
     assert s.status == "no_variance" and s.value is None and s.agreement == 1.0
-    assert M.fleiss_from_counts([[3, 0], [3, 0]]).status == "no_variance"
-    assert M.fleiss_kappa([["a"], ["b"]]).status == "one_rater"
-    assert M.fleiss_kappa([["a", "a", None], ["a", "b", "b"]]).status == "unequal_raters"
-    assert M.krippendorff_alpha([[1, 2, 3]]).status == "one_rater"
-    assert M.krippendorff_alpha([[2, 2, N], [2, 2, 4]]).status == "no_variance"
-    assert M.two_agree([[1, 2]]).status == "unequal_raters"
-    assert M.majority(["equal", "different", "model_contains_reference"]) == (None, "no_majority")
-    assert M.majority(["equal"]) == ("equal", "one_rater")
-    assert M.pair_f1([], []) is None
+    assert S.fleiss_from_counts([[3, 0], [3, 0]]).status == "no_variance"
+    assert S.fleiss_kappa([["a"], ["b"]]).status == "one_rater"
+    assert S.fleiss_kappa([["a", "a", None], ["a", "b", "b"]]).status == "unequal_raters"
+    assert S.krippendorff_alpha([[1, 2, 3]]).status == "one_rater"
+    assert S.krippendorff_alpha([[2, 2, N], [2, 2, 4]]).status == "no_variance"
+    assert S.two_agree([[1, 2]]).status == "unequal_raters"
+    assert S.majority(["equal", "different", "model_contains_reference"]) == (None, "no_majority")
+    assert S.majority(["equal"]) == ("equal", "one_rater")
+    assert S.pair_f1([], []) is None
 
 
 def test_two_agree_and_aggregation():
-    s = M.two_agree([[1, 1, 2], [1, 2, 3], [4, 4, 4], [2, 3, 2]])
+    s = S.two_agree([[1, 1, 2], [1, 2, 3], [4, 4, 4], [2, 3, 2]])
     assert s.value == 0.75 and s.extra["all_differ"] == 0.25
-    assert M.majority_pairs([[(1, 1), (2, 2)], [(1, 1)], [(2, 2), (3, 1)]]) == {(1, 1), (2, 2)}
-    assert M.median_rating([1, 4, 5]) == 4
+    assert S.majority_pairs([[(1, 1), (2, 2)], [(1, 1)], [(2, 2), (3, 1)]]) == {(1, 1), (2, 2)}
+    assert S.median_rating([1, 4, 5]) == 4
 
 
 def test_pair_f1_and_comparison_accuracy_with_confusion():
-    assert M.pair_f1([(1, 1), (2, 2)], [(1, 1), (3, 3)]) == pytest.approx(0.5)
+    assert S.pair_f1([(1, 1), (2, 2)], [(1, 1), (3, 3)]) == pytest.approx(0.5)
     human = M.aggregate_comparisons(pd.DataFrame([
         {"task": "s1", "annotator": a, "mode": "single", "label": lab, "pairs": None}
         for a, lab in [("x", "equal"), ("y", "equal"), ("z", "different")]] + [
@@ -157,8 +160,8 @@ def test_extraction_metaeval_on_human_json(shared_rel):
 
 
 def test_table1_shape():
-    t = M.table1({"m1": {"S_checklist": M.Stat(64.44), "Coverage": M.Stat(83.7), "Single": M.Stat(0.5667),
-                         "Multi": M.Stat(None, "empty"), "Style kappa": M.Stat(0.157)}, "m2": {}})
+    t = M.table1({"m1": {"S_checklist": S.Stat(64.44), "Coverage": S.Stat(83.7), "Single": S.Stat(0.5667),
+                         "Multi": S.Stat(None, "empty"), "Style kappa": S.Stat(0.157)}, "m2": {}})
     assert list(t.columns) == M.TABLE1_COLUMNS
     assert t.loc["m1", "S_checklist"] == 64.4 and t.loc["m1", "Multi"] == "empty"
     assert t.loc["m2", "Single"] == "not run"
@@ -167,7 +170,7 @@ def test_table1_shape():
 def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
     """Three annotators answer through the app's storage; the JSONL export read back gives the same Fleiss
     kappa, pairwise F1, alpha and two-agree share as the answers computed directly."""
-    pytest.importorskip("sqlalchemy")
+    need_module("sqlalchemy", "this test needs it")
     import json
 
     from gavel.annotation import tasks as T
@@ -181,7 +184,7 @@ def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
     store.add_tasks(tasks)
     people = ["p1", "p2", "p3"]
     for p in people:
-        store.add_user(p, "pw")
+        store.add_user(p, f"{p}-password-1")  # the app wants 10 characters or more
     store.assign([(t["key"], p, "annotate") for t in tasks for p in people])
     labels = {"p1": ["equal", "equal", "different", "a_contains_b", "equal", "different"],
               "p2": ["equal", "different", "different", "a_contains_b", "equal", "equal"],
@@ -204,17 +207,17 @@ def test_app_export_feeds_the_inter_annotator_agreement(tmp_path):
             store.save(aid[(f"comparison:t:{i}:filing_date", p)], uid[p], "label", labels[p][i])
         store.save(aid[("comparison:t:m:trials", p)], uid[p], "matches", matches[p])
         for i in range(4):
-            for aspect in M.STYLE_ASPECTS:
+            for aspect in STYLE_ASPECTS:
                 store.save(aid[(f"style:m:{i}", p)], uid[p], f"aspect:{aspect}", ratings[p][i])
     path = tmp_path / "export.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in store.export_rows()))
     export = M.read_export(path)
     iaa = M.inter_annotator(export)
-    direct = M.fleiss_kappa([[M.LABEL_TO_RELATION[labels[p][i]] for p in people] for i in range(6)],
-                            categories=list(M.RELATIONS))
+    direct = S.fleiss_kappa([[ANNOTATION_RELATIONS[labels[p][i]] for p in people] for i in range(6)],
+                            categories=list(RELATIONS))
     assert iaa["single-value Fleiss kappa"].value == pytest.approx(direct.value)  # only current revisions count
     assert iaa["multi-value pairwise F1"].value == pytest.approx((2 / 3 + 1 + 2 / 3) / 3)
-    alpha = M.krippendorff_alpha([ratings[p] for p in people], "ordinal").value
+    alpha = S.krippendorff_alpha([ratings[p] for p in people], "ordinal").value
     assert iaa["style alpha narrative_order"].value == pytest.approx(alpha)
     assert iaa["style alpha (mean of aspects)"].value == pytest.approx(alpha)
     assert iaa["style two-agree share"].value == pytest.approx(0.75)
@@ -240,7 +243,7 @@ def test_extractor_run_through_the_extract_stage_feeds_table1(shared_rel, tmp_pa
     pipeline's stand-in provider (mock), its rows scored against human.json, the Table 1 row written."""
     from gavel.ref import pipeline
 
-    monkeypatch.setattr(M, "METAEVAL_DIR", tmp_path)
+    monkeypatch.setattr(M.runs, "METAEVAL_DIR", tmp_path)  # the module that reads it
     out = M.run(shared_rel, provider=pipeline.provider("mock"), extractor="stand-in", cases=2, n_resamples=50)
     status = out["extract_status"]
     assert len(status) == 2 * 26

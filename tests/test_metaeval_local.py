@@ -17,7 +17,7 @@ ITEMS = (item("Filing Date"), item("Judge Name"))
 
 
 def test_extractor_row_from_the_local_model(local_server, shared_rel, tmp_path, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(M, "METAEVAL_DIR", tmp_path)
+    monkeypatch.setattr(M.runs, "METAEVAL_DIR", tmp_path)  # the module that reads it
     out = M.run(shared_rel, provider=local_server, extractor=MODEL, cases=1, items=ITEMS, max_tokens=200,
                 n_resamples=50)
     status = out["extract_status"]

@@ -9,6 +9,7 @@ import json
 import pandas as pd
 from test_local_model import local_server  # noqa: F401  (the local-model fixture, defined once)
 
+from gavel.answers import REASONS
 from gavel.core.items import item
 from gavel.ref import pipeline
 
@@ -40,7 +41,7 @@ def test_whole_pipeline_on_the_local_model(local_server, tmp_path):  # noqa: F81
     assert len(answers) >= 2 and answers["status"].notna().all()
     # every answer is either used or carries a reason from the reader's vocabulary
     reasons = set(answers["status"]) - {"ok", "gated"}
-    assert reasons <= {"failed", "truncated", "empty", "no_json", "conflicting", "schema", "unknown_label", "indices"}
+    assert reasons <= set(REASONS)
     assert (answers.loc[answers["status"] != "ok", "detail"].fillna("") != "").all()
     for name in ("values", "answers", "compare", "scores", "model_scores", "summary_s_checklist"):
         assert (tmp_path / f"{name}.csv").exists(), name

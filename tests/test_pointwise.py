@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from needs import need_module
 
 from gavel.metrics import pointwise as pw
 
-pytest.importorskip("simplemma", reason="simplemma not installed (metrics extra)")
+need_module("simplemma", "simplemma not installed (metrics extra)")
 
 
 def test_lemmas_are_offline_english_lemmas():

@@ -7,12 +7,13 @@ import json
 import re
 
 import pytest
+from needs import need_module
 
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
 
-pytest.importorskip("simplemma", reason="simplemma not installed (metrics extra)")
-pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed (metrics extra)")
+need_module("simplemma", "simplemma not installed (metrics extra)")
+need_module("sentence_transformers", "sentence-transformers not installed (metrics extra)")
 
 from gavel.metrics import pointwise_run  # noqa: E402
 

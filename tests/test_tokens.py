@@ -29,7 +29,7 @@ def test_counts_equal_tiktoken_with_network_off(tmp_path):
         socket.socket.connect = refuse
         socket.create_connection = refuse
         import tiktoken
-        from gavel import tokens
+        from gavel.core import tokens
         samples = {SAMPLES!r}
         enc = tokens.encoding("o200k_base")
         assert tiktoken.encoding_for_model("gpt-4o").name == "o200k_base"

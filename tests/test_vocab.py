@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
 from gavel.core import vocab
 from gavel.ref import scoring
@@ -24,7 +25,7 @@ def test_the_style_prompt_lists_each_rating_with_the_rubric_text_of_that_rating(
 
 
 def test_the_annotation_form_renders_the_same_rubric_with_rating_n_for_level_n():
-    pytest.importorskip("flask", reason="the annotation extra is not installed")
+    need_module("flask", "the annotation extra is not installed")
     from gavel.annotation import app
 
     assert app.STYLE_RUBRIC is vocab.STYLE_RUBRIC

@@ -1,18 +1,30 @@
 """The annotation web app (Flask, server-rendered pages; a small script saves each edit as it is made).
 
-Every page needs a login (argon2-hashed passwords, a signed session cookie that is HttpOnly and SameSite=Lax);
-every POST needs the CSRF token (Flask-WTF). An annotator reaches only their own assignments; the admin
-page lists people and progress and exports every revision. A save answers only after the database commit;
-the page shows "saved" only then.
+Every page needs a login (argon2-hashed passwords). The signed session cookie (HttpOnly, SameSite=Lax, its
+key from the environment or a private file, never the database) holds only a random session id; the session
+itself lives in the database, so logging out or changing the password ends it even for a copied cookie.
+Failed logins are limited per account and per address (Flask-Limiter); ``next`` after a login is followed
+only to a path of this site. Every POST needs the CSRF token (Flask-WTF). An annotator reaches only their own
+assignments; the admin page lists people and progress and exports every revision. A save is validated field
+by field (a clear 400 otherwise, the same on SQLite and PostgreSQL), answers only after the database commit,
+and carries the revision the page edited: a save from a stale tab is kept in the history, not made current,
+and the page says so. The comparison and style forms also save without JavaScript; the extraction review
+says that it needs JavaScript.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import math
+import os
+import re
 from datetime import timedelta
+from urllib.parse import urlsplit
 
+import pandas as pd
 from flask import (
     Flask,
     Response,
@@ -26,48 +38,87 @@ from flask import (
     session,
     url_for,
 )
+from flask_limiter import Limiter
+from flask_limiter.errors import RateLimitExceeded
+from flask_limiter.util import get_remote_address
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
 from gavel.core import items as gitems
+from gavel.core.stats import BOOTSTRAP_RESAMPLES
 from gavel.core.vocab import STYLE_RUBRIC
 
 from .auth import verify_password
-from .db import Answer, Assignment, Store, Task, User
+from .db import MAX_TOKEN_CHARS, Answer, Assignment, Store, Task, TokenReused, User
+from .secret import load_secret_key
 from .tasks import COMPARISON_LABELS, PREFERENCES
 
 MAX_VALUE_CHARS = 20_000
+MAX_VALUES = 200  # values of one item
+MAX_EVIDENCE = 200  # evidence spans of one value
+SESSION_LIFETIME = timedelta(hours=12)
+AGREEMENT_RESAMPLES = BOOTSTRAP_RESAMPLES  # the one bootstrap, as notebook 13
+AGREEMENT_SEED = 0
+# failed logins allowed (moving window), per account and per client address; ";" separates several limits
+LOGIN_LIMIT_ACCOUNT = "10 per 15 minutes;50 per day"
+LOGIN_LIMIT_ADDRESS = "30 per 15 minutes;300 per day"
+ENV_LIMIT_ACCOUNT = "GAVEL_LOGIN_LIMIT_ACCOUNT"
+ENV_LIMIT_ADDRESS = "GAVEL_LOGIN_LIMIT_ADDRESS"
+ENV_LIMIT_STORAGE = "GAVEL_RATELIMIT_STORAGE"
+_TOKEN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_TOKEN_CHARS}}}")
+_REVISION = re.compile(r"[0-9]{1,9}")
+CONFLICT_MESSAGE = ("this answer was changed in another tab or window since this page was loaded; your edit is "
+                    "kept in the history but not applied. Reload the page to see the current answer.")
 
 
 class BadAnswer(ValueError):
     pass
 
 
-def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
+def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str | os.PathLike | None = None,
+               login_limit_account: str | None = None, login_limit_address: str | None = None,
+               ratelimit_storage: str | None = None, agreement_resamples: int | None = None) -> Flask:
+    """The app on the database ``db_url``. The login limits default to the environment
+    (GAVEL_LOGIN_LIMIT_ACCOUNT, GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS;
+    they are counted in ``ratelimit_storage`` (a limits storage URI, default GAVEL_RATELIMIT_STORAGE or the
+    process's memory: give a shared one, e.g. redis://, when several server processes serve one database).
+    ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default gavel.core.stats.BOOTSTRAP_RESAMPLES, as
+    notebook 13)."""
+    if agreement_resamples is not None and agreement_resamples < 1:
+        raise ValueError(f"agreement_resamples must be at least 1, not {agreement_resamples}")
     store = Store(db_url)
     app = Flask(__name__)
     app.config.update(
-        SECRET_KEY=store.secret_key(),
+        SECRET_KEY=load_secret_key(secret_key_file),
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_SECURE=secure_cookies,
-        PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
+        PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
         WTF_CSRF_TIME_LIMIT=None,  # valid as long as the session: a page left open for hours still saves
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
+        LOGIN_LIMIT_ACCOUNT=login_limit_account or os.environ.get(ENV_LIMIT_ACCOUNT) or LOGIN_LIMIT_ACCOUNT,
+        LOGIN_LIMIT_ADDRESS=login_limit_address or os.environ.get(ENV_LIMIT_ADDRESS) or LOGIN_LIMIT_ADDRESS,
+        AGREEMENT_RESAMPLES=agreement_resamples or AGREEMENT_RESAMPLES,
     )
     app.extensions["gavel_store"] = store
     CSRFProtect(app)
+    limiter = Limiter(get_remote_address, app=app, strategy="moving-window", default_limits=[],
+                      storage_uri=ratelimit_storage or os.environ.get(ENV_LIMIT_STORAGE) or "memory://",
+                      headers_enabled=False)
 
-    def current_user() -> User | None:
-        uid = session.get("user_id")
-        if uid is None:
-            return None
-        with store.sessions() as s:
-            return s.get(User, uid)
+    def account_key() -> str:
+        # the account as typed, hashed: what a user types as a name (sometimes a password) never reaches a log
+        name = request.form.get("username", "").strip().casefold()
+        return "account:" + hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:32]
+
+    def failed(resp) -> bool:
+        return resp.status_code == 401
 
     @app.before_request
     def _load_user():
-        g.user = current_user()
+        g.user = store.session_user(session.get("sid"))
+        if g.user is None and "sid" in session:
+            session.clear()  # ended (logout, password change) or expired on the server
         if g.user is None and request.endpoint not in ("login", "static"):
             if request.method == "POST" or request.accept_mimetypes.best == "application/json":
                 return jsonify(error="not logged in"), 401
@@ -87,24 +138,57 @@ def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
             return jsonify(error=f"refused: {err.description}"), 400
         return render_template("error.html", message=f"Refused: {err.description}"), 400
 
+    @app.errorhandler(RateLimitExceeded)
+    def _limited(err):
+        return render_template("login.html", error="Too many failed logins for this account or from this "
+                               "address. Wait a while before trying again, or ask an admin."), 429
+
+    def login_session(user: User) -> None:
+        sid = store.open_session(user.id, SESSION_LIFETIME)
+        session.clear()
+        session["sid"] = sid
+        session.permanent = True
+
     # --- login ------------------------------------------------------------------------------------------
     @app.route("/login", methods=["GET", "POST"])
+    @limiter.limit(lambda: app.config["LOGIN_LIMIT_ACCOUNT"], key_func=account_key, methods=["POST"],
+                   deduct_when=failed, scope="login-account")
+    @limiter.limit(lambda: app.config["LOGIN_LIMIT_ADDRESS"], methods=["POST"], deduct_when=failed,
+                   scope="login-address")
     def login():
         if request.method == "POST":
             user = store.user(request.form.get("username", ""))
             if verify_password(user.password_hash if user else None, request.form.get("password", "")):
-                session.clear()
-                session["user_id"] = user.id
-                session.permanent = True
-                nxt = request.args.get("next", "")
-                return redirect(nxt if nxt.startswith("/") and not nxt.startswith("//") else url_for("home"))
+                login_session(user)
+                return redirect(safe_next(request.args.get("next")) or url_for("home"))
             return render_template("login.html", error="Wrong user name or password."), 401
         return render_template("login.html", error=None)
 
     @app.post("/logout")
     def logout():
+        store.close_session(session.get("sid"))
         session.clear()
         return redirect(url_for("login"))
+
+    @app.route("/password", methods=["GET", "POST"])
+    def change_password():
+        if request.method == "POST":
+            new = request.form.get("new", "")
+            if not verify_password(g.user.password_hash, request.form.get("current", "")):
+                error = "The current password is wrong."
+            elif new != request.form.get("repeat", ""):
+                error = "The two new passwords differ."
+            else:
+                try:
+                    store.set_password(g.user.username, new)  # ends every session of this user
+                except ValueError as err:
+                    error = f"Not changed: {err}."
+                else:
+                    login_session(g.user)  # this browser stays logged in with a new session
+                    flash("Password changed; every other session of yours has been logged out.")
+                    return redirect(url_for("home"))
+            return render_template("password.html", error=error), 400
+        return render_template("password.html", error=None)
 
     # --- work -------------------------------------------------------------------------------------------
     @app.get("/")
@@ -132,7 +216,8 @@ def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
         data = task.data
         answers = store.answers(asg.id)
         others = _others(store, task, asg) if asg.role == "adjudicate" else []
-        common = dict(asg=asg, task=task, data=data, answers=answers, others=others)
+        common = dict(asg=asg, task=task, data=data, answers=answers, others=others,
+                      revisions=store.revisions(asg.id))
         if task.kind == "extraction":
             state = {it.key: answers.get(f"item:{it.key}", data["prefill"].get(it.key, []))
                      for it in gitems.ITEMS}
@@ -148,19 +233,23 @@ def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
     @app.post("/a/<int:assignment_id>/save")
     def save(assignment_id: int):
         asg, task = own_assignment(assignment_id)
-        field = request.form.get("field", "")
         try:
-            raw = request.form.get("value", "")
-            value = json.loads(raw) if raw else None
-            value = validate(task, field, value)
-        except (BadAnswer, json.JSONDecodeError) as err:
+            field, value, token, base = parse_save(task, request.form)
+            result = store.save(asg.id, g.user.id, field, value, token, base)
+        except (BadAnswer, TokenReused) as err:
+            status = 409 if isinstance(err, TokenReused) else 400
             if _wants_json():
-                return jsonify(saved=False, error=str(err)), 400
+                return jsonify(saved=False, error=str(err)), status
             flash(f"Not saved: {err}")
             return redirect(url_for("task_page", assignment_id=asg.id))
-        revision = store.save(asg.id, g.user.id, field, value, request.form.get("token") or None)
+        if result.stale:
+            if _wants_json():
+                return jsonify(saved=False, conflict=True, field=field, revision=result.revision,
+                               current=result.current, error=CONFLICT_MESSAGE), 409
+            flash(f"Not saved as the answer: {CONFLICT_MESSAGE}")
+            return redirect(url_for("task_page", assignment_id=asg.id))
         if _wants_json():
-            return jsonify(saved=True, field=field, revision=revision)
+            return jsonify(saved=True, field=field, revision=result.revision)
         flash("Saved.")
         return redirect(url_for("task_page", assignment_id=asg.id))
 
@@ -186,7 +275,7 @@ def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
                                is_admin=request.form.get("is_admin") == "1")
                 flash("User added.")
             except ValueError as err:
-                flash(str(err))
+                flash(f"Not added: {err}")
             return redirect(url_for("admin"))
         with store.sessions() as s:
             users = s.execute(
@@ -211,13 +300,62 @@ def create_app(db_url: str, secure_cookies: bool = False) -> Flask:
         return Response(export_csv_text(store.export_rows()), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=annotations.csv"})
 
+    def agreement_now():
+        """The agreement table from the database as it is now: computed on every request, never cached, so
+        each reload shows every save committed before it."""
+        from gavel.metrics.metaeval import agreement_table
+
+        return agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()),
+                               n_resamples=app.config["AGREEMENT_RESAMPLES"], seed=AGREEMENT_SEED)
+
+    @app.get("/admin/agreement")
+    def agreement():
+        admin_only()
+        table = agreement_now()
+        with store.sessions() as s:
+            n_annotators = s.scalar(select(func.count(func.distinct(Assignment.user_id)))
+                                    .join(Answer, Answer.assignment_id == Assignment.id)
+                                    .where(Assignment.role == "annotate"))
+            n_answers = s.scalar(select(func.count(Answer.id)))
+        resp = Response(render_template("agreement.html", rows=table.to_dict("records"), n_answers=n_answers,
+                                        n_annotators=n_annotators, n_resamples=app.config["AGREEMENT_RESAMPLES"],
+                                        fmt=_fmt))
+        resp.headers["Cache-Control"] = "no-store"
+        return resp
+
+    @app.get("/admin/agreement.csv")
+    def agreement_csv():
+        admin_only()
+        return Response(agreement_now().to_csv(index=False), mimetype="text/csv",
+                        headers={"Content-Disposition": "attachment; filename=agreement.csv",
+                                 "Cache-Control": "no-store"})
+
     return app
+
+
+def _fmt(value, digits: int = 3) -> str:
+    """A number as the agreement page shows it (``digits`` decimals), '' for none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def safe_next(nxt) -> str | None:
+    """``nxt`` when it is a path on this site (``/...``, printable ASCII, no scheme, host or backslash, not
+    ``//``), else None. Browsers drop tabs and newlines and read a backslash as ``/``, so ``/<TAB>/evil.example``
+    would leave the site; a control character in a Location header is an error."""
+    if not isinstance(nxt, str) or not nxt.startswith("/") or len(nxt) > 2000:
+        return None
+    if any(not 0x21 <= ord(c) < 0x7F for c in nxt) or "\\" in nxt or nxt.startswith("//"):
+        return None
+    parts = urlsplit(nxt)
+    return nxt if not parts.scheme and not parts.netloc else None
 
 
 def export_csv_text(rows: list[dict]) -> str:
     buf = io.StringIO()
     cols = ["task", "kind", "case_id", "annotator", "role", "assignment", "field", "value", "revision",
-            "current", "saved_at"]
+            "current", "stale", "base_revision", "saved_at"]
     w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
     for r in rows:
@@ -240,54 +378,128 @@ def _others(store: Store, task: Task, asg: Assignment) -> list[dict]:
     return [{"annotator": u, "field": f, "value": json.loads(v)} for u, f, v in rows]
 
 
+def parse_save(task: Task, form) -> tuple[str, object, str | None, int | None]:
+    """(field, value, token, base revision) of a save request, or BadAnswer naming what is wrong.
+
+    ``value`` is JSON (the page's script); without it (a form posted with JavaScript off) the value is taken
+    from the form's own inputs: ``choice`` (a radio button) or ``match`` (the ticked "A,B" boxes)."""
+    field = form.get("field", "")
+    token = form.get("token") or None
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise BadAnswer(f"token: 1-{MAX_TOKEN_CHARS} letters, digits, '-' or '_'")
+    base = form.get("base")
+    if base is not None and base != "":
+        if not _REVISION.fullmatch(base):
+            raise BadAnswer("base: the revision the page edited, a whole number")
+        base = int(base)
+    else:
+        base = None
+    if "value" in form:
+        raw = form.get("value", "")
+        try:
+            value = json.loads(raw) if raw else None
+        except json.JSONDecodeError as err:
+            raise BadAnswer(f"value: not JSON ({err})") from None
+        except RecursionError:
+            raise BadAnswer("value: nested too deeply") from None
+    elif field == "matches":
+        value = []
+        for m in form.getlist("match"):
+            parts = m.split(",")
+            if len(parts) != 2 or not all(_REVISION.fullmatch(x) for x in parts):
+                raise BadAnswer(f"matches: bad box {m[:40]!r}")
+            value.append([int(x) for x in parts])
+    elif "choice" in form:
+        value = form.get("choice")
+        if field.startswith("aspect:") and _REVISION.fullmatch(value):
+            value = int(value)
+    else:
+        raise BadAnswer("nothing chosen")
+    return field, validate(task, field, value), token, base
+
+
+def _text(value, where: str, limit: int = MAX_VALUE_CHARS) -> str:
+    if not isinstance(value, str):
+        raise BadAnswer(f"{where}: a text is needed, not {type(value).__name__}")
+    if len(value) > limit:
+        raise BadAnswer(f"{where}: longer than {limit} characters")
+    if "\x00" in value:
+        raise BadAnswer(f"{where}: holds a NUL character")
+    return value
+
+
+def _whole(value) -> bool:
+    return type(value) is int  # not bool, not float
+
+
 def validate(task: Task, field: str, value):
     """The stored form of ``value`` for ``field`` of ``task``, or BadAnswer saying what is wrong."""
     data = task.data
     if task.kind == "extraction":
         key = field.removeprefix("item:")
         if not field.startswith("item:") or key not in gitems.ITEM_KEYS:
-            raise BadAnswer(f"unknown field {field!r}")
+            raise BadAnswer(f"unknown field {field[:130]!r}")
         if not isinstance(value, list):
-            raise BadAnswer("an item's answer is a list of values")
+            raise BadAnswer(f"{field}: an item's answer is a list of values")
+        if len(value) > MAX_VALUES:
+            raise BadAnswer(f"{field}: more than {MAX_VALUES} values")
         text = data["text"]
         out = []
-        for v in value:
-            if not isinstance(v, dict) or not isinstance(v.get("value"), str):
-                raise BadAnswer("each value needs a text")
-            if len(v["value"]) > MAX_VALUE_CHARS:
-                raise BadAnswer("value too long")
+        for i, v in enumerate(value, 1):
+            where = f"{field}, value {i}"
+            if not isinstance(v, dict):
+                raise BadAnswer(f"{where}: an object {{value, evidence}} is needed")
+            if set(v) - {"value", "evidence"}:
+                raise BadAnswer(f"{where}: unknown keys {sorted(set(v) - {'value', 'evidence'})[:5]}")
+            if "value" not in v:
+                raise BadAnswer(f"{where}: each value needs a text")
+            val = _text(v["value"], where)
+            evidence = v.get("evidence", [])
+            if not isinstance(evidence, list):
+                raise BadAnswer(f"{where}: evidence is a list, not {type(evidence).__name__}")
+            if len(evidence) > MAX_EVIDENCE:
+                raise BadAnswer(f"{where}: more than {MAX_EVIDENCE} evidence spans")
             ev = []
-            for e in v.get("evidence", []):
+            for k, e in enumerate(evidence, 1):
+                ewhere = f"{where}, evidence {k}"
+                if not isinstance(e, dict):
+                    raise BadAnswer(f"{ewhere}: an object {{start, end, text}} is needed")
+                if set(e) - {"start", "end", "text"}:
+                    raise BadAnswer(f"{ewhere}: unknown keys {sorted(set(e) - {'start', 'end', 'text'})[:5]}")
                 s, t = e.get("start"), e.get("end")
                 if s is None and t is None:  # evidence kept as text only (could not be located)
-                    ev.append({"start": None, "end": None, "text": str(e.get("text", ""))[:MAX_VALUE_CHARS]})
+                    ev.append({"start": None, "end": None, "text": _text(e.get("text", ""), ewhere)})
                     continue
-                if not (isinstance(s, int) and isinstance(t, int) and 0 <= s < t <= len(text)):
-                    raise BadAnswer(f"evidence span {s}-{t} is not inside the summary")
+                if not (_whole(s) and _whole(t) and 0 <= s < t <= len(text)):
+                    raise BadAnswer(f"{ewhere}: span {str(s)[:20]}-{str(t)[:20]} is not inside the summary "
+                                    f"(whole numbers 0 <= start < end <= {len(text)})")
                 ev.append({"start": s, "end": t, "text": text[s:t]})
-            out.append({"value": v["value"], "evidence": ev})
+            out.append({"value": val, "evidence": ev})
         return out
     if task.kind == "comparison":
         if data["mode"] == "single":
-            if field != "label" or value not in COMPARISON_LABELS:
+            if field != "label" or not isinstance(value, str) or value not in COMPARISON_LABELS:
                 raise BadAnswer(f"a single-value pair takes field 'label' with one of {list(COMPARISON_LABELS)}")
             return value
         if field != "matches" or not isinstance(value, list):
             raise BadAnswer("a multi-value pair takes field 'matches': a list of [A index, B index]")
+        if len(value) > 10_000:
+            raise BadAnswer("matches: more than 10000 pairs")
         pairs = set()
         for p in value:
-            if (not isinstance(p, list) or len(p) != 2 or not all(isinstance(i, int) for i in p)
+            if (not isinstance(p, list) or len(p) != 2 or not all(_whole(i) for i in p)
                     or not 1 <= p[0] <= len(data["a"]) or not 1 <= p[1] <= len(data["b"])):
-                raise BadAnswer(f"bad match {p!r}")
+                raise BadAnswer(f"matches: bad pair {str(p)[:40]} (whole numbers, A 1-{len(data['a'])}, "
+                                f"B 1-{len(data['b'])})")
             pairs.add(tuple(p))
         return [list(p) for p in sorted(pairs)]
     if field == "preference":
-        if value not in PREFERENCES:
+        if not isinstance(value, str) or value not in PREFERENCES:
             raise BadAnswer(f"preference is one of {list(PREFERENCES)}")
         return value
     aspect = field.removeprefix("aspect:")
     if not field.startswith("aspect:") or aspect not in STYLE_RUBRIC:
-        raise BadAnswer(f"unknown field {field!r}")
-    if not isinstance(value, int) or not 1 <= value <= 5:
-        raise BadAnswer("a rating is a whole number from 1 to 5")
+        raise BadAnswer(f"unknown field {field[:130]!r}")
+    if not _whole(value) or not 1 <= value <= 5:
+        raise BadAnswer(f"{field}: a rating is a whole number from 1 to 5")
     return value

@@ -3,6 +3,8 @@
 The database is ``--db`` (an SQLAlchemy URL or a file path), else ``GAVEL_ANNOTATION_DB``, else an SQLite
 file in data/interim/annotation/. Passwords come from the environment variable named by ``--password-env``
 (default ``GAVEL_ANNOTATOR_PASSWORD``) or are asked for; they are never taken from the command line.
+The session signing key comes from ``GAVEL_ANNOTATION_SECRET_KEY`` or a private key file (``--secret-key-file``,
+``GAVEL_ANNOTATION_SECRET_KEY_FILE``, default data/interim/annotation/secret_key; made 0600 on first use).
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ import sys
 from pathlib import Path
 
 from gavel.core import config
+from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 
-DEFAULT_DB = config.DATA_DIR / "interim" / "annotation" / "annotation.db"
+DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
 
 def db_url(given: str | None) -> str:
     value = given or os.environ.get("GAVEL_ANNOTATION_DB") or str(DEFAULT_DB)
     if "://" in value:
         return value
-    Path(value).parent.mkdir(parents=True, exist_ok=True)
+    if not Path(value).parent.exists():
+        Path(value).parent.mkdir(parents=True, mode=0o700)
     return f"sqlite:///{Path(value).resolve()}"
 
 
@@ -36,22 +40,26 @@ def _password(env: str, username: str) -> str:
     return getpass.getpass(f"password for {username}: ")
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .db import Store
-
-    p = argparse.ArgumentParser(prog="gavel annotate", description=__doc__)
+def add_parser(sub) -> None:
+    """The ``annotate`` command and its subcommands, on the one command line (gavel.cli)."""
+    p = sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", default=None, help="database URL or SQLite file")
+    p.set_defaults(func=run)
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("adduser", help="add an account")
     a.add_argument("username")
     a.add_argument("--admin", action="store_true")
     a.add_argument("--password-env", default="GAVEL_ANNOTATOR_PASSWORD")
+    a = sub.add_parser("passwd", help="set a user's password (ends every session of theirs)")
+    a.add_argument("username")
+    a.add_argument("--password-env", default="GAVEL_ANNOTATOR_PASSWORD")
     a = sub.add_parser("load-release", help="tasks from the release: human.json reviews, value pairs, style pairs")
     a.add_argument("--release", default=None)
     a.add_argument("--prefill", default="human", choices=["human", "none"])
-    a.add_argument("--single", type=int, default=50)
-    a.add_argument("--multi", type=int, default=100)
-    a.add_argument("--style", type=int, default=25)
+    a.add_argument("--single", type=int, default=SAMPLE_SINGLE)
+    a.add_argument("--multi", type=int, default=SAMPLE_MULTI)
+    a.add_argument("--style", type=int, default=SAMPLE_STYLE)
     a.add_argument("--seed", type=int, default=0)
     a = sub.add_parser("load-extraction", help="review tasks pre-filled from an LLM extraction (value rows)")
     a.add_argument("rows", help="CSV/JSONL/Parquet with case_id,item,index,value,evidence")
@@ -69,11 +77,25 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--port", type=int, default=8800)
     a.add_argument("--threads", type=int, default=16)
     a.add_argument("--secure-cookies", action="store_true", help="set when served over HTTPS")
+    a.add_argument("--secret-key-file", default=None,
+                   help="the session signing key's file (mode 0600; made if missing)")
+    a.add_argument("--login-limit-account", default=None,
+                   help="failed logins allowed per account, e.g. '10 per 15 minutes;50 per day' "
+                        "(default: GAVEL_LOGIN_LIMIT_ACCOUNT or the app's)")
+    a.add_argument("--login-limit-address", default=None,
+                   help="failed logins allowed per client address (default: GAVEL_LOGIN_LIMIT_ADDRESS or the app's)")
+    a.add_argument("--agreement-resamples", type=int, default=None,
+                   help="bootstrap resamples of the agreement page's intervals (default 2,000, the one bootstrap, as notebook 13)")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
     a.add_argument("out")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out one ``annotate`` subcommand."""
+    from .db import Store
+
     url = db_url(args.db)
 
     if args.cmd == "serve":
@@ -81,15 +103,29 @@ def main(argv: list[str] | None = None) -> int:
 
         from .app import create_app
 
-        app = create_app(url, secure_cookies=args.secure_cookies)
-        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]})", flush=True)
+        app = create_app(url, secure_cookies=args.secure_cookies, secret_key_file=args.secret_key_file,
+                         login_limit_account=args.login_limit_account,
+                         login_limit_address=args.login_limit_address,
+                         agreement_resamples=args.agreement_resamples)
+        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; failed logins "
+              f"limited per account to {app.config['LOGIN_LIMIT_ACCOUNT']!r}, per address to "
+              f"{app.config['LOGIN_LIMIT_ADDRESS']!r})", flush=True)
         waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="gavel")
         return 0
 
     store = Store(url)
     if args.cmd == "adduser":
-        store.add_user(args.username, _password(args.password_env, args.username), is_admin=args.admin)
+        try:
+            store.add_user(args.username, _password(args.password_env, args.username), is_admin=args.admin)
+        except ValueError as err:
+            raise SystemExit(f"user {args.username!r} not added: {err}") from None
         print(f"user {args.username} added{' (admin)' if args.admin else ''}")
+    elif args.cmd == "passwd":
+        try:
+            store.set_password(args.username, _password(args.password_env, args.username))
+        except ValueError as err:
+            raise SystemExit(f"password of {args.username!r} not changed: {err}") from None
+        print(f"password of {args.username} changed; their sessions are logged out")
     elif args.cmd == "load-release":
         from ..release import load_release
         from .tasks import release_tasks
@@ -135,13 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         print(f"{len(rows)} revisions written to {out}")
     elif args.cmd == "export-tasks":
-        from .db import Task
-
-        with store.sessions() as s, open(args.out, "w", encoding="utf-8") as fh:
-            n = 0
-            for t in s.query(Task).order_by(Task.id):
-                fh.write(json.dumps({"task": t.key, "kind": t.kind, "case_id": t.case_id, "source": t.source,
-                                     "payload": t.data}, ensure_ascii=False) + "\n")
-                n += 1
-        print(f"{n} tasks written to {args.out}")
+        rows = store.task_rows()
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        print(f"{len(rows)} tasks written to {args.out}")
     return 0

@@ -8,18 +8,31 @@ Tables
 * ``answers``     the current value of one field of one assignment (``label``, ``item:filing_date``,
                   ``aspect:narrative_order`` ...); unique per (assignment, field), so a single-choice answer
                   exists once whatever the clicks or retries;
-* ``revisions``   every saved value, appended and never changed; ``answers.revision`` points at the latest.
-                  ``client_token`` (unique) makes a resent save (a retry, a flush on tab close) a no-op;
-* ``settings``    the app's own settings (the session signing key, made once, so sessions survive a restart).
+* ``revisions``   every saved value, appended and never changed; ``answers.revision`` points at the current
+                  one. ``client_token`` (unique) makes a resent save (a retry, a flush on tab close) a no-op;
+                  ``base_revision`` is the revision the client edited: a save based on an older revision than
+                  the current one (a second tab left open) is kept here with ``stale`` set and is not made
+                  current, so neither edit is lost and the newer answer is not overwritten;
+* ``login_sessions`` one row per logged-in browser: the SHA-256 of the random session id its signed cookie
+                  holds, and when it expires. Logging out deletes the row; a password change deletes all of
+                  the user's rows, so a copied cookie is worth nothing afterwards;
+* ``settings``    unused (an older version kept the session signing key here; it is deleted on start: the
+                  key lives in a private file or the environment, see :mod:`gavel.annotation.secret`).
 
-A save writes the answer and its revision in one transaction and returns only after the commit.
+A save writes the answer and its revision in one transaction and returns only after the commit. A new SQLite
+database file is created readable by its owner only (0600), and an existing one is made so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import secrets
-from datetime import UTC, datetime
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import (
     Boolean,
@@ -30,8 +43,13 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     create_engine,
+    delete,
     event,
+    func,
+    inspect,
     select,
+    text,
+    update,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -40,6 +58,17 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 TASK_KINDS = ("extraction", "comparison", "style")
 ROLES = ("annotate", "adjudicate")
+MAX_TOKEN_CHARS = 64  # revisions.client_token is String(64)
+
+
+class TokenReused(ValueError):
+    """A save token already stored for a different save (another user, field or value)."""
+
+
+class SaveResult(NamedTuple):
+    revision: int  # the revision this save is stored as
+    current: int  # the answer's current revision after the save
+    stale: bool  # the save was based on an older revision than the current one: kept, not made current
 
 
 def now() -> datetime:
@@ -104,8 +133,19 @@ class Revision(Base):
     revision: Mapped[int] = mapped_column(Integer)
     value: Mapped[str] = mapped_column(Text)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
-    client_token: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    client_token: Mapped[str | None] = mapped_column(String(MAX_TOKEN_CHARS), unique=True, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
+    base_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    stale: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class LoginSession(Base):
+    __tablename__ = "login_sessions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 of the id the cookie holds
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
+    expires_at: Mapped[datetime] = mapped_column(DateTime)
 
 
 class Setting(Base):
@@ -118,9 +158,36 @@ def sqlite_url(path) -> str:
     return f"sqlite:///{path}"
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite URL (None for an in-memory database or another backend)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    path = path.split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def make_private(path: Path) -> None:
+    """Create the SQLite file ``path`` readable and writable by its owner only, or make an existing one so.
+    (SQLite gives its -wal and -shm files the database file's mode.)"""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        if p.exists() and p.stat().st_mode & 0o077:
+            try:
+                p.chmod(0o600)
+            except PermissionError as err:
+                raise PermissionError(f"{p} is readable by others and cannot be made private "
+                                      f"(chmod 600 it): {err}") from err
+            print(f"gavel annotate: {p} was readable by others; made private (0600)", file=sys.stderr)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get WAL mode, a busy timeout and foreign keys on every connection."""
     if url.startswith("sqlite"):
+        path = sqlite_path(url)
+        if path is not None:
+            make_private(path)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
                                                   "check_same_thread": False})
 
@@ -146,27 +213,65 @@ class Store:
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         Base.metadata.create_all(self.engine)
+        self._upgrade()
 
-    # settings -------------------------------------------------------------------------------------------
-    def secret_key(self) -> str:
-        """The session signing key, made on first use and kept in the database (never printed)."""
+    def _upgrade(self) -> None:
+        """Bring a database made by an older version up to date: the revision columns added since, and the
+        session signing key that version kept in ``settings`` deleted (the key is no longer stored here)."""
+        have = {c["name"] for c in inspect(self.engine).get_columns("revisions")}
+        with self.engine.begin() as c:
+            if "base_revision" not in have:
+                c.execute(text("ALTER TABLE revisions ADD COLUMN base_revision INTEGER"))
+            if "stale" not in have:
+                c.execute(text("ALTER TABLE revisions ADD COLUMN stale BOOLEAN NOT NULL DEFAULT FALSE"))
+            gone = c.execute(delete(Setting).where(Setting.key == "secret_key")).rowcount
+        if gone:
+            print("gavel annotate: deleted the session signing key an older version kept in the database "
+                  "(sessions signed with it no longer open)", file=sys.stderr)
+
+    # login sessions -------------------------------------------------------------------------------------
+    @staticmethod
+    def _digest(sid: str) -> str:
+        return hashlib.sha256(sid.encode()).hexdigest()
+
+    def open_session(self, user_id: int, lifetime: timedelta) -> str:
+        """A new login session of ``user_id``; returns its id (kept in the signed cookie, only its hash here)."""
+        sid = secrets.token_urlsafe(32)
+        stamp = now()
         with self.sessions() as s:
-            row = s.get(Setting, "secret_key")
-            if row is not None:
-                return row.value
-            s.add(Setting(key="secret_key", value=secrets.token_hex(32)))
-            try:
+            s.execute(delete(LoginSession).where(LoginSession.expires_at < stamp))
+            s.add(LoginSession(digest=self._digest(sid), user_id=user_id, created_at=stamp,
+                               expires_at=stamp + lifetime))
+            s.commit()
+        return sid
+
+    def session_user(self, sid) -> User | None:
+        """The user of a live login session, or None (unknown, ended or expired)."""
+        if not isinstance(sid, str) or not sid or len(sid) > 100:
+            return None
+        with self.sessions() as s:
+            return s.scalar(select(User).join(LoginSession, LoginSession.user_id == User.id)
+                            .where(LoginSession.digest == self._digest(sid), LoginSession.expires_at > now()))
+
+    def close_session(self, sid) -> None:
+        if isinstance(sid, str) and sid:
+            with self.sessions() as s:
+                s.execute(delete(LoginSession).where(LoginSession.digest == self._digest(sid)))
                 s.commit()
-            except IntegrityError:  # another process made it first
-                s.rollback()
-            return s.get(Setting, "secret_key").value
+
+    def close_sessions(self, user_id: int) -> int:
+        """End every login session of ``user_id``; returns how many there were."""
+        with self.sessions() as s:
+            n = s.execute(delete(LoginSession).where(LoginSession.user_id == user_id)).rowcount
+            s.commit()
+        return n
 
     # users ----------------------------------------------------------------------------------------------
     def add_user(self, username: str, password: str, is_admin: bool = False) -> User:
-        from .auth import hash_password
+        from .auth import check_password, check_username, hash_password
 
-        if not username or not password:
-            raise ValueError("a user needs a name and a password")
+        check_username(username)
+        check_password(password, username)
         with self.sessions() as s:
             if s.scalar(select(User).where(User.username == username)) is not None:
                 raise ValueError(f"user {username!r} exists already")
@@ -176,8 +281,25 @@ class Store:
             return user
 
     def user(self, username: str) -> User | None:
+        from .auth import valid_username
+
+        if not valid_username(username):  # never sent to the database (NUL bytes, over-long names)
+            return None
         with self.sessions() as s:
             return s.scalar(select(User).where(User.username == username))
+
+    def set_password(self, username: str, password: str) -> None:
+        """Change a user's password and end every login session of theirs, in one transaction."""
+        from .auth import check_password, hash_password
+
+        check_password(password, username)
+        user = self.user(username)
+        if user is None:
+            raise ValueError(f"no user {username!r}")
+        with self.sessions() as s:
+            s.execute(update(User).where(User.id == user.id).values(password_hash=hash_password(password)))
+            s.execute(delete(LoginSession).where(LoginSession.user_id == user.id))
+            s.commit()
 
     # tasks ----------------------------------------------------------------------------------------------
     def add_tasks(self, tasks: list[dict]) -> int:
@@ -223,43 +345,68 @@ class Store:
         return added
 
     # answers --------------------------------------------------------------------------------------------
-    def save(self, assignment_id: int, user_id: int, field: str, value, client_token: str | None = None) -> int:
-        """Store ``value`` for ``field`` of an assignment as a new revision; returns the revision number.
-        A save whose ``client_token`` was stored before returns that revision and writes nothing.
-        Committed before it returns."""
-        text = json.dumps(value, sort_keys=True)
+    def save(self, assignment_id: int, user_id: int, field: str, value, client_token: str | None = None,
+             base_revision: int | None = None) -> SaveResult:
+        """Store ``value`` for ``field`` of an assignment as a new revision; committed before it returns.
+
+        ``base_revision`` is the revision the client edited (0: none yet; None: not checked). When the answer
+        has moved on since (another tab saved), the value is stored as a stale revision and the current one
+        is kept. A save whose ``client_token`` was stored before writes nothing and answers as it did then;
+        a token stored for a different save (another user, field or value) raises TokenReused."""
+        text_value = json.dumps(value, sort_keys=True)
         for _attempt in range(20):
             with self.sessions() as s:
                 try:
+                    answer = s.scalar(select(Answer).where(Answer.assignment_id == assignment_id,
+                                                           Answer.field == field).with_for_update())
                     if client_token:
                         seen = s.scalar(select(Revision).where(Revision.client_token == client_token))
                         if seen is not None:
-                            return seen.revision
-                    answer = s.scalar(select(Answer).where(Answer.assignment_id == assignment_id,
-                                                           Answer.field == field).with_for_update())
+                            if (answer is None or seen.answer_id != answer.id or seen.user_id != user_id
+                                    or seen.value != text_value):
+                                raise TokenReused("this save token was already used for another save")
+                            return SaveResult(seen.revision, answer.revision, seen.stale)
                     stamp = now()
+                    stale = answer is not None and base_revision is not None and base_revision != answer.revision
                     if answer is None:
-                        answer = Answer(assignment_id=assignment_id, field=field, value=text, revision=1,
+                        answer = Answer(assignment_id=assignment_id, field=field, value=text_value, revision=1,
                                         updated_at=stamp)
                         s.add(answer)
                         s.flush()
+                        number = 1
                     else:
-                        answer.revision += 1
-                        answer.value = text
-                        answer.updated_at = stamp
-                    s.add(Revision(answer_id=answer.id, revision=answer.revision, value=text, user_id=user_id,
-                                   client_token=client_token or None, created_at=stamp))
+                        number = 1 + (s.scalar(select(func.max(Revision.revision))
+                                               .where(Revision.answer_id == answer.id)) or 0)
+                        if not stale:
+                            answer.revision = number
+                            answer.value = text_value
+                            answer.updated_at = stamp
+                    s.add(Revision(answer_id=answer.id, revision=number, value=text_value, user_id=user_id,
+                                   client_token=client_token or None, created_at=stamp,
+                                   base_revision=base_revision, stale=stale))
                     s.commit()
-                    return answer.revision
+                    return SaveResult(number, answer.revision, stale)
                 except IntegrityError:
                     # a concurrent save of the same field (or the same token) won the race: read again
                     s.rollback()
         raise RuntimeError(f"could not save {field!r} of assignment {assignment_id} after 20 attempts")
 
+    def revisions(self, assignment_id: int) -> dict:
+        """The current revision number of each saved field of an assignment."""
+        with self.sessions() as s:
+            return dict(s.execute(select(Answer.field, Answer.revision)
+                                  .where(Answer.assignment_id == assignment_id)).all())
+
     def answers(self, assignment_id: int) -> dict:
         with self.sessions() as s:
             rows = s.execute(select(Answer.field, Answer.value).where(Answer.assignment_id == assignment_id))
             return {f: json.loads(v) for f, v in rows}
+
+    def task_rows(self) -> list[dict]:
+        """Every task with its payload (which holds the pipeline's or the release's answers), in load order."""
+        with self.sessions() as s:
+            return [{"task": t.key, "kind": t.kind, "case_id": t.case_id, "source": t.source, "payload": t.data}
+                    for t in s.scalars(select(Task).order_by(Task.id))]
 
     def export_rows(self) -> list[dict]:
         """Every revision with its task, annotator, role, time and whether it is the current value."""
@@ -275,6 +422,7 @@ class Store:
                 out.append({"task": task.key, "kind": task.kind, "case_id": task.case_id,
                             "annotator": user.username, "role": asg.role, "assignment": asg.id,
                             "field": ans.field, "value": json.loads(rev.value), "revision": rev.revision,
-                            "current": rev.revision == ans.revision,
+                            "current": rev.revision == ans.revision, "stale": bool(rev.stale),
+                            "base_revision": rev.base_revision,
                             "saved_at": rev.created_at.isoformat(timespec="milliseconds") + "Z"})
             return out

@@ -23,7 +23,9 @@ from collections import defaultdict
 import pandas as pd
 
 from gavel.core import items as gitems
+from gavel.core.vocab import ANNOTATION_RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval import as_list, release_value_pairs, sample_pairs  # noqa: F401 (used by callers)
+from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 from gavel.ref.grounding import locate
 
 PREFERENCES = ("A", "B", "none")
@@ -33,6 +35,7 @@ COMPARISON_LABELS = {
     "b_contains_a": "B contains A (B says more)",
     "different": "A and B are different",
 }
+assert set(COMPARISON_LABELS) == set(ANNOTATION_RELATIONS)
 
 
 def paragraphs(text: str) -> list[tuple[int, int]]:
@@ -112,16 +115,22 @@ def comparison_tasks(pairs: list[dict], source: str) -> list[dict]:
 
 
 def style_tasks(pairs: list[dict], source: str, seed: int = 0) -> list[dict]:
-    """Tasks from ``{case_id, model, model_text, human_text}``; the side shown as A is drawn per task."""
+    """Tasks from ``{case_id, model, model_text, human_text[, judge]}``; the side shown as A is drawn per task.
+    ``judge`` (aspect -> rating 1-5), an LLM's ratings of the model summary, is kept in the payload for the
+    agreement page and never shown."""
     rng = random.Random(seed)
     tasks = []
     for p in pairs:
+        for aspect, rating in (p.get("judge") or {}).items():
+            if aspect not in STYLE_ASPECTS or type(rating) is not int or not 1 <= rating <= 5:
+                raise ValueError(f"{source}: case {p['case_id']} model {p['model']!r}: LLM style rating "
+                                 f"{aspect!r}={rating!r} is not a rating 1-5 of one of {list(STYLE_ASPECTS)}")
         order = ["model", "human"] if rng.random() < 0.5 else ["human", "model"]
         texts = {"model": p["model_text"], "human": p["human_text"]}
         tasks.append({"key": f"style:{p['model']}:{p['case_id']}", "kind": "style", "case_id": str(p["case_id"]),
                       "source": source,
                       "payload": {"case_id": str(p["case_id"]), "model": p["model"], "order": order,
-                                  "a": texts[order[0]], "b": texts[order[1]]}})
+                                  "a": texts[order[0]], "b": texts[order[1]], "judge": p.get("judge")}})
     return tasks
 
 
@@ -142,7 +151,7 @@ def release_extraction_tasks(release, prefill: str = "human") -> list[dict]:
     return extraction_tasks(human, rows, "document_checklists/human.json" if rows is not None else "empty")
 
 
-def release_style_pairs(release, n: int = 25, seed: int = 0) -> list[dict]:
+def release_style_pairs(release, n: int = SAMPLE_STYLE, seed: int = 0) -> list[dict]:
     """``n`` (model, case) pairs of the benchmark set, each a model summary with the human one."""
     s = release.summaries
     s = s[s["set"] == "benchmark"]
@@ -155,7 +164,8 @@ def release_style_pairs(release, n: int = 25, seed: int = 0) -> list[dict]:
             for r in picked]
 
 
-def release_tasks(release, n_single: int = 50, n_multi: int = 100, n_style: int = 25, seed: int = 0,
+def release_tasks(release, n_single: int = SAMPLE_SINGLE, n_multi: int = SAMPLE_MULTI, n_style: int = SAMPLE_STYLE,
+                  seed: int = 0,
                   prefill: str = "human") -> list[dict]:
     pairs = sample_pairs(release_value_pairs(release), n_single, n_multi, seed)
     return (release_extraction_tasks(release, prefill)

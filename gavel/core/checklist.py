@@ -28,8 +28,10 @@ class Problem:
 
 
 def entry_values(entry) -> tuple[list[dict], list[Problem]]:
-    """Value rows ``{"index", "value", "evidence", "evidence_documents", "evidence_spans"}`` (index 1-based,
-    in the order given) and the problems met. Never raises on a malformed entry."""
+    """Value rows ``{"index", "entry", "value", "evidence", "evidence_documents", "evidence_spans"}`` (index
+    1-based, in the order given) and the problems met. ``entry`` is the 1-based number of the released
+    entry the value comes from: an entry whose ``value`` is a list gives one row per value, all sharing
+    the entry's evidence (count evidence once per ``entry``). Never raises on a malformed entry."""
     if isinstance(entry, dict):
         values = entry.get("extracted", [])
     elif isinstance(entry, list):
@@ -40,7 +42,7 @@ def entry_values(entry) -> tuple[list[dict], list[Problem]]:
     if not isinstance(values, list):
         return [], [Problem("malformed_record", "extracted is not a list")]
     rows: list[dict] = []
-    for v in values:
+    for entry_no, v in enumerate(values, start=1):
         value = v.get("value") if isinstance(v, dict) else None
         if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
             problems.append(Problem("list_value", f"{len(value)} values in one entry"))
@@ -59,7 +61,7 @@ def entry_values(entry) -> tuple[list[dict], list[Problem]]:
         texts = [e.get("text", "") if isinstance(e, dict) else str(e) for e in ev]
         docs = [e.get("source_document", "") for e in ev if isinstance(e, dict)]
         for one in expanded:
-            rows.append({"index": len(rows) + 1, "value": one, "evidence": texts,
+            rows.append({"index": len(rows) + 1, "entry": entry_no, "value": one, "evidence": texts,
                          "evidence_documents": docs or None, "evidence_spans": v.get("evidences_indices")})
     return rows, problems
 

@@ -14,12 +14,35 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+from gavel.core.vocab import PROVIDERS
+
+#: the installed package: what ships with it (prompts, SLURM templates, models.yaml) is found from here, so a
+#: wheel works as well as a checkout (``gavel/prompts`` and ``gavel/slurm`` link to the top-level folders)
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+PROMPTS_DIR = PACKAGE_DIR / "prompts"
+SLURM_DIR = PACKAGE_DIR / "slurm"
+#: environment variable naming the project folder (data/, figures/, docs/, .env) when gavel is not run from
+#: its own checkout, e.g. installed from a wheel
+HOME_ENV = "GAVEL_HOME"
+
+
+def _project_root() -> Path:
+    """The project folder: ``GAVEL_HOME``; else the checkout holding the package (an editable install);
+    else the current folder (a wheel run from a checkout or a project of one's own)."""
+    if os.environ.get(HOME_ENV):
+        return Path(os.environ[HOME_ENV]).expanduser().resolve()
+    checkout = PACKAGE_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "Makefile").is_file():
+        return checkout
+    return Path.cwd().resolve()
+
+
+REPO_ROOT = _project_root()
 DATA_DIR = REPO_ROOT / "data"
 DEFAULT_RELEASE_DIR = DATA_DIR / "external" / "gavel"
 RESULTS_DIR = DATA_DIR / "results"
+INTERIM_DIR = DATA_DIR / "interim"
 FIGURES_DIR = REPO_ROOT / "figures"
-PROMPTS_DIR = REPO_ROOT / "prompts"
 DOCS_DIR = REPO_ROOT / "docs"
 RELEASE_URL = "https://github.com/Yao-Dou/gavel"
 
@@ -136,8 +159,6 @@ def _merged_registry(path: str, _stamp: int) -> dict:
 
 
 def _read_user_models(path: Path) -> list[dict]:
-    from gavel.llm.registry import PROVIDERS
-
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:

@@ -11,6 +11,10 @@ RELATIONS = ("equal", "model_contains_reference", "reference_contains_model", "d
 #: Matching score of each single-value relation (Eq. 1 of the paper).
 RELATION_SCORE = {"equal": 1.0, "model_contains_reference": 0.5, "reference_contains_model": 0.5, "different": 0.0}
 
+#: The annotation form's single-value labels (A is the model's value, B the reference's) as relations.
+ANNOTATION_RELATIONS = {"equal": "equal", "a_contains_b": "model_contains_reference",
+                        "b_contains_a": "reference_contains_model", "different": "different"}
+
 #: What a judge answers when it sees two values in positions A and B (``gavel.answers`` readings).
 AB_RELATIONS = ("a_contains_b", "b_contains_a", "a_equals_b", "a_and_b_different")
 
@@ -26,6 +30,14 @@ def relation_of(ab: str, model_is_a: bool) -> str:
     model_contains = (ab == "a_contains_b") == model_is_a
     return "model_contains_reference" if model_contains else "reference_contains_model"
 
+
+#: Where requests can be sent (``gavel.llm.providers.get_provider`` builds each; a test holds the two equal). The
+#: names live here, below the transport, because the models file (``gavel.core.config``) is checked against them.
+PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")
+
+#: The agent's six tools (gavel.documents.tools runs them; gavel.answers reads calls to them).
+AGENT_TOOLS = ("list_documents", "read_document", "search_document_regex", "get_checklist", "append_checklist",
+               "update_checklist")
 
 #: The five style aspects (the paper's S_style), in the order of the rubric.
 STYLE_ASPECTS = ("readability_jargon", "narrative_order", "sentence_structure", "formatting_layout", "citation_style")

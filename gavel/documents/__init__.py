@@ -9,6 +9,7 @@
 * ``checklist``   the checklist store (append / update patches, the "Not Applicable" encoding), its files in
                   the release's field names, value rows, and the replay of released agent ledgers.
 * ``tools``       the six Gavel-Agent tools over a corpus and a store, with the paper's limits.
+* ``search_worker`` the regex search's worker process (address-space and CPU limits, killed past its time).
 * ``agent``       the Gavel-Agent loop: snapshot prompt, two-stage stop, step limit, refused repeats,
                   ledger / stats / checklist files, resume after a kill.
 * ``end_to_end``  one request per item over all documents (proportional truncation), evidence grounding.

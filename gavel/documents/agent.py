@@ -34,16 +34,17 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gavel.answers import json_candidates
+from gavel.answers import Unusable, read
+from gavel.core import jsonl
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
 
 from ..llm.records import Request, canonical_json
 from ..llm.runner import StageRunner
-from .checklist import NOT_APPLICABLE, ChecklistStore, write_json_atomic
+from .checklist import NOT_APPLICABLE, ChecklistStore, json_text, write_json_atomic
 from .configs import ChecklistConfig
 from .corpus import Corpus
-from .tools import TOOLS, Outcome, Workspace, now
+from .tools import TOOLS, Outcome, Workspace, escaped, now
 
 STAGE = "agent"
 PROMPT = "agent"
@@ -105,40 +106,14 @@ class AgentError(RuntimeError):
 
 
 # ------------------------------------------------------------------ parsing the model's answer
-def parse_action(text: str | None) -> tuple[dict | None, str]:
-    """``(action, "")`` or ``(None, reason)``. An action is ``{"tool", "args"}`` or ``{"decision": "stop"}``."""
-    if not text or not text.strip():
-        return None, "empty answer"
-    for candidate in [text.strip(), *json_candidates(text)]:
-        try:
-            obj = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict):
-            continue
-        if isinstance(obj.get("tool_calls"), list) and obj["tool_calls"]:  # a native tool call (first one)
-            obj = obj["tool_calls"][0] if isinstance(obj["tool_calls"][0], dict) else {}
-            if obj.get("name") == "stop":
-                args = obj.get("arguments")
-                try:
-                    args = json.loads(args) if isinstance(args, str) else (args or {})
-                except json.JSONDecodeError:
-                    args = {}
-                return {"decision": "stop", "reason": str((args or {}).get("reason") or "")}, ""
-        if str(obj.get("decision", "")).lower() == "stop":
-            return {"decision": "stop", "reason": str(obj.get("reason") or "")}, ""
-        tool = obj.get("tool") or obj.get("name")
-        if isinstance(tool, str) and tool:
-            args = obj.get("args", obj.get("arguments", {}))
-            if isinstance(args, str):
-                try:
-                    args = json.loads(args)
-                except json.JSONDecodeError:
-                    return None, f"arguments of {tool} are not a JSON object"
-            if not isinstance(args, dict):
-                return None, f"arguments of {tool} are not a JSON object"
-            return {"tool": tool, "args": args}, ""
-    return None, "no JSON action found (answer with one object: a tool call or a stop decision)"
+def parse_action(text: str | None, finish_reason: str | None = "stop") -> tuple[dict | None, str]:
+    """``(action, "")`` or ``(None, reason)``, read by ``gavel.answers.read("agent_action", ...)``: an action is
+    ``{"tool", "args"}`` (``update_checklist`` also says which keys it sets to Not Applicable) or
+    ``{"decision": "stop", "reason"}``; exactly one per answer. Limits stay the tools' job."""
+    try:
+        return read("agent_action", text, finish_reason), ""
+    except Unusable as err:
+        return None, f"{err.reason}: {err.detail}" if err.detail else err.reason
 
 
 # ------------------------------------------------------------------ state
@@ -235,8 +210,8 @@ class RunFiles:
         self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.ledger, "a", encoding="utf-8") as fh:
             for name, body in events:
-                fh.write(json.dumps({"event_name": name, "event": body, "run_id": state.run_id,
-                                     "step": body.get("step", state.step)}, ensure_ascii=False) + "\n")
+                fh.write(json_text({"event_name": name, "event": body, "run_id": state.run_id,
+                                    "step": body.get("step", state.step)}) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -245,11 +220,9 @@ class RunFiles:
         if not self.ledger.exists():
             return 0
         keep, dropped = [], 0
-        for line in self.ledger.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            if json.loads(line).get("step", 0) <= last_step:
-                keep.append(line)
+        for line in jsonl.read_file(self.ledger):
+            if not isinstance(line.value, dict) or line.value.get("step", 0) <= last_step:
+                keep.append(line.text)
             else:
                 dropped += 1
         if dropped:
@@ -289,10 +262,11 @@ class AgentResult:
 
 
 def _record(state: AgentState, outcome: Outcome, keep_full: bool = True) -> None:
-    entry = {"step": state.step, "tool": outcome.tool, "args": outcome.args, "brief": outcome.brief,
-             "success": outcome.success}
+    # escaped: a lone surrogate from the model (a stop reason, a tool name) must not reach the next request
+    entry = escaped({"step": state.step, "tool": outcome.tool, "args": outcome.args, "brief": outcome.brief,
+                     "success": outcome.success})
     if keep_full:
-        entry["full"] = json.dumps(outcome.result, ensure_ascii=False)
+        entry["full"] = escaped(json.dumps(outcome.result, ensure_ascii=False))
     state.history.append(entry)
     # full results are shown for the most recent actions only; drop older ones from the saved state
     for h in state.history[:-RECENT_FULL]:
@@ -383,8 +357,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
         state.provider_tokens["input"] += response.input_tokens or 0
         state.provider_tokens["output"] += response.output_tokens or 0
         state.provider_tokens["cached_calls"] += int(cached)
-        action, error = parse_action(response.text) if not response.truncated else (None, "answer cut by the "
-                                                                                   "output-token limit")
+        action, error = parse_action(response.text, response.finish_reason)
         if action is None:
             outcome = Outcome("parse_error", {}, {"error": error}, False, f"answer not understood: {error}")
             outcome.events = [("parse_error", {"timestamp": now(), "tool_name": "parse_error",

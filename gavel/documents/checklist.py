@@ -27,10 +27,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from gavel.core import jsonl
 from gavel.core.checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
 
 OPERATIONS = ("append", "update")
 EVIDENCE_FIELDS = ("text", "source_document", "location")
+
+# Caps on one append/update call and on the store (the largest the 2,880 released ledgers use in brackets;
+# each cap is far above it, so every released patch passes). A patch past a cap is refused whole, naming the
+# cap; a key that would hold more than MAX_KEY_VALUES values is refused for that entry.
+MAX_PATCH_ENTRIES = 200  # entries {key, extracted} per call [76]
+MAX_VALUES_PER_ENTRY = 200  # values per entry [86]
+MAX_EVIDENCE_PER_VALUE = 50  # evidence objects per value [12]
+MAX_FIELD_CHARS = 20_000  # characters of one value, evidence text, source_document or location [4,722]
+MAX_PATCH_CHARS = 1_000_000  # characters of all those strings in one call [about 30,000]
+MAX_KEY_VALUES = 1_000  # values one key may hold after the call [90]
+PATCH_LIMITS = {"entries per call": MAX_PATCH_ENTRIES, "values per entry": MAX_VALUES_PER_ENTRY,
+                "evidence per value": MAX_EVIDENCE_PER_VALUE, "characters per field": MAX_FIELD_CHARS,
+                "characters per call": MAX_PATCH_CHARS, "values per key": MAX_KEY_VALUES}
 
 
 class PatchError(ValueError):
@@ -53,20 +67,38 @@ class PatchResult:
         return not self.errors
 
 
-def check_value(value, where: str) -> dict:
+def _check_text(text: str, where: str) -> int:
+    """``len(text)``; raises PatchError when it is past MAX_FIELD_CHARS or not valid Unicode text."""
+    if len(text) > MAX_FIELD_CHARS:
+        raise PatchError(f"{where}: {len(text):,} characters; at most {MAX_FIELD_CHARS:,} per field")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PatchError(f"{where}: not valid Unicode text (a lone surrogate)") from None
+    return len(text)
+
+
+def check_value(value, where: str, sizes: list | None = None) -> dict:
+    """A checked copy of one value; the length of each of its strings is appended to ``sizes``."""
+    sizes = [] if sizes is None else sizes
     if not isinstance(value, dict):
         raise PatchError(f"{where}: a value must be an object with `value` and `evidence`")
     if not isinstance(value.get("value"), str) or not value["value"].strip():
         raise PatchError(f"{where}.value: required, a non-empty string")
+    sizes.append(_check_text(value["value"], f"{where}.value"))
     evidence = value.get("evidence")
     if not isinstance(evidence, list) or not evidence:
         raise PatchError(f"{where}.evidence: required, a non-empty list of evidence objects")
+    if len(evidence) > MAX_EVIDENCE_PER_VALUE:
+        raise PatchError(f"{where}.evidence: {len(evidence):,} evidence objects; at most "
+                         f"{MAX_EVIDENCE_PER_VALUE} per value")
     for j, ev in enumerate(evidence):
         if not isinstance(ev, dict):
             raise PatchError(f"{where}.evidence.{j}: must be an object with {', '.join(EVIDENCE_FIELDS)}")
         for name in EVIDENCE_FIELDS:
             if not isinstance(ev.get(name), str):
                 raise PatchError(f"{where}.evidence.{j}.{name}: required, a string")
+            sizes.append(_check_text(ev[name], f"{where}.evidence.{j}.{name}"))
     return {"evidence": [{k: ev[k] for k in EVIDENCE_FIELDS} for ev in evidence], "value": value["value"]}
 
 
@@ -76,7 +108,10 @@ def validate_patch(patch, operation: str) -> list[tuple[str, list]]:
         raise PatchError(f"unknown operation {operation!r}")
     if not isinstance(patch, list) or not patch:
         raise PatchError("missing required field: patch (a non-empty list of {key, extracted})")
-    out = []
+    if len(patch) > MAX_PATCH_ENTRIES:
+        raise PatchError(f"patch: {len(patch):,} entries; at most {MAX_PATCH_ENTRIES} per call (send several "
+                         f"calls)")
+    out, sizes = [], []
     for i, entry in enumerate(patch):
         if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not entry["key"]:
             raise PatchError(f"patch.{i}: missing required field: key")
@@ -85,7 +120,14 @@ def validate_patch(patch, operation: str) -> list[tuple[str, list]]:
             raise PatchError(f"patch.{i}.extracted: required, a list of values")
         if operation == "append" and not values:
             raise PatchError(f"patch.{i}.extracted: append needs at least one value")
-        out.append((entry["key"], [check_value(v, f"patch.{i}.extracted.{j}") for j, v in enumerate(values)]))
+        if len(values) > MAX_VALUES_PER_ENTRY:
+            raise PatchError(f"patch.{i}.extracted: {len(values):,} values; at most {MAX_VALUES_PER_ENTRY} per "
+                             f"entry")
+        out.append((entry["key"], [check_value(v, f"patch.{i}.extracted.{j}", sizes)
+                                   for j, v in enumerate(values)]))
+        if sum(sizes) > MAX_PATCH_CHARS:
+            raise PatchError(f"patch: more than {MAX_PATCH_CHARS:,} characters of values and evidence in one "
+                             f"call (at patch.{i}); send several calls")
     return out
 
 
@@ -116,6 +158,11 @@ class ChecklistStore:
         for key, values in entries:
             if key not in self.values:
                 result.errors.append(f"unknown key: {key} (this run's keys: {', '.join(self.keys)})")
+                continue
+            held = len(values) + (len(self.values[key]) if operation == "append" else 0)
+            if held > MAX_KEY_VALUES:
+                result.errors.append(f"{key}: would hold {held:,} values; at most {MAX_KEY_VALUES:,} per key "
+                                     f"(update the key with fewer, merged values)")
                 continue
             if operation == "update":
                 self.values[key] = copy.deepcopy(values)
@@ -176,11 +223,23 @@ class ChecklistStore:
         return rows
 
 
+def json_text(data, **kwargs) -> str:
+    """``json.dumps(data, ensure_ascii=False)``, except that a text that cannot be written as UTF-8 (a lone
+    surrogate somewhere in ``data``) is written with ASCII escapes instead: the same JSON value, never a
+    UnicodeEncodeError when the file is written."""
+    text = json.dumps(data, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, **kwargs)
+    return text
+
+
 def write_json_atomic(path: Path, data, indent: int = 2) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=indent, ensure_ascii=False, sort_keys=True)
+        fh.write(json_text(data, indent=indent, sort_keys=True))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -189,16 +248,7 @@ def write_json_atomic(path: Path, data, indent: int = 2) -> None:
 # ------------------------------------------------------------------ replay of released ledgers
 def ledger_events(path: str | Path) -> list[dict]:
     """The events of a ledger.jsonl; a bad line raises naming the file and line."""
-    events = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {n}: not JSON ({err})") from None
-    return events
+    return [line.value for line in jsonl.read_file(path)]
 
 
 def store_patch(event: dict) -> tuple[str, list] | None:

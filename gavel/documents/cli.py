@@ -8,11 +8,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
+
+from gavel.core import config
+
+from .agent import MAX_STEPS
+from .chunking import CHUNK_TOKENS
 
 
 def cmd_replay(args) -> int:
@@ -211,13 +215,14 @@ def cmd_agent_array(args) -> int:
     import sys as _sys
     from string import Template
 
+    from gavel.core import config
     from gavel.core.config import REPO_ROOT
 
     out_dir = Path(args.script).resolve().parent
     tasks = out_dir / "agent_tasks.tsv"
     n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id)
     directives = [f"#SBATCH --partition={args.partition}"] if args.partition else []
-    script = Template((REPO_ROOT / "slurm" / "agent_array.sbatch.in").read_text()).substitute(
+    script = Template((config.SLURM_DIR / "agent_array.sbatch.in").read_text()).substitute(
         job_name=f"gavel-agent-{args.model}"[:60], log_dir=str((out_dir / "logs").resolve()),
         time_limit=args.time_limit, cpus=args.cpus, n_tasks=n, max_parallel=args.max_parallel,
         optional_directives="\n".join(directives), repo_dir=str(REPO_ROOT), tasks=str(tasks),
@@ -244,7 +249,7 @@ def add_parser(sub) -> None:
     q.set_defaults(func=cmd_patterns)
     q = dsub.add_parser("chunk-check", help="chunk every summary and checklist text of the release")
     q.add_argument("--release", default=None)
-    q.add_argument("--sizes", type=int, nargs="+", default=[16_000, 256])
+    q.add_argument("--sizes", type=int, nargs="+", default=[CHUNK_TOKENS, 256])
     q.set_defaults(func=cmd_chunk_check)
     q = dsub.add_parser("agent", help="run the Gavel-Agent on one case")
     q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
@@ -253,8 +258,8 @@ def add_parser(sub) -> None:
     q.add_argument("--provider", required=True, help="openai, anthropic, gemini, vllm, local, mock")
     q.add_argument("--base-url", default=None)
     q.add_argument("--model", required=True, help="registry name (gavel/core/models.yaml)")
-    q.add_argument("--out", default="data/interim/agent", help="output root: OUT/MODEL/CASE/KIND/NAME/")
-    q.add_argument("--max-steps", type=int, default=100)
+    q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"), help="output root: OUT/MODEL/CASE/KIND/NAME/")
+    q.add_argument("--max-steps", type=int, default=MAX_STEPS)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
     q.add_argument("--tool-mode", default="json", choices=["json", "native"],
                    help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
@@ -268,16 +273,16 @@ def add_parser(sub) -> None:
         q.add_argument("--provider", required=True)
         q.add_argument("--base-url", default=None)
         q.add_argument("--model", required=True)
-        q.add_argument("--out", default=f"data/interim/{name.replace('-', '_')}")
+        q.add_argument("--out", default=str(config.INTERIM_DIR / name.replace('-', '_')))
         if name == "end-to-end":
             q.add_argument("--mode", default="batch", choices=["batch", "online"])
             q.add_argument("--dry-run", action="store_true")
         else:
-            q.add_argument("--chunk-tokens", type=int, default=16_000)
+            q.add_argument("--chunk-tokens", type=int, default=CHUNK_TOKENS)
         q.set_defaults(func=func)
     q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
     q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
-    q.add_argument("--out", default="data/interim/agent_collected")
+    q.add_argument("--out", default=str(config.INTERIM_DIR / "agent_collected"))
     q.set_defaults(func=cmd_collect)
     q = dsub.add_parser("evaluate", help="S_checklist of value rows against human.json (compare + score stages)")
     q.add_argument("values", nargs="+", help="value-row JSONL files (documents collect / end-to-end / chunked)")
@@ -298,9 +303,9 @@ def add_parser(sub) -> None:
     q.add_argument("--provider", required=True)
     q.add_argument("--base-url", default=None)
     q.add_argument("--model", required=True)
-    q.add_argument("--out", default="data/interim/agent")
-    q.add_argument("--max-steps", type=int, default=100)
-    q.add_argument("--script", default="data/interim/agent/agent_array.sbatch")
+    q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"))
+    q.add_argument("--max-steps", type=int, default=MAX_STEPS)
+    q.add_argument("--script", default=str(config.INTERIM_DIR / "agent" / "agent_array.sbatch"))
     q.add_argument("--time-limit", default="04:00:00")
     q.add_argument("--cpus", type=int, default=2)
     q.add_argument("--max-parallel", type=int, default=32)
@@ -308,9 +313,3 @@ def add_parser(sub) -> None:
     q.add_argument("--python", default=None)
     q.set_defaults(func=cmd_agent_array)
 
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="gavel-documents")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    a = parser.parse_args()
-    sys.exit(a.func(a))

@@ -31,6 +31,15 @@ from pathlib import Path
 from gavel.core.tokens import encoding
 
 
+def is_text(s: str) -> bool:
+    """Whether ``s`` can be written as UTF-8 (no lone surrogates)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class CorpusError(ValueError):
     pass
 
@@ -129,8 +138,13 @@ class Corpus:
     @classmethod
     def build(cls, case_id, texts: list[str], titles=None, doc_types=None, dates=None, doc_ids=None,
               source: str = "") -> Corpus:
+        if not isinstance(texts, (list, tuple)):
+            raise CorpusError(f"{source or 'corpus'} case {case_id}: document texts must be a list")
         n = len(texts)
         for label, values in (("titles", titles), ("doc_types", doc_types), ("dates", dates), ("ids", doc_ids)):
+            if values is not None and not isinstance(values, (list, tuple)):
+                raise CorpusError(f"{source or 'corpus'} case {case_id}: {label} must be a list, got "
+                                  f"{type(values).__name__}")
             if values is not None and len(values) != n:
                 raise CorpusError(f"{source or 'corpus'} case {case_id}: {n} document texts but {len(values)} "
                                   f"{label}")
@@ -138,6 +152,11 @@ class Corpus:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise CorpusError(f"{source or 'corpus'} case {case_id}: document {i + 1} text is not a string")
+            for label, value in (("text", text), ("title", (titles or [""] * n)[i]),
+                                 ("doc_type", (doc_types or [""] * n)[i]), ("date", (dates or [None] * n)[i])):
+                if isinstance(value, str) and not is_text(value):
+                    raise CorpusError(f"{source or 'corpus'} case {case_id}: document {i + 1} {label} is not valid "
+                                      f"Unicode text (a lone surrogate)")
             title = _SPACES.sub(" ", str((titles or [""] * n)[i] or "")).strip()
             dtype = _SPACES.sub(" ", str((doc_types or [""] * n)[i] or "")).strip()
             docs.append(Document(name="", text=text, title=title, doc_type=dtype,
@@ -189,9 +208,9 @@ def load_full_case_data(path: str | Path, case_ids=None) -> list[Corpus]:
     """Corpora of a ``full_case_data`` JSON file; a malformed case raises naming the file and case."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise CorpusError(f"{path}: cannot read ({err})") from None
+        data = json.loads(_read_text(path, str(path)))
+    except json.JSONDecodeError as err:
+        raise CorpusError(f"{path}: not JSON ({err})") from None
     cases = data.get("cases") if isinstance(data, dict) else data
     if not isinstance(cases, list):
         raise CorpusError(f"{path}: expected a list of cases (or {{'cases': [...]}})")
@@ -215,42 +234,96 @@ def load_full_case_data(path: str | Path, case_ids=None) -> list[Corpus]:
     return out
 
 
+def _read_text(file: Path, where: str) -> str:
+    """The UTF-8 text of ``file``; CorpusError naming ``where`` when it cannot be read or is not UTF-8 text."""
+    try:
+        data = file.read_bytes()
+    except OSError as err:
+        raise CorpusError(f"{where}: cannot read ({err.strerror or err})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorpusError(f"{where}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); "
+                          f"convert the file to UTF-8") from None
+
+
+def _inside(folder: Path, file: Path, where: str) -> Path:
+    """``file`` resolved (symlinks followed); CorpusError when that is outside ``folder`` or not a file."""
+    try:
+        real = file.resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop
+        raise CorpusError(f"{where}: cannot resolve ({err})") from None
+    if folder not in real.parents:
+        raise CorpusError(f"{where}: resolves to {real}, outside the case folder {folder}")
+    if not real.is_file():
+        raise CorpusError(f"{where}: not a regular file")
+    return real
+
+
+def _name_text(name: str, where: str) -> str:
+    """A file name usable as text: CorpusError for a NUL or for bytes that are not UTF-8 (a name read from
+    the file system keeps them as lone surrogates)."""
+    if "\x00" in name:
+        raise CorpusError(f"{where}: file name {name!r} contains a NUL character")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CorpusError(f"{where}: file name {name.encode('utf-8', 'surrogateescape')!r} is not UTF-8 "
+                          f"text; rename the file") from None
+    return name
+
+
 def load_folder(path: str | Path) -> Corpus:
-    """A case folder: ``metadata.json`` + text files, or just ``*.txt`` files. File names from the metadata
-    must stay inside the folder."""
+    """A case folder: ``metadata.json`` + text files, or just ``*.txt`` files. Every document file must be
+    a UTF-8 text file that stays inside the folder once symlinks are followed; anything else (malformed
+    metadata, a file name with a NUL or non-UTF-8 bytes, a Latin-1 file, a symlink out of the folder)
+    raises CorpusError naming the file."""
     folder = Path(path).resolve()
     if not folder.is_dir():
         raise CorpusError(f"{folder}: not a folder")
     meta_path = folder / "metadata.json"
     if meta_path.exists():
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads(_read_text(meta_path, str(meta_path)))
         except json.JSONDecodeError as err:
             raise CorpusError(f"{meta_path}: not JSON ({err})") from None
+        if not isinstance(meta, dict):
+            raise CorpusError(f"{meta_path}: expected an object with a `documents` list, got "
+                              f"{type(meta).__name__}")
         entries = meta.get("documents") or []
+        if not isinstance(entries, list):
+            raise CorpusError(f"{meta_path}: `documents` must be a list, got {type(entries).__name__}")
         texts, titles, types, dates, ids = [], [], [], [], []
         for n, e in enumerate(entries, 1):
             fname = e.get("filename") if isinstance(e, dict) else None
             if not fname:
                 raise CorpusError(f"{meta_path}: document {n} has no filename")
-            file = (folder / fname).resolve()
-            if folder not in file.parents:
-                raise CorpusError(f"{meta_path}: document {n} file {fname!r} is outside the case folder")
-            try:
-                texts.append(file.read_text(encoding="utf-8"))
-            except OSError as err:
-                raise CorpusError(f"{meta_path}: document {n}: cannot read {fname!r} ({err})") from None
+            if not isinstance(fname, str):
+                raise CorpusError(f"{meta_path}: document {n}: filename must be a string, got {fname!r}")
+            where = f"{meta_path}: document {n} file {_name_text(fname, f'{meta_path}: document {n}')!r}"
+            for label in ("title", "doc_type", "date", "doc_id"):
+                if e.get(label) is not None and not isinstance(e[label], (str, int, float)):
+                    raise CorpusError(f"{meta_path}: document {n}: {label} must be a string, got "
+                                      f"{type(e[label]).__name__}")
+            file = _inside(folder, folder / fname, where)
+            texts.append(_read_text(file, where))
             titles.append(e.get("title") or Path(fname).stem)
             types.append(e.get("doc_type") or "")
-            dates.append(e.get("date"))
+            dates.append(None if e.get("date") is None else str(e["date"]))
             ids.append(e.get("doc_id"))
-        return Corpus.build(str(meta.get("case_id") or folder.name), texts, titles, types, dates, ids,
-                            source=str(meta_path))
-    files = sorted(p for p in folder.glob("*.txt") if p.is_file())
+        case_id = meta.get("case_id")
+        if case_id is not None and not isinstance(case_id, (str, int)):
+            raise CorpusError(f"{meta_path}: case_id must be a string, got {type(case_id).__name__}")
+        return Corpus.build(str(case_id or folder.name), texts, titles, types, dates, ids, source=str(meta_path))
+    files = sorted(p for p in folder.glob("*.txt") if not p.is_dir())
     if not files:
         raise CorpusError(f"{folder}: no metadata.json and no .txt documents")
-    return Corpus.build(folder.name, [p.read_text(encoding="utf-8") for p in files], [p.stem for p in files],
-                        source=str(folder))
+    texts, titles = [], []
+    for p in files:
+        _name_text(p.name, f"{folder}")
+        texts.append(_read_text(_inside(folder, p, str(p)), str(p)))
+        titles.append(p.stem)
+    return Corpus.build(folder.name, texts, titles, source=str(folder))
 
 
 def load(path: str | Path, case_id: str | None = None) -> Corpus:

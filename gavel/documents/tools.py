@@ -1,30 +1,43 @@
 """The six Gavel-Agent tools (paper §4.1) over one corpus and one checklist store, with the paper's limits.
 
 ``Workspace.call(tool, args, step)`` runs one call and returns an ``Outcome``: the result the model sees, a
-one-line brief for the action history, and the ledger events in the release's field names. A tool never
-raises on bad input from the model: it returns ``{"error": ...}`` and ``success: false``.
+one-line brief for the action history, and the ledger events in the release's field names. No input from
+the model makes ``call`` raise: a call is either executed or refused as a failed call (``{"error": ...}``,
+``success: false``) that the model sees in its next snapshot and the ledger records.
 
-Limits: ``read_document`` at most 10,000 tokens per call (a larger range is refused, not clipped);
-``search_document_regex`` ``top_k`` 1–20 (the release's own bound), ``context_tokens`` 100–1,000, and a
-time limit per search (default 2 s over all documents searched) enforced by the ``regex`` package's
-``timeout``, so a catastrophic pattern returns an error in bounded time. Document names are looked up in the
-catalog only (``Corpus.resolve``), never used as paths.
+Limits (the constants below and in ``checklist``/``search_worker``; the README's "The agent's tool limits"
+lists them all): ``read_document`` at most ``READ_LIMIT`` (10,000) tokens per call (a larger range is
+refused, not clipped); ``search_document_regex`` ``top_k`` 1–20 (the release's own bound),
+``context_tokens`` 100–1,000, patterns of at most ``MAX_PATTERN_CHARS`` characters, a time limit per search
+(default 2 s over all documents searched, ``regex``'s ``timeout``) and, because compiling a pattern can
+itself take unbounded memory and time, compiling and matching in a worker process limited to
+``SEARCH_MEMORY_BYTES`` of address space (plus the corpus text) and killed ``COMPILE_GRACE_S`` after the time
+limit (``search_worker``). Numeric arguments must be integers (an integral float such as ``200.0`` is
+taken; ``Infinity``/``NaN``/``1.5`` are refused). Every string in the arguments must be valid Unicode text: a
+lone surrogate (``"\\ud800"`` in the model's JSON) is refused, naming the argument, and the arguments echoed in
+the ledger and the history show it escaped. Arguments larger than ``MAX_ECHO_ARGS_CHARS`` (as JSON) are
+echoed as a preview. Patch caps: ``checklist.PATCH_LIMITS``. Document names are looked up in the catalog only
+(``Corpus.resolve``), never used as paths.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import regex
 
-from .checklist import NOT_APPLICABLE, ChecklistStore
-from .corpus import Corpus, DocumentNotFoundError
+from gavel.core.vocab import AGENT_TOOLS
 
-TOOLS = ("list_documents", "read_document", "search_document_regex", "get_checklist", "append_checklist",
-         "update_checklist")
+from .checklist import NOT_APPLICABLE, ChecklistStore
+from .corpus import Corpus, DocumentNotFoundError, is_text
+from .search_worker import COMPILE_GRACE_S, SEARCH_MEMORY_BYTES, SearchRefused, SearchWorker  # noqa: F401
+
+TOOLS = AGENT_TOOLS
 READ_LIMIT = 10_000
 TOP_K_MAX = 20
 TOP_K_DEFAULT = 5
@@ -32,6 +45,8 @@ CONTEXT_MIN, CONTEXT_MAX, CONTEXT_DEFAULT = 100, 1_000, 200
 SEARCH_TIMEOUT_S = 2.0
 FLAGS = {"IGNORECASE": regex.IGNORECASE, "MULTILINE": regex.MULTILINE, "DOTALL": regex.DOTALL}
 MAX_PATTERN_CHARS = 2_000
+MAX_ECHO_ARGS_CHARS = 100_000  # arguments echoed in the ledger / history beyond this are shown as a preview
+ECHO_PREVIEW_CHARS = 2_000
 
 
 def now() -> str:
@@ -69,6 +84,12 @@ class Workspace:
         self.clock = clock
         self.viewed: dict[str, list] = {d.name: [] for d in corpus.documents}
         self.catalog_listed = False
+        self.search_worker = SearchWorker([d.text for d in corpus.documents])
+        self._doc_index = {d.name: i for i, d in enumerate(corpus.documents)}
+
+    def close(self) -> None:
+        """Stop the search worker (it also stops when the workspace is garbage-collected or Python exits)."""
+        self.search_worker.close()
 
     # ---- coverage ----
     def mark_viewed(self, name: str, start: int, end: int) -> None:
@@ -85,15 +106,37 @@ class Workspace:
         return "Partially Visited" if seen else "Not Visited"
 
     # ---- dispatch ----
-    def call(self, tool: str, args, step: int) -> Outcome:
-        args = args if isinstance(args, dict) else {}
-        handler = getattr(self, f"_{tool}", None) if tool in TOOLS else None
-        if handler is None:
-            return self._fail(tool, args, step, f"unknown tool {tool!r}; tools: {', '.join(TOOLS)}")
+    def call(self, tool, args, step: int) -> Outcome:
+        """Run one tool call; never raises on the model's input (see the module docstring)."""
+        tool_text = tool if isinstance(tool, str) else repr(tool)
+        if not is_text(tool_text):
+            tool_text = _escape(tool_text)
+        args = {} if args is None else args
+        if not isinstance(args, dict):
+            return self._fail(tool_text, {}, step, f"arguments must be a JSON object, got {type(args).__name__}")
         try:
-            return handler(args, step)
-        except (DocumentNotFoundError, KeyError, ValueError, TypeError) as err:
-            return self._fail(tool, args, step, f"{type(err).__name__}: {err}")
+            shown = echo_args(args)
+        except (RecursionError, ValueError, TypeError) as err:  # too deep or not JSON-shaped
+            return self._fail(tool_text, {}, step, f"arguments cannot be read: {type(err).__name__}: {err}")
+        handler = getattr(self, f"_{tool_text}", None) if tool_text in TOOLS else None
+        if handler is None:
+            return self._fail(tool_text, shown, step, f"unknown tool {tool_text!r}; tools: {', '.join(TOOLS)}")
+        bad = lone_surrogate_path(args)
+        if bad is not None:
+            return self._fail(tool_text, shown, step, f"{bad}: not valid Unicode text (a lone surrogate such as "
+                                                      f"\\ud800); send the text without it")
+        try:
+            outcome = handler(args, step)
+        except (DocumentNotFoundError, KeyError, ValueError, TypeError, OverflowError) as err:
+            return self._fail(tool_text, shown, step, f"{type(err).__name__}: {err}")
+        except Exception as err:  # a fault of ours: refused and recorded, so a resume does not crash on it
+            return self._fail(tool_text, shown, step, f"the tool failed ({type(err).__name__}: {err}); try a "
+                                                      f"different call")
+        if shown is not args:
+            outcome.args = shown
+            outcome.events = [(name, {**body, "args": shown} if "args" in body else body)
+                              for name, body in outcome.events]
+        return outcome
 
     def _fail(self, tool: str, args: dict, step: int, error: str) -> Outcome:
         body = {"timestamp": self.clock(), "tool_name": tool, "args": args, "result": {"error": error},
@@ -164,7 +207,8 @@ class Workspace:
         else:
             docs = [self.corpus.resolve(args["doc_name"])]
         docs = list({d.name: d for d in docs}.values())
-        hits, per_doc, total, error = search(docs, pattern, value, top_k, ctx, self.search_timeout)
+        hits, per_doc, total, error = search(docs, pattern, value, top_k, ctx, self.search_timeout,
+                                             self.search_worker, self._doc_index)
         if error:
             return self._fail("search_document_regex", args, step, error)
         body = {"timestamp": self.clock(), "doc_name": args.get("doc_name"), "doc_names": names,
@@ -218,51 +262,93 @@ class Workspace:
 
 
 def _int(value, name: str) -> int:
+    """An integer argument: an int, an integral finite float (``200.0``) or a decimal string (``"200"``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{name} must be an integer")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
     try:
         return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+    except (ValueError, OverflowError):
+        raise ValueError(f"{name} must be an integer, got {str(value)[:40]!r}") from None
 
 
-def search(docs, pattern: str, flags: int, top_k: int, context_tokens: int, timeout: float):
+def _escape(s: str) -> str:
+    """``s`` with lone surrogates written as ``\\udXXX`` escapes (so it can be written as UTF-8)."""
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def lone_surrogate_path(obj, path: str = "args"):
+    """The dotted path of the first string (value or key) in ``obj`` that is not valid Unicode text, or None."""
+    stack = [(obj, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not is_text(item):
+                return where
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(k, str) and not is_text(k):
+                    return f"{where} key {_escape(k)!r}"
+                stack.append((v, f"{where}.{k}"))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}.{i}") for i, v in enumerate(item))
+    return None
+
+
+def escaped(obj):
+    """A copy of a JSON-shaped ``obj`` with lone surrogates in its strings (keys too) written as escapes."""
+    if isinstance(obj, str):
+        return obj if is_text(obj) else _escape(obj)
+    if isinstance(obj, dict):
+        return {escaped(k): escaped(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [escaped(v) for v in obj]
+    return obj
+
+
+def echo_args(args: dict) -> dict:
+    """The arguments as the ledger and the history show them: ``args`` itself when it is valid text and at
+    most ``MAX_ECHO_ARGS_CHARS`` as JSON; otherwise a copy with lone surrogates escaped, and past the size a
+    preview ``{"_preview": first ECHO_PREVIEW_CHARS characters of the JSON, "_chars": size}``."""
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=repr)
+    clean = is_text(text)
+    if len(text) > MAX_ECHO_ARGS_CHARS:
+        preview = text[:ECHO_PREVIEW_CHARS]
+        return {"_preview": preview if clean else _escape(preview), "_chars": len(text)}
+    return args if clean else escaped(args)
+
+
+def search(docs, pattern: str, flags: int, top_k: int, context_tokens: int, timeout: float,
+           worker: SearchWorker, index_of: dict):
     """Matches of ``pattern`` in ``docs`` (catalog order, then position): the first ``top_k`` with about
     ``context_tokens`` tokens of text around each, the token ranges per document (as the release's ledgers
     record them), and the total count. Returns ``(hits, per_doc, total, error)``; ``error`` is set when the
-    pattern does not compile or the search ran past ``timeout`` seconds."""
+    pattern does not compile, needs more memory than a search may use, or the search ran past ``timeout``
+    seconds. Compiling and matching happen in ``worker`` (a process with bounded memory and time);
+    ``index_of`` maps a document name to its index in the worker's texts."""
     try:
-        compiled = regex.compile(pattern, flags | regex.V0)
-    except (regex.error, OverflowError, RecursionError) as err:
-        return [], {}, 0, f"invalid regular expression: {err}"
-    deadline = time.monotonic() + timeout
-    hits, per_doc, total = [], {}, 0
+        counts, spans = worker.search(pattern, flags, [index_of[d.name] for d in docs], top_k, timeout)
+    except SearchRefused as err:
+        return [], {}, 0, str(err)
+    by_index = {}
+    for i, s, e in spans:
+        by_index.setdefault(i, []).append((s, e))
+    hits, per_doc = [], {}
     for doc in docs:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return [], {}, 0, f"search timed out after {timeout:g} s; use a simpler or more specific pattern"
-        spans = []
-        try:
-            for m in compiled.finditer(doc.text, timeout=remaining):
-                spans.append(m.span())
-        except TimeoutError:
-            return [], {}, 0, f"search timed out after {timeout:g} s; use a simpler or more specific pattern"
-        total += len(spans)
         ranges = []
-        if spans and len(hits) < top_k:
-            offs = doc.offsets
-            n = doc.token_count
-            for s, e in spans[: top_k - len(hits)]:
-                ts = max(0, bisect.bisect_right(offs, s) - 1)
-                te = max(ts + 1, bisect.bisect_left(offs, e))
-                center = (ts + te) // 2
-                start = max(0, min(center - context_tokens // 2, n - context_tokens))
-                end = min(n, start + context_tokens)
-                ranges.append([start, end])
-                hits.append({"doc_name": doc.name, "start_token": start, "end_token": end,
-                             "match": doc.text[s:e][:500], "context": doc.window(start, end)})
+        offs, n = doc.offsets, doc.token_count
+        for s, e in by_index.get(index_of[doc.name], []):
+            ts = max(0, bisect.bisect_right(offs, s) - 1)
+            te = max(ts + 1, bisect.bisect_left(offs, e))
+            center = (ts + te) // 2
+            start = max(0, min(center - context_tokens // 2, n - context_tokens))
+            end = min(n, start + context_tokens)
+            ranges.append([start, end])
+            hits.append({"doc_name": doc.name, "start_token": start, "end_token": end,
+                         "match": doc.text[s:e][:500], "context": doc.window(start, end)})
         per_doc[doc.name] = ranges
-    return hits, per_doc, total, None
+    return hits, per_doc, sum(counts), None
 
 
 # ------------------------------------------------------------------ the release's own search patterns

@@ -15,6 +15,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from gavel.core import jsonl
+
 MAX_CUSTOM_ID = 64
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 ROLES = ("system", "user", "assistant")
@@ -145,40 +147,38 @@ def read_requests(path, lines: list[int] | None = None) -> list[Request]:
     ``temperature`` go inside ``params``), not ignored. ``lines``, when given, receives each request's line
     number."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}, line {n}"
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RequestError(f"{where}: not JSON ({err})") from None
-            if not isinstance(data, dict):
-                raise RequestError(f"{where}: a request must be a JSON object, got {type(data).__name__}")
-            unknown = sorted(set(data) - set(REQUEST_FIELDS))
-            if unknown:
-                hint = (' (sampling parameters go inside "params", e.g. "params": {"temperature": 0.2})'
-                        if set(unknown) & {"temperature", "top_p", "max_tokens", "seed", "reasoning_effort"} else "")
-                raise RequestError(f"{where}: unknown field {unknown[0]!r}{hint}; known fields: "
-                                   f"{', '.join(REQUEST_FIELDS)}")
-            missing = [k for k in ("stage", "model", "messages") if k not in data]
-            if missing:
-                raise RequestError(f"{where}: field {missing[0]!r} is missing; every request needs stage, model "
-                                   f"and messages")
-            try:
-                request = Request(**{k: data[k] for k in ("stage", "model", "messages")},
-                                  params={} if data.get("params") is None else data["params"],
-                                  case_id=data.get("case_id"), item=data.get("item"), schema=data.get("schema"),
-                                  subject=data.get("subject"))
-            except RequestError as err:
-                raise RequestError(f"{where}: {err}") from None
-            if "custom_id" in data and data["custom_id"] != request.custom_id:
-                raise RequestError(f"{where}: field 'custom_id' is {data['custom_id']!r} but the request's content "
-                                   f"gives {request.custom_id!r} (ids are derived from the content); remove the field")
-            out.append(request)
-            if lines is not None:
-                lines.append(n)
+    try:
+        read = jsonl.read_file(path)
+    except jsonl.JSONLError as err:
+        raise RequestError(str(err)) from None
+    for rec in read:
+        n, data = rec.number, rec.value
+        where = f"{path}, line {n}"
+        if not isinstance(data, dict):
+            raise RequestError(f"{where}: a request must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(REQUEST_FIELDS))
+        if unknown:
+            hint = (' (sampling parameters go inside "params", e.g. "params": {"temperature": 0.2})'
+                    if set(unknown) & {"temperature", "top_p", "max_tokens", "seed", "reasoning_effort"} else "")
+            raise RequestError(f"{where}: unknown field {unknown[0]!r}{hint}; known fields: "
+                               f"{', '.join(REQUEST_FIELDS)}")
+        missing = [k for k in ("stage", "model", "messages") if k not in data]
+        if missing:
+            raise RequestError(f"{where}: field {missing[0]!r} is missing; every request needs stage, model "
+                               f"and messages")
+        try:
+            request = Request(**{k: data[k] for k in ("stage", "model", "messages")},
+                              params={} if data.get("params") is None else data["params"],
+                              case_id=data.get("case_id"), item=data.get("item"), schema=data.get("schema"),
+                              subject=data.get("subject"))
+        except RequestError as err:
+            raise RequestError(f"{where}: {err}") from None
+        if "custom_id" in data and data["custom_id"] != request.custom_id:
+            raise RequestError(f"{where}: field 'custom_id' is {data['custom_id']!r} but the request's content "
+                               f"gives {request.custom_id!r} (ids are derived from the content); remove the field")
+        out.append(request)
+        if lines is not None:
+            lines.append(n)
     return out
 
 

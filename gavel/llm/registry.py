@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gavel.core import config
-
-PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "local", "mock", "replay")
+from gavel.core.vocab import PROVIDERS
 
 
 @dataclass(frozen=True)

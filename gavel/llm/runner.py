@@ -55,7 +55,7 @@ from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 from .secrets import scrub
 
-DEFAULT_RUNS_DIR = config.DATA_DIR / "interim" / "runs"
+DEFAULT_RUNS_DIR = config.INTERIM_DIR / "runs"
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -73,7 +73,6 @@ PENDING_ERROR = "not finished (batch still running)"
 #: the start of the error of a request refused before sending (prompt + max_tokens over the context window)
 TOO_LONG_ERROR = "not sent: too long"
 #: providers that serve any registry model (the registry's own provider is not where it is served)
-SERVES_ANY_MODEL = ("vllm", "local", "mock")
 
 
 class WorkdirBusyError(RuntimeError):
@@ -121,8 +120,12 @@ class RunReport:
 
 class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
-                 max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0):
+                 max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
+                 namespace: str | None = None):
         self.stage = stage
+        # a cache namespace (a repeat of a provider that ignores seeds): enters the key only when set, so a
+        # runner without one keeps the keys it had before
+        self.namespace = namespace
         self.provider = provider
         self.workdir = Path(workdir) if workdir else DEFAULT_RUNS_DIR / stage
         self.cache = ResponseCache(self.workdir / "cache")
@@ -136,7 +139,7 @@ class StageRunner:
 
     # ---------------- cache keys ----------------
     def _registry_model(self, name: str):
-        return llm_model(name, self.provider.name if self.provider.name in SERVES_ANY_MODEL else None)
+        return llm_model(name, self.provider.name if self.provider.serves_any_model else None)
 
     def identity_key(self) -> str:
         """A short hash of ``provider.identity()``: who answers this runner's requests."""
@@ -152,6 +155,8 @@ class StageRunner:
             model_id = None  # a model only the mock knows: its body is what it answers from
         material = {"custom_id": request.custom_id, "identity": self.provider.identity(), "model_id": model_id,
                     "body": self.provider.body(request)}
+        if self.namespace is not None:
+            material["namespace"] = self.namespace
         digest = hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()[:40]
         prefix = request.custom_id.rsplit("-", 1)[0][: MAX_CUSTOM_ID - 41] or "req"
         return f"{prefix}-{digest}"
@@ -468,7 +473,8 @@ class StageRunner:
             done = {k for k in wanted if k in self.cache}
             in_flight = {k for s in mine.values() if s["status"] == "submitted" for k in s["keys"].values()}
             exhausted = {k for k in wanted if state["attempts"].get(k, 0) >= self.max_attempts} - done
-            pending = [r for cid, r in by_id.items() if keys[cid] not in done | in_flight | exhausted]
+            settled = done | in_flight | exhausted  # once, not per request (that was quadratic)
+            pending = [r for cid, r in by_id.items() if keys[cid] not in settled]
             # 2. submit what is pending, in batches within the provider's limits
             for chunk in self.provider.split(pending) if pending else []:
                 self._submit(state, chunk, keys)
@@ -525,7 +531,7 @@ class StageRunner:
             "stage": self.stage, "provider": self.provider.name, "mode": mode,
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "git": git_state(), "python": platform.python_version(), "packages": package_versions(),
-            "models": {m: _model_params(m, self.provider.name) for m in models},
+            "models": {m: _model_params(m, self.provider) for m in models},
             "requests": len(requests), "prompt_sha256": prompts if len(prompts) <= 50 else None,
             "prompts_sha256": hashlib.sha256("".join(prompts).encode()).hexdigest(),
             "sent": report.sent, "cached": report.cached, "failed": report.failed, "batch_ids": report.batches,
@@ -536,9 +542,9 @@ class StageRunner:
         return path
 
 
-def _model_params(name: str, provider: str) -> dict:
+def _model_params(name: str, provider) -> dict:
     try:
-        m = llm_model(name, provider if provider in SERVES_ANY_MODEL else None)
+        m = llm_model(name, provider.name if provider.serves_any_model else None)
     except (KeyError, ValueError):
         return {}
     return {"model_id": m.model_id, "provider": m.provider, "context_window": m.context_window,

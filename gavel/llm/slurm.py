@@ -17,7 +17,7 @@ from gavel.core import config
 
 from .registry import llm_model
 
-TEMPLATE = config.REPO_ROOT / "slurm" / "vllm_stage.sbatch.in"
+TEMPLATE = config.SLURM_DIR / "vllm_stage.sbatch.in"
 
 
 def vllm_args_for(model_name: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from gavel.answers import AnswerError, json_answer
+from gavel.answers import Unusable, read_object
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts
 
@@ -91,9 +91,8 @@ def parse_response(meta: dict, response: Response | None, criteria: Criteria | N
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
     try:
-        answer = json_answer(response.text, c.schema()["schema"], truncated=response.truncated)
-    except AnswerError as err:
+        value = read_object(response.text, response.finish_reason, keys=("scores", "overall"), schema=c.schema()["schema"])
+    except Unusable as err:
         return {**row, "status": err.reason, "detail": err.detail}
-    v = answer.value
-    return {**row, **{k: v["scores"][k] for k in c.keys}, "overall": v["overall"], "reasoning": v["reasoning"],
-            "problems": "; ".join(answer.problems)}
+    v = value
+    return {**row, **{k: v["scores"][k] for k in c.keys}, "overall": v["overall"], "reasoning": v["reasoning"]}

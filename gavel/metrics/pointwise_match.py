@@ -8,7 +8,7 @@ reference point by embedding cosine).
 
 from __future__ import annotations
 
-from gavel.answers import AnswerError, json_answer
+from gavel.answers import Unusable, read_object
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts
 
@@ -49,8 +49,7 @@ def parse_response(meta: dict, response: Response | None) -> dict:
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
     try:
-        answer = json_answer(response.text, SCHEMA["schema"], truncated=response.truncated)
-    except AnswerError as err:
+        value = read_object(response.text, response.finish_reason, keys=("match",), schema=SCHEMA["schema"])
+    except Unusable as err:
         return {**row, "status": err.reason, "detail": err.detail}
-    return {**row, "match": answer.value["match"], "explanation": answer.value["explanation"],
-            "problems": "; ".join(answer.problems)}
+    return {**row, "match": value["match"], "explanation": value["explanation"]}

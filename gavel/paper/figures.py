@@ -331,7 +331,8 @@ METRIC_LABEL = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "
 def fig_metric_agreement(tables) -> plt.Figure:
     """How ROUGE, embedding similarity (and LLM metrics, when their outputs exist) agree with S_checklist:
     per-summary correlations, system-level correlations and pairwise ordering agreement, and the models'
-    mean scores side by side."""
+    mean scores side by side. Error bars: bootstrap 95% intervals of the correlations (per summary over
+    cases, per system over the models; ``metric_agreement``'s ``*_ci_low``/``*_ci_high``)."""
     a = tables["metric_agreement"]
     metrics_ = list(dict.fromkeys(a["metric"]))
     labels = [METRIC_LABEL.get(m, m) for m in metrics_]
@@ -339,15 +340,23 @@ def fig_metric_agreement(tables) -> plt.Figure:
     x = np.arange(len(metrics_))
     for ax, level, title in ((axes[0], "summary", "Per summary"), (axes[1], "system", "Per system (model means)")):
         sel = a[a["level"] == level].set_index("metric").reindex(metrics_)
+        lowest = [-0.2]
         for k, stat in enumerate(("pearson", "spearman", "kendall", "pairwise_agreement")):
-            ax.bar(x + (k - 1.5) * 0.2, sel[stat], width=0.2, color=PALETTE[k],
+            yerr = None
+            if f"{stat}_ci_low" in sel:
+                lo, hi = sel[f"{stat}_ci_low"].to_numpy(float), sel[f"{stat}_ci_high"].to_numpy(float)
+                yerr = np.vstack([sel[stat].to_numpy(float) - lo, hi - sel[stat].to_numpy(float)])
+                lowest.append(float(np.nanmin(lo)))
+            lowest.append(float(np.nanmin(sel[stat].to_numpy(float))))
+            ax.bar(x + (k - 1.5) * 0.2, sel[stat], width=0.2, color=PALETTE[k], yerr=yerr,
+                   error_kw={"elinewidth": 0.9, "capsize": 2, "ecolor": "black"},
                    label={"pairwise_agreement": "pairs ordered alike"}.get(stat, stat.capitalize()))
         n = int(sel["n"].max())
         pairs = int(sel["pairs"].max())
         ax.set_title(f"{title}: n = {n}, {pairs} model pairs" + (" within cases" if level == "summary" else ""))
         ax.set_xticks(x, labels, rotation=20, ha="right")
         ax.axhline(0, color="black", lw=0.8)
-        ax.set_ylim(min(-0.2, float(np.nanmin(sel[["pearson", "spearman", "kendall"]].to_numpy())) - 0.05), 1)
+        ax.set_ylim(min(lowest) - 0.05, 1.02)
         ax.set_ylabel("Agreement with S_checklist")
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7, frameon=False, loc="upper left")
@@ -365,7 +374,8 @@ def fig_metric_agreement(tables) -> plt.Figure:
     ax.set_title("Model means side by side")
     ax.legend(fontsize=7, frameon=False)
     ax.grid(alpha=0.3)
-    fig.text(0.01, -0.03, "S_checklist: reconstructed from the release (best estimates); " + ESTIMATED_NOTE,
+    fig.text(0.01, -0.07, "Error bars: bootstrap 95% intervals (per summary: cases resampled; per system: the "
+             "models resampled).\nS_checklist: reconstructed from the release (best estimates); " + ESTIMATED_NOTE,
              fontsize=7)
     fig.tight_layout()
     return fig

@@ -5,7 +5,9 @@ Statuses:
 * ``within our bounds``   the paper's value lies between our lower and upper bound (the release leaves
                           the exact value open), ours being the best estimate;
 * ``differs``             computable, but ours and the paper's disagree beyond rounding and bounds;
-* ``not reproducible``    the release lacks what it needs (the reason names the missing file or data).
+* ``not reproducible``    the release lacks what it needs, or ours is another quantity (the note names what
+                          is missing and, where we have one, the ``analogue``: the closest number the
+                          release supports; its bounds, if any, go into the note).
 
 Ours come only from the result tables (data/results/); the paper's values only from paper_claims.yaml.
 """
@@ -19,7 +21,6 @@ import pandas as pd
 import yaml
 
 from gavel.core import config
-from gavel.core.items import ITEMS
 
 CLAIMS_FILE = Path(__file__).with_name("paper_claims.yaml")
 DOC = config.DOCS_DIR / "REPRODUCTION.md"
@@ -71,9 +72,17 @@ class Metrics:
         a, b = s.loc[(model, "32K")], s.loc[(model, "512K")]
         return a["s_checklist"] - b["s_checklist"], None, None
 
-    def human_words(self, bin):
+    def human_words(self, bins):
+        """Mean words of the human summaries of the given length bins, pooled over their summaries."""
+        bins = [bins] if isinstance(bins, str) else list(bins)
         h = self.t["summary_lengths"]
-        return float(h[(h["model"] == "human") & (h["length_bin"] == bin)]["mean_words"].iloc[0]), None, None
+        h = h[(h["model"] == "human") & h["length_bin"].isin(bins)]
+        if set(h["length_bin"]) != set(bins):
+            raise KeyError(f"summary_lengths has no human row for {sorted(set(bins) - set(h['length_bin']))}")
+        pooled = float((h["mean_words"] * h["summaries"]).sum() / h["summaries"].sum())
+        note = "" if len(bins) == 1 else f"pooled over the {int(h['summaries'].sum())} human summaries of the " \
+            f"{' and '.join(bins)} bins (" + ", ".join(f"{b}: {w:.0f}" for b, w in zip(h["length_bin"], h["mean_words"])) + ")"
+        return pooled, None, None, note
 
     def group_extreme(self, groups, models, how):
         g = self.t["summary_group_scores"]
@@ -92,12 +101,6 @@ class Metrics:
         note = f"median over the {len(s)} items with a best estimate"
         return float(s["score"].median()), float(s["low"].median()), float(s["high"].median()), note
 
-    def kth_lowest_in_group(self, model, group, k):
-        keys = [it.key for it in ITEMS if it.group == group]
-        s = self.t["summary_item_scores"]
-        s = s[(s["model"] == model) & s["item"].isin(keys)].sort_values("score")
-        row = s.iloc[k - 1]
-        return float(row["score"]), float(row["low"]), float(row["high"])
 
     def median_spec(self, model, rate):
         """Median over the items the judge saw at least once for this model (an item never judged, such
@@ -125,9 +128,30 @@ class Metrics:
     def doc_tokens(self, method, model, configuration):
         return _nan_none(self._doc(method, model, configuration)["total_tokens_per_case"] / 1e6), None, None
 
-    def residual_ratio(self, model):
-        t = self.t["residual_ratio"].set_index("model")
-        return float(t.loc[model, "r_percent"]), None, None
+    def residual_ratio(self, model, same_halves_as=()):
+        """r (%) under our default matching, bounded by its range over the matching variants; a model with
+        one released checklist half says so, and ``same_halves_as`` compares this model on the halves that
+        those models cover."""
+        t = self.t["residual_ratio"]
+        t = t.assign(case_parts=t["case_parts"].fillna("").astype(str)).set_index(["model", "subset"])
+        row = t.loc[(model, "all")]
+        variants = [c for c in t.columns if c.startswith("r_") and c.endswith("_percent")
+                    and c not in ("r_percent", "r_median_percent", "r_q1_percent", "r_q3_percent",
+                                  "r_low_percent", "r_high_percent")]
+        notes = [f"low/high: the range over {len(variants)} ways of matching spans (exact / quote-insensitive / "
+                 f"fuzzy evidence; value then evidence, or evidence only), {row['summaries']:.0f} summaries"]
+        if row["case_parts"] in ("1", "2"):
+            notes.append(f"part-{row['case_parts']} half only (the other half's checklists are not released)")
+        halves = []
+        for other in same_halves_as:
+            part = t.loc[(other, "all"), "case_parts"]
+            if part in ("1", "2"):
+                halves.append(f"{self.labels.get(other, other)}'s half (part {part}): "
+                              f"{t.loc[(model, 'part' + part), 'r_percent']:.1f}")
+        if halves:
+            notes.append(f"{self.labels.get(model, model)} on the same halves as the models it is compared with: "
+                         + ", ".join(halves))
+        return float(row["r_percent"]), float(row["r_low_percent"]), float(row["r_high_percent"]), "; ".join(notes)
 
     def token_saving(self, than):
         ours = self._doc("agent", "Qwen3-30B-A3B-Thinking-2507", "individual")["total_tokens_per_case"]
@@ -194,6 +218,10 @@ def evaluate(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             if extra:
                 note = f"{note}; {extra}" if note else extra
         analogue = value if c.get("missing") and value is not None else None
+        if c.get("missing") and (low is not None or high is not None):
+            # bounds belong to the number the row reports; a not-reproducible row's bounds are the analogue's
+            note += f"; the analogue's bounds {_fmt(low) or 'open'}..{_fmt(high) or 'open'}"
+            low = high = None
         rows.append({"id": c["id"], "where": c["where"], "claim": c["claim"], "paper": paper,
                      "ours": None if c.get("missing") else value, "low": low, "high": high,
                      "analogue": analogue, "status": status, "note": note})
@@ -235,7 +263,8 @@ def render(claims: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> str:
         "benchmark, unjudged Class Action items, unreleased checklists) each cell gets a best estimate and",
         "lower/upper bounds (gavel/paper/reconstruct.py); `low`/`high` are the resulting bounds on the number.",
         "`analogue` gives, for a number that needs unreleased data, the closest quantity the release supports",
-        "(e.g. the S_checklist drop where the paper reports an S_GAVEL-REF drop).",
+        "(e.g. the S_checklist drop where the paper reports an S_GAVEL-REF drop); such a row is `not reproducible`,",
+        "its note names what is missing, and the analogue's bounds, if any, are in the note.",
         "",
         "| id | where | claim | paper | ours | low | high | analogue | status | note |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",

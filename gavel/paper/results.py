@@ -10,22 +10,25 @@ averaged, so they are the true extremes of the mean given the ambiguous cells (s
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from gavel.core import config
 from gavel.core.items import GROUPS, ITEMS
+from gavel.core.stats import bootstrap_means, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
 from gavel.paper import reconstruct
 from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
 from gavel.ref import grounding, scoring
+from gavel.ref.stages import score
 from gavel.release.judge import RELATIONS
 
-BOOTSTRAP_SAMPLES = 2000
 SEED = 20251122
 LENGTH_BIN_ORDER = list(LENGTH_BINS)
 EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
@@ -42,16 +45,68 @@ def per_case(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def mean_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    g = pc.groupby(by, dropna=False)
-    out = g[["s_checklist", "s_checklist_low", "s_checklist_high"]].mean()
-    out["cases"] = g["s_checklist"].count()
-    out["ambiguous_cells"] = g["ambiguous"].sum()
-    return out.reset_index()
+    """S_checklist and its bounds over cases (the one aggregation, ``score.mean_over_cases``), with the
+    number of ambiguous cells."""
+    out = score.mean_over_cases(pc[[*by, "s_checklist", "s_checklist_low", "s_checklist_high", "ambiguous"]], by,
+                                counts=("ambiguous",))
+    return out.rename(columns={"ambiguous": "ambiguous_cells"})
 
 
-def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
-    idx = rng.integers(0, len(values), size=(n, len(values)))
-    return values[idx].mean(axis=1)
+def _fast_correlations(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Pearson, Spearman (average ranks) and Kendall tau-b, the quantities of ``scoring.correlations``,
+    computed in O(n log n) for the many resamples of a bootstrap (NaN where undefined)."""
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return math.nan, math.nan, math.nan
+    pearson = float(np.corrcoef(x, y)[0, 1])
+    spearman = float(np.corrcoef(stats.rankdata(x), stats.rankdata(y))[0, 1])
+    kendall = float(stats.kendalltau(x, y).statistic)
+    return pearson, spearman, kendall
+
+
+CORRELATIONS = ("pearson", "spearman", "kendall")
+
+
+def agreement_intervals(scores: pd.DataFrame, metrics_: list[str], rng: np.random.Generator,
+                        reference: str = "s_checklist") -> pd.DataFrame:
+    """Bootstrap 95% intervals of the correlations in ``metrics.agreement``: per summary, resampling the
+    cases (a drawn case brings all its summaries); per system, resampling the models (their means over the
+    summaries both scores have). The same resamples serve every metric. Resamples where a correlation is
+    undefined (e.g. a constant draw of few models) are left out of its percentiles; ``resamples`` counts
+    the ones used (the fewest over the three correlations)."""
+    rows = []
+    case_ids = sorted(scores["case_id"].unique())
+    case_draws = resamples(len(case_ids), rng)
+    model_ids = sorted(scores["model"].unique())
+    model_draws = resamples(len(model_ids), rng)
+    for metric in metrics_:
+        sel = scores.dropna(subset=[metric, reference])
+        pos = {c: i for i, c in enumerate(case_ids)}
+        rows_of = [[] for _ in case_ids]
+        for i, c in enumerate(sel["case_id"].to_numpy()):
+            rows_of[pos[c]].append(i)
+        rows_of = [np.asarray(r, dtype=int) for r in rows_of]
+        x, y = sel[metric].to_numpy(float), sel[reference].to_numpy(float)
+        per_summary = []
+        for draw in case_draws:
+            idx = np.concatenate([rows_of[k] for k in draw])
+            per_summary.append(_fast_correlations(x[idx], y[idx]))
+        means = sel.groupby("model")[[metric, reference]].mean().reindex(model_ids)
+        mx, my = means[metric].to_numpy(float), means[reference].to_numpy(float)
+        per_system = []
+        for draw in model_draws:
+            draw = draw[~np.isnan(mx[draw])]
+            per_system.append(_fast_correlations(mx[draw], my[draw]))
+        for level, boots in (("summary", np.array(per_summary)), ("system", np.array(per_system))):
+            row = {"metric": metric, "level": level}
+            used = []
+            for k, name in enumerate(CORRELATIONS):
+                ok = boots[:, k][~np.isnan(boots[:, k])]
+                used.append(len(ok))
+                row[f"{name}_ci_low"] = float(np.percentile(ok, 2.5)) if len(ok) else math.nan
+                row[f"{name}_ci_high"] = float(np.percentile(ok, 97.5)) if len(ok) else math.nan
+            row["resamples"] = min(used)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
@@ -94,8 +149,8 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
 
     # summary length vs score (Figure 6, appendix E): S_checklist stands in for S_GAVEL-REF
     words = rel.summaries[rel.summaries["set"] == "benchmark"][["model", "case_id", "words"]]
-    lengths = (words.merge(cases, on="case_id").groupby(["model", "length_bin"])["words"].mean()
-               .rename("mean_words").reset_index())
+    lengths = (words.merge(cases, on="case_id").groupby(["model", "length_bin"])["words"]
+               .agg(mean_words="mean", summaries="size").reset_index())
     lengths["label"] = lengths["model"].map(labels).fillna("Human")
     joined = pc.merge(words, on=["model", "case_id"]).dropna(subset=["s_checklist"])
     corr_rows = []
@@ -229,19 +284,25 @@ def document_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
     keys = ["method", "model", "configuration"]
     pc = per_case(cells, keys)
     scores = mean_over_cases(pc, keys)
-    # tokens per case: input + output, averaged over the 40 meta-evaluation cases
-    n_cases = int((rel.cases["set"] == "human_eval").sum())
-    agent = rel.agent_runs.groupby(["model", "configuration"])[["input_tokens", "output_tokens"]].sum().reset_index()
+    # tokens per case: input + output, averaged over the cases the released token counts cover (``token_cases``):
+    # an agent run's cases; for the other methods the cases whose checklists the files with token totals hold
+    # (an empty end-to-end batch file has neither checklists nor token counts: its cases are not counted)
+    g = rel.agent_runs.groupby(["model", "configuration"])
+    agent = g[["input_tokens", "output_tokens"]].sum()
+    agent["token_cases"] = g["case_id"].nunique()
+    agent = agent.reset_index()
     agent["method"] = "agent"
     ts = rel.token_stats[(rel.token_stats["scope"] == "file") &
                          rel.token_stats["kind"].isin(["end_to_end", "chunk_by_chunk"])]
-    other = ts.groupby(["kind", "model"])[["input_tokens", "output_tokens"]].sum().reset_index()
-    other = other.rename(columns={"kind": "method"})
+    cases_in_file = rel.checklist_items.groupby("file")["case_id"].agg(set)
+    other = ts.groupby(["kind", "model"])[["input_tokens", "output_tokens"]].sum()
+    other["token_cases"] = ts.groupby(["kind", "model"])["file"].agg(
+        lambda fs: len(set().union(*(cases_in_file.get(f, set()) for f in set(fs)))))
+    other = other.reset_index().rename(columns={"kind": "method"})
     other["configuration"] = ""
     tokens = pd.concat([agent, other], ignore_index=True)
-    tokens["token_cases"] = n_cases
     for col in ("input_tokens", "output_tokens"):
-        tokens[f"{col}_per_case"] = tokens[col] / n_cases
+        tokens[f"{col}_per_case"] = tokens[col] / tokens["token_cases"].where(tokens["token_cases"] > 0)
     tokens["total_tokens_per_case"] = tokens["input_tokens_per_case"] + tokens["output_tokens_per_case"]
     files = rel.files
     complete = {}
@@ -268,10 +329,23 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
     return {"benchmark_cases": _round(by_bin.reset_index())}
 
 
+#: r's matching variants (``gavel.ref.grounding.uncovered_spans``): (column suffix, match, values_first). The
+#: paper leaves open how spans are matched; the first is our default (``r_percent``), the rest bound r.
+R_VARIANTS = tuple((f"{match}_{'value_then_evidence' if first else 'evidence_only'}", match, first)
+                   for first in (True, False) for match in ("fuzzy", "normalized", "exact"))
+
+
 def residual_ratio_table(rel) -> pd.DataFrame:
     """Residual ratio r (%) from the released evidence: the deterministic first step of the residual stage
     (``gavel.ref.grounding.uncovered_spans``) on every summary whose checklist the release holds: the 12 models'
-    benchmark summaries (GPT-oss 20B extractions) and the 40 human summaries of ``human.json``."""
+    benchmark summaries (GPT-oss 20B extractions) and the 40 human summaries of ``human.json``.
+
+    r depends on how spans are matched, which the paper does not say: ``r_<match>_<order>_percent`` is r
+    under each of ``R_VARIANTS`` (exact / normalised / fuzzy evidence matching; a value found in the summary
+    covering its own words first, or evidence only), ``r_low_percent``/``r_high_percent`` their range;
+    ``r_percent`` and the spread columns are the default (fuzzy, value then evidence). Rows per ``subset``:
+    ``all`` the summaries the model has, ``part1``/``part2`` the benchmark's two 50-case halves (models with
+    one released checklist half are compared with others on the same half)."""
     cv = rel.checklist_values
     sel = cv[cv["origin"] == "summary"]
     s = rel.summaries
@@ -280,13 +354,37 @@ def residual_ratio_table(rel) -> pd.DataFrame:
     values: dict = {}
     for m, c, v, e in sel[["model", "case_id", "value", "evidence"]].itertuples(index=False):
         values.setdefault((m, c), []).append((v, list(e)))
-    per = pd.DataFrame(grounding.residual_ratios(texts, values))
-    g = per.groupby("who")
+    per = None
+    for name, match, first in R_VARIANTS:
+        one = pd.DataFrame(grounding.residual_ratios(texts, values, match=match, values_first=first))
+        one = one.rename(columns={"r": f"r_{name}", "spans": f"spans_{name}"})
+        per = one if per is None else per.merge(one, on=["who", "case_id"], how="outer")
+    default = R_VARIANTS[0][0]
+    per = per.rename(columns={f"r_{default}": "r", f"spans_{default}": "spans"})
+    per["r_" + default] = per["r"]
+    part = rel.cases[rel.cases["set"] == "benchmark"].set_index("case_id")["part"]
+    per["part"] = per["case_id"].map(part)
+    per.loc[per["who"] == "human", "part"] = np.nan
+    frames = [per.assign(subset="all")]
+    for p in (1, 2):
+        frames.append(per[per["part"] == p].assign(subset=f"part{p}"))
+    per = pd.concat(frames, ignore_index=True)
+    g = per.groupby(["who", "subset"])
     out = pd.DataFrame({"summaries": g.size(), "r_percent": 100 * g["r"].mean(), "r_median_percent": 100 * g["r"].median(),
                         "r_q1_percent": 100 * g["r"].quantile(0.25), "r_q3_percent": 100 * g["r"].quantile(0.75),
                         "residual_spans_per_summary": g["spans"].mean()})
+    variant_cols = []
+    for name, _, _ in R_VARIANTS:
+        out[f"r_{name}_percent"] = 100 * g[f"r_{name}"].mean()
+        variant_cols.append(f"r_{name}_percent")
+    out["r_low_percent"] = out[variant_cols].min(axis=1)
+    out["r_high_percent"] = out[variant_cols].max(axis=1)
     out = out.reset_index().rename(columns={"who": "model"})
     out["set"] = out["model"].map(lambda m: "human_eval" if m == "human" else "benchmark")
+    out["case_parts"] = out["model"].map(per[per["subset"] == "all"].groupby("who")["part"].agg(
+        lambda x: "+".join(str(int(p)) for p in sorted(x.dropna().unique())))).fillna("")
+    out["subset_order"] = out["subset"].map({"all": 0, "part1": 1, "part2": 2})
+    out = out.sort_values(["model", "subset_order"]).drop(columns="subset_order").reset_index(drop=True)
     return _round(out)
 
 
@@ -316,20 +414,42 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
     llm_metrics = [c for c in llm.columns if c not in ("model", "case_id")]
     if llm_metrics:  # LLM-based metrics join where their outputs exist (data/llm_scores/)
         scores = scores.merge(_round(llm), on=["model", "case_id"], how="left")
-    agree = metrics.agreement(scores, [*metrics.TEXT_METRICS, *llm_metrics])
-    means = scores.groupby("model")[["s_checklist", *metrics.TEXT_METRICS, *llm_metrics]].mean()
-    means["summaries"] = scores.groupby("model").size()
-    means = means.sort_values("s_checklist", ascending=False).reset_index()
+    all_metrics = [*metrics.TEXT_METRICS, *llm_metrics]
+    agree = metrics.agreement(scores, all_metrics)
+    intervals = agreement_intervals(scores, all_metrics, np.random.default_rng(SEED))
+    agree = agree.merge(intervals, on=["metric", "level"], how="left")
+    cols = ["metric", "level", "n"]
+    for name in CORRELATIONS:
+        cols += [name, f"{name}_ci_low", f"{name}_ci_high"]
+    agree = agree[cols + [c for c in agree.columns if c not in cols]]
+    return {"summary_text_metrics": scores, "metric_agreement": _round(agree),
+            "metric_model_means": _round(model_means(scores, all_metrics))}
+
+
+def model_means(scores: pd.DataFrame, metrics_: list[str], reference: str = "s_checklist") -> pd.DataFrame:
+    """Each model's mean of ``reference`` and every metric, all over one set of summaries: those that have
+    every score (a model whose S_checklist is missing for some summaries, e.g. a truncated judge file, has
+    its metric means over the same subset). ``summaries`` counts that set, ``summaries_released`` the
+    model's summaries in the table."""
+    complete = scores.dropna(subset=[reference, *metrics_])
+    means = complete.groupby("model")[[reference, *metrics_]].mean()
+    means["summaries"] = complete.groupby("model").size()
+    means["summaries_released"] = scores.groupby("model").size()
+    means = means.sort_values(reference, ascending=False).reset_index()
     means["label"] = means["model"].map(config.model_label)
-    return {"summary_text_metrics": scores, "metric_agreement": _round(agree), "metric_model_means": _round(means)}
+    return means
 
 
 def grounding_tables(rel) -> dict[str, pd.DataFrame]:
     """Where each evidence snippet of the released summary checklists occurs in the summary it was extracted
-    from (gavel.ref.grounding): counts and shares per model and item, and per model over all items (``all``)."""
+    from (gavel.ref.grounding): counts and shares per model and item, and per model over all items (``all``).
+
+    Evidence is counted once per released entry: an entry whose ``value`` is a list becomes one value row
+    per value (``checklist_values``), every row carrying the entry's evidence; only its first row counts."""
     s = rel.summaries[rel.summaries["set"] == "benchmark"].set_index(["model", "case_id"])["text"]
     v = rel.checklist_values
     v = v[(v["origin"] == "summary") & (v["method"] == "llm")]
+    v = v.drop_duplicates(subset=["model", "unit", "part", "case_id", "item", "entry"])
     rows = []
     normalized = {}
     no_summary: set = set()

@@ -119,23 +119,35 @@ def parse_response(request: Request, response: Response, parse) -> dict:
         return {"status": "unparseable", "rows": [], "problem": str(err)}
 
 
-def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] = print) -> dict:
+def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] = print, repeats: int = 2) -> dict:
     """The whole GAVEL-REF pipeline (extract, compare, residual, style, score) on the demo passage against
-    REFERENCE, one item, the same model as extractor and judge."""
+    REFERENCE, one item, the same model as extractor and judge; run ``repeats`` times (``gavel.ref.stability``:
+    repeat 1 is the plain run, repeat 2 the same with its own seed) and the stability table shown."""
     import pandas as pd
 
     from gavel.core.items import item
-    from gavel.ref import pipeline
+    from gavel.ref import pipeline, stability
 
     settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),), max_tokens=256)
-    tables = pipeline.evaluate([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir, settings)
-    show(f"== GAVEL-REF (gavel.ref.pipeline): sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}")
+    result = stability.evaluate_repeats([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir,
+                                        settings, repeats=repeats)
+    tables = result["runs"][0]
+    sent = {k: sum(r["manifest"]["sent"].get(k, 0) for r in result["runs"]) for k in tables["manifest"]["sent"]}
+    cached = {k: sum(r["manifest"]["cached"].get(k, 0) for r in result["runs"]) for k in tables["manifest"]["cached"]}
+    show(f"== GAVEL-REF (gavel.ref.pipeline), {repeats} repeat(s): sent {sent}, cached {cached}")
     with pd.option_context("display.width", 160, "display.max_colwidth", 60):
         show(tables["answers"][["stage", "subject", "item", "round", "status", "detail"]].to_string(index=False))
         show(tables["scores"][["subject", "s_checklist", "s_residual", "s_style", "r_reference", "s_gavel_ref"]]
              .to_string(index=False))
+        if repeats > 1:
+            show(f"== stability over {repeats} repeats (gavel.ref.stability): verdicts that flip, per stage and item")
+            show(result["stability"][["stage", "item", "units", "flipped", "flip_share", "unusable_units"]]
+                 .to_string(index=False))
+            show(result["stability_models"][["subject", "score", "repeat_1", "repeat_2", "std_over_repeats"]]
+                 .to_string(index=False))
     show(f"tables in {workdir}")
-    return tables
+    return {**tables, "manifest": {**tables["manifest"], "sent": sent, "cached": cached},
+            "repeats": result}
 
 
 def run(provider=None, steps: list[Step] | None = None, model: str | None = None,
@@ -190,8 +202,11 @@ def failures(results: dict) -> list[str]:
     bad = [cid for stage, res in results.items() if stage != "gavel_ref"
            for cid, o in res["outcomes"].items() if o["status"] == "failed"]
     if "gavel_ref" in results:
-        answers = results["gavel_ref"]["answers"]
-        bad += [f"{a.stage}/{a.subject}/{a.item}" for a in answers[answers["status"] == "failed"].itertuples()]
+        runs = results["gavel_ref"].get("repeats", {}).get("runs") or [results["gavel_ref"]]
+        for r, run in enumerate(runs, 1):
+            answers = run["answers"]
+            bad += [f"{a.stage}/{a.subject}/{a.item}" + (f" (repeat {r})" if r > 1 else "")
+                    for a in answers[answers["status"] == "failed"].itertuples()]
     return bad
 
 

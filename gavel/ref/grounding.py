@@ -4,8 +4,9 @@ The paper asks extractors for *verbatim* evidence; in practice models re-quote w
 quotes, changed dashes, or a few words changed. ``locate`` tries, in order:
 
 1. ``exact``       the snippet occurs as written (first occurrence);
-2. ``normalized``  it occurs once both sides are normalised: runs of whitespace become one space, curly
-                   quotes become straight ones, dashes become ``-``, letters are lower-cased;
+2. ``normalized``  it occurs once both sides are normalised: runs of whitespace become one space, every
+                   quote style becomes ``'`` (curly or straight, single or double: extractors re-type
+                   ``"..."`` as ``'...'``), dashes become ``-``, letters are lower-cased;
 3. ``fuzzy``       the best-aligned window of the normalised text scores at least ``threshold`` on
                    rapidfuzz's ``partial_ratio`` (0-100; default ``FUZZY_THRESHOLD`` = 90, i.e. about one
                    character in ten may differ);
@@ -29,7 +30,7 @@ MIN_FUZZY_CHARS = 12  # shorter snippets must match exactly or after normalisati
 
 _CHAR_MAP = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+    "\u201c": "'", "\u201d": "'", "\u201e": "'", "\u201f": "'", "\u2033": "'", '"': "'",
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
     "\u00a0": " ", "\u2009": " ", "\u202f": " ",
 })
@@ -113,22 +114,44 @@ def locate(snippet: str, text: str, threshold: float | None = FUZZY_THRESHOLD,
 
 # ---------- what a checklist leaves uncovered (the residual stage's first, deterministic step) ----------
 MIN_SPAN_WORDS = 3
-def uncovered_spans(text: str, values: list[tuple[str, list[str]]]) -> list[tuple[int, int]]:
+#: How evidence spans are matched (the paper leaves it open): ``exact`` (as written), ``normalized`` (also
+#: after ``normalize``: whitespace, quote styles, dashes, case), ``fuzzy`` (also ``locate``'s fuzzy step).
+#: Values are always located exactly or after normalisation (short: fuzzy is noise there). Default ``fuzzy``.
+MATCHES = ("exact", "normalized", "fuzzy")
+
+
+def _find(snippet, text: str, norm, match: str) -> tuple[int, int] | None:
+    if match == "exact":
+        if not isinstance(snippet, str) or not snippet.strip():
+            return None
+        at = text.find(snippet)
+        return (at, at + len(snippet)) if at >= 0 else None
+    hit = locate(snippet, text, threshold=FUZZY_THRESHOLD if match == "fuzzy" else None, normalized_text=norm)
+    return (hit.start, hit.end) if hit.found else None
+
+
+def uncovered_spans(text: str, values: list[tuple[str, list[str]]], match: str = "fuzzy",
+                    values_first: bool = True) -> list[tuple[int, int]]:
     """Residual spans of ``text`` given its checklist ``values`` as (value, evidence snippets): the paper's
     two-stage matching. A value found in the text (exactly or after normalisation) covers just its own
-    words; a value that is not (a paraphrase) covers its evidence snippets instead. What is left, in runs of
-    at least ``MIN_SPAN_WORDS`` words, is residual (leading and trailing whitespace trimmed)."""
+    words; a value that is not (a paraphrase) covers its evidence snippets instead, located as ``match``
+    says (``MATCHES``: how evidence is matched). ``values_first=False``: evidence only, every value
+    covers its evidence. What is left, in runs of at least ``MIN_SPAN_WORDS`` words, is residual (leading
+    and trailing whitespace trimmed)."""
+    if match not in MATCHES:
+        raise ValueError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
     covered = bytearray(len(text))
     norm = normalize(text)
     for value, evidence in values:
-        hit = locate(value, text, threshold=None, normalized_text=norm)
-        if hit.found:
-            covered[hit.start:hit.end] = b"\x01" * (hit.end - hit.start)
-            continue
+        if values_first:
+            hit = _find(value, text, norm, "normalized")
+            if hit is not None:
+                covered[hit[0]:hit[1]] = b"\x01" * (hit[1] - hit[0])
+                continue
         for snippet in evidence:
-            ev = locate(snippet, text, normalized_text=norm)
-            if ev.found:
-                covered[ev.start:ev.end] = b"\x01" * (ev.end - ev.start)
+            ev = _find(snippet, text, norm, match)
+            if ev is not None:
+                covered[ev[0]:ev[1]] = b"\x01" * (ev[1] - ev[0])
     out = []
     for m in re.finditer(rb"\x00+", bytes(covered)):
         piece = text[m.start():m.end()]
@@ -138,15 +161,16 @@ def uncovered_spans(text: str, values: list[tuple[str, list[str]]]) -> list[tupl
     return out
 
 
-def residual_ratios(summaries, values) -> list[dict]:
+def residual_ratios(summaries, values, match: str = "fuzzy", values_first: bool = True) -> list[dict]:
     """r of each summary: ``summaries`` is {(who, case_id): text}, ``values`` {(who, case_id): [(value,
-    evidence), ...]} (a summary without values is skipped: its checklist is not known)."""
+    evidence), ...]} (a summary without values is skipped: its checklist is not known); ``match`` and
+    ``values_first`` as in ``uncovered_spans``."""
     out = []
     for key, vals in values.items():
         text = summaries.get(key)
         if not text:
             continue
-        spans = uncovered_spans(text, vals)
+        spans = uncovered_spans(text, vals, match=match, values_first=values_first)
         covered = sum(e - s for s, e in spans)
         out.append({"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)})
     return out

@@ -23,23 +23,31 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from gavel import answers
-from gavel.core import config
+from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
-from gavel.core.vocab import STYLE_ASPECTS
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
 from gavel.ref.stages import compare, extract, residual, score, style
 from gavel.ref.stages import summarize as summarize_stage
+from gavel.ref.stand_in import stand_in_answer
+from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
+    failed_requests,
+    failure_report,
+    in_repo,
+    item_table,
+    read_tables,
+    unusable_answers,
+)
 
-REASKABLE = {"no_json", "schema", "conflicting", "unknown_label", "indices", "empty"}
+REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 
 
@@ -59,6 +67,7 @@ class Settings:
     structured: bool = True
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
+    repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
 
 
 def default_roles() -> dict:
@@ -92,7 +101,8 @@ class _Stages:
                              **self.s.runner_options)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
-        current = [req for req, _ in jobs]
+        current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
+                   for req, _ in jobs]
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
@@ -298,7 +308,7 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
             row[col] = g[col].mean()
             row[f"{col}_n"] = int(g[col].notna().sum())
             if col.startswith("s_"):
-                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = score.bootstrap_ci(g[col].tolist(), seed=seed)
+                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = stats.mean_interval(g[col].tolist(), seed=seed)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -309,8 +319,8 @@ def read_summaries(path: str | Path, subject: str | None = None,
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
     ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
-    release's files, the file name otherwise, or each JSONL line's ``model``). A file of no known shape raises
-    :class:`InputError`. A record that cannot be read (a line that is not JSON, a summary that is not text)
+    release's files, the file name otherwise, or each JSONL line's ``model``). A file that cannot be read, is
+    not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
     raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
     and the file's other records are kept."""
     path = Path(path)
@@ -321,16 +331,19 @@ def read_summaries(path: str | Path, subject: str | None = None,
         problems.append(message)
 
     name = subject or path.stem
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                         f"save it as UTF-8") from None
     if path.suffix == ".jsonl":
         out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                bad(f"{path}, line {n}: not JSON ({err})")
+        for read in jsonl.scan(text, str(path)):
+            n, rec = read.number, read.value
+            if not read.ok:
+                bad(read.problem)
                 continue
             body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
             if not isinstance(body, str) or "case_id" not in rec:
@@ -358,6 +371,20 @@ def read_summaries(path: str | Path, subject: str | None = None,
     return out
 
 
+def writable_folder(path: str | Path, what: str = "output folder") -> Path:
+    """Make ``path`` (and its parents) and check a file can be written there, before anything is read or
+    sent; :class:`InputError` naming it otherwise."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".gavel-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
+    return path
+
+
 def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
     """Human summaries (case_id -> text) and length bins of the release's cases."""
     s = rel.summaries
@@ -369,7 +396,9 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
     """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
-    (extract, style); compare and residual depend on the extracted values: their upper bound is printed."""
+    (extract, style); compare and residual depend on the extracted values: their upper bound is printed.
+    Requests too long for their model's context window are listed (stage, subject, case, item, why) and
+    kept in ``table.attrs["too_long"]``."""
     from gavel.llm.runner import StageRunner
 
     s = settings
@@ -379,62 +408,26 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
                                              s.max_tokens, s.structured)]
+    too_long = []
     for stage, reqs in (("extract", ex), ("style", sty)):
         t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
             reqs, mode=s.mode, show=False)
         tables.append(t.assign(stage=stage))
+        by_id = {r.custom_id: r for r in reqs}
+        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
+                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
     table = pd.concat(tables, ignore_index=True)
+    table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
     print(table.to_string(index=False))
     print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
           f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    if too_long:
+        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
+              f"send them):")
+        for row in too_long:
+            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
+                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
     return table
-
-
-# ---------- a stand-in model for trying the flow offline ----------
-_SPAN_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
-_LIST_LINE = re.compile(r"^(\d+)\. (.*)$", re.M)
-
-
-def _section(text: str, head: str, stop: str) -> str:
-    start = text.find(head)
-    if start < 0:
-        return ""
-    start += len(head)
-    end = text.find(stop, start)
-    return text[start: end if end >= 0 else len(text)].strip()
-
-
-def stand_in_answer(request: Request) -> str:
-    """A deterministic stand-in for a model (the ``mock`` provider's answer in ``gavel evaluate`` and the
-    notebooks): it quotes sentences of the summary whose words overlap the item's name, matches list entries
-    that are the same text, calls every residual span a fact and rates every style aspect 3. It exercises
-    every stage, parser and table in seconds, with no model; its scores mean nothing."""
-    user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
-    if request.stage == "extract":
-        summary = _section(user, "# Case summary\n", "\n# Checklist item:")
-        name = _section(user, "# Checklist item:", "\n")
-        words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", name)}
-        found = [s for s in re.split(r"(?<=[.!?])\s+", summary)
-                 if words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", s)}][:2]
-        return json.dumps({"reasoning": "stand-in: sentences sharing words with the item name",
-                           "extracted": [{"evidence": [s], "value": s[:100]} for s in found]})
-    if request.stage == "residual":
-        spans = _SPAN_LINE.findall(user)
-        return json.dumps({"reasoning": "stand-in: one fact per span",
-                           "extracted": [{"fact": text, "evidence_spans": [int(n)]} for n, text in spans]})
-    if request.stage == "style":
-        return json.dumps({k: 3 for k in STYLE_ASPECTS})
-    if "## Information A" in user:
-        a = _section(user, "## Information A\n", "\n## Information B")
-        b = _section(user, "## Information B\n", "\n\n#")
-        label = "A equals B" if a.casefold() == b.casefold() else "A and B are different"
-        return f"**Reasoning:** stand-in.\n**Final Answer:** {label}"
-    a = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List A\n", "## List B"))}
-    b = {n: t.casefold() for n, t in _LIST_LINE.findall(_section(user, "## List B\n", "\n\n#"))}
-    common = [{"A_index": int(i), "B_index": int(j)} for i, x in a.items() for j, y in b.items() if x == y]
-    body = {"common": common, "only_in_A": [int(i) for i in a if int(i) not in {c["A_index"] for c in common}],
-            "only_in_B": [int(j) for j in b if int(j) not in {c["B_index"] for c in common}]}
-    return "**Reasoning:** stand-in.\n**Final Answer:**\n```json\n" + json.dumps(body) + "\n```"
 
 
 def provider(name: str, base_url: str | None = None, **kwargs):
@@ -467,13 +460,22 @@ class NotebookRun:
     provider: object
     settings: Settings
     out: Path
+    repeats: int = 1  # > 1: gavel.ref.stability's repeats and stability report
 
     def dry_run(self) -> pd.DataFrame:
-        return dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+        from gavel.ref import stability
+
+        table = dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
+        if self.repeats > 1:
+            print(stability.repeats_cost(table, self.repeats, self.provider))
+        return table
 
     def evaluate(self, timeout: float | None = None) -> dict:
-        return evaluate(self.summaries, self.references, self.provider, self.out, self.settings, bins=self.bins,
-                        timeout=timeout)
+        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables."""
+        from gavel.ref import stability
+
+        return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
+                                          self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
 
     def advance(self, timeout: float | None) -> str:
         """Submit / collect as far as finished batches allow; say where the run stands."""
@@ -486,15 +488,24 @@ class NotebookRun:
     def unusable(self) -> pd.DataFrame:
         return unusable_answers(read_tables(self.out))
 
+    def failures(self) -> str:
+        """How many requests of the last evaluation (every repeat) failed, by stage, and why."""
+        from gavel.ref.stability import repeat_folder
+
+        per_run = [failed_requests(read_tables(repeat_folder(self.out, r))) for r in range(1, self.repeats + 1)]
+        failed = pd.concat(per_run, ignore_index=True)
+        failed.attrs["requests"] = sum(f.attrs.get("requests", 0) for f in per_run)
+        return failure_report(failed)
+
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out="data/interim/ref_demo") -> NotebookRun:
+                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1) -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
-            for row in read_summaries(_in_repo(path))]
+            for row in read_summaries(in_repo(path))]
     if references:
-        refs, bins = {c: t for _, c, t in read_summaries(_in_repo(references), "human")}, {}
+        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), "human")}, {}
     else:
         from gavel.release import load_release
 
@@ -502,39 +513,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
                         items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
-    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, _in_repo(out))
-
-
-def _in_repo(path) -> Path:
-    """A relative path is read from the repository root (notebooks run in notebooks/)."""
-    path = Path(path)
-    return path if path.is_absolute() else config.REPO_ROOT / path
-
-
-def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
-    out = _in_repo(out)
-    names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
-    return {n: pd.read_csv(out / f"{n}.csv", keep_default_na=True) for n in names if (out / f"{n}.csv").exists()}
-
-
-def item_table(tables: dict) -> pd.DataFrame:
-    """Mean matching score per (subject, item) over applicable pairs, with counts of gates and unusable answers."""
-    c = tables["compare"]
-    usable = c["status"].isin(["ok", "gated"])
-    frame = c.assign(usable_score=c["score"].where(usable), unusable=(~usable).astype(int))
-    g = frame.groupby(["subject", "item"])
-    return pd.DataFrame({"score": g["usable_score"].mean(), "applicable": g["usable_score"].count(),
-                         "judged": g["gate"].agg(lambda s: int(s.isin(["single", "multi"]).sum())),
-                         "unusable": g["unusable"].sum()}).reset_index()
-
-
-def unusable_answers(tables: dict) -> pd.DataFrame:
-    """Every answer that could not be used in its last round, with its stage and reason."""
-    a = tables.get("answers")
-    if a is None or not len(a):
-        return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
-    last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
-    return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]
+    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 
 # ---------- the same table shapes as data/results/ ----------
@@ -559,9 +538,9 @@ def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFram
     table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(overall["model"])})
     boot, full = [], []
     for subject, g in frame.groupby("subject", sort=True):
-        lo, hi = score.bootstrap_ci(g["s_checklist"].tolist(), seed=seed)
-        blo, _ = score.bootstrap_ci(g["s_checklist_low"].tolist(), seed=seed)
-        _, bhi = score.bootstrap_ci(g["s_checklist_high"].tolist(), seed=seed)
+        lo, hi = stats.mean_interval(g["s_checklist"].tolist(), seed=seed)
+        blo, _ = stats.mean_interval(g["s_checklist_low"].tolist(), seed=seed)
+        _, bhi = stats.mean_interval(g["s_checklist_high"].tolist(), seed=seed)
         boot.append({"model": subject, "label": config.model_label(subject), "s_checklist": g["s_checklist"].mean(),
                      "cases": int(g["s_checklist"].notna().sum()), "ci_low": lo, "ci_high": hi,
                      "bounds_ci_low": blo, "bounds_ci_high": bhi})

@@ -14,7 +14,9 @@ Tables (one row per ...):
 ``summaries``        summary: model (``human`` for the reference), set, part, case, text, words.
 ``checklist_items``  item of one checklist: who made the checklist (origin, method, model, configuration,
                      unit), case, item key, number of values, the item spelling found in the file.
-``checklist_values`` value of such an item: index (1-based), value, evidence snippets, and for
+``checklist_values`` value of such an item: index (1-based), entry (1-based number of the released entry it
+                     comes from: a list-valued entry gives several values sharing one evidence list), value,
+                     evidence snippets, and for
                      ``human.json`` the character spans of the evidence in the human summary.
 ``judgments``        judge output for one (candidate, case, item): relation or matched pairs in one
                      vocabulary, orientation, problems found.
@@ -59,7 +61,7 @@ _COLUMNS = {
     "checklist_items": ["origin", "method", "model", "configuration", "unit", "part", "case_id", "item",
                         "n_values", "spelling", "file"],
     "checklist_values": ["origin", "method", "model", "configuration", "unit", "part", "case_id", "item",
-                         "index", "value", "evidence", "evidence_documents", "evidence_spans"],
+                         "index", "entry", "value", "evidence", "evidence_documents", "evidence_spans"],
     "judgments": ["task", "method", "model", "configuration", "part", "case_id", "item", "kind", "orientation",
                   "relation", "pairs", "only_in_model", "only_in_reference", "problems", "file"],
     "agent_runs": ["model", "case_id", "configuration", "unit", "steps", "llm_calls", "system_tokens",

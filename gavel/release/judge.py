@@ -21,10 +21,10 @@ all raises :class:`JudgeParseError` naming where it came from.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
+from gavel.answers import scan_objects
 from gavel.core.vocab import RELATION_SCORE, RELATIONS  # noqa: F401 (the judgments' vocabulary)
 
 #: An unreadable answer holding more numbers than this is a runaway list of indices ("degenerate").
@@ -145,27 +145,17 @@ def parse_matching(answer: dict, source: str = "") -> Judgment:
                     only_in_model=only[left], only_in_reference=only[right], problems=problems)
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
-
-
 def _json_from_text(text: str):
-    """Last JSON object in a free-text answer (fenced block preferred), or None."""
+    """The last judge object (``common`` or ``relation``) in a free-text answer, after the last "final answer"
+    when there is one, found by the project's one answer scanner (``gavel.answers.scan_objects``); or None."""
     tail = text
     marker = text.lower().rfind("final answer")
     if marker >= 0:
         tail = text[marker:]
-    blocks = _FENCE.findall(tail) or _FENCE.findall(text)
-    for block in reversed(blocks):
-        try:
-            return json.loads(block)
-        except json.JSONDecodeError:
-            continue
-    start = tail.find("{")
-    if start >= 0:
-        try:
-            return json.JSONDecoder().raw_decode(tail[start:])[0]
-        except json.JSONDecodeError:
-            pass
+    for part in (tail, text):
+        found = [v for _, _, v in scan_objects(part)[0] if isinstance(v, dict) and ("common" in v or "relation" in v)]
+        if found:
+            return found[-1]
     return None
 
 

@@ -35,6 +35,7 @@ class FakeServer:
         self.reject_key = False  # answer every call 401 "Incorrect API key provided: <key>"
         self.current_key = None  # the API key of the latest call (Authorization, x-api-key or x-goog-api-key)
         self.damage_ids: dict[str, str] = {}  # custom_id -> "truncate" | "garbage": its first result line damaged
+        self.reshape = None  # fn(answer body) -> body, applied to every online answer (null or missing fields)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -142,6 +143,10 @@ class FakeServer:
         if how == "garbage":  # nothing readable
             return "<html>502 Bad Gateway</html>"
         return line
+
+    def online_answer(self, body: dict) -> dict:
+        """An online (synchronous) answer as sent: reshaped when ``reshape`` is set."""
+        return self.reshape(body) if self.reshape else body
 
     def mark_succeeded(self, custom_id: str):
         with self.lock:

@@ -104,6 +104,6 @@ class FakeAnthropic(FakeServer):
                                                             "message": self.echo(f"server error for {cid}")}}, \
                         "application/json"
                 self.mark_succeeded(cid)
-                return 200, message(cid, body["model"], "thinking" in body, self.echo(f"answer:{cid}")), \
-                    "application/json"
+                return 200, self.online_answer(message(cid, body["model"], "thinking" in body,
+                                                       self.echo(f"answer:{cid}"))), "application/json"
         raise KeyError(path)

@@ -88,5 +88,6 @@ class FakeGemini(FakeServer):
                     return 500, {"error": {"code": 500, "message": self.echo(f"internal error for {cid}"),
                                            "status": "INTERNAL"}}, "application/json"
                 self.mark_succeeded(cid)
-                return 200, generate_response(cid, False, self.echo(f"answer:{cid}")), "application/json"
+                return 200, self.online_answer(generate_response(cid, False, self.echo(f"answer:{cid}"))), \
+                    "application/json"
         raise KeyError(path)

@@ -130,5 +130,6 @@ class FakeOpenAI(FakeServer):
                     return 500, {"error": {"message": self.echo(f"server error for {cid}"), "type": "server_error"}}, \
                         "application/json"
                 self.mark_succeeded(cid)
-                return 200, completion(cid, body["model"], self.reasoning, self.echo(f"answer:{cid}")), "application/json"
+                return 200, self.online_answer(completion(cid, body["model"], self.reasoning,
+                                                          self.echo(f"answer:{cid}"))), "application/json"
         raise KeyError(path)

@@ -2,6 +2,9 @@
 // A field's edits are sent one after another (never two at once, so the newest is stored last); each send
 // carries a fresh token, so a resend of the same edit is stored once. Edits still waiting when the tab is
 // closed or hidden are sent with sendBeacon; requests under way are kept alive by fetch's keepalive.
+// Each save carries the revision of the answer this page last saw ("base"); when another tab or window has
+// saved the answer since, the server keeps this edit in the history without applying it and answers 409
+// with "conflict": the status then says so until the page is reloaded.
 (function () {
   "use strict";
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
@@ -11,7 +14,12 @@
   const saveUrl = task.dataset.save;
   const pending = new Map();   // field -> {value (JSON text), token, timer}
   const sending = new Set();   // fields with a request under way
+  const bases = new Map();     // field -> the revision of the answer this page last saw
   let failure = null;
+  let conflict = null;
+  for (const f of document.querySelectorAll("form.autosave")) bases.set(f.dataset.field, Number(f.dataset.base || 0));
+  const revEl = document.getElementById("revisions");
+  if (revEl) for (const [field, rev] of Object.entries(JSON.parse(revEl.textContent))) bases.set(field, rev);
 
   function newToken() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -20,19 +28,21 @@
 
   function show() {
     let state, text;
-    if (failure) { state = "error"; text = "Not saved: " + failure; }
+    if (conflict) { state = "conflict"; text = "Not applied: " + conflict; }
+    else if (failure) { state = "error"; text = "Not saved: " + failure; }
     else if (pending.size || sending.size) { state = "pending"; text = "Not saved yet"; }
     else { state = "saved"; text = "All changes saved"; }
     statusEl.dataset.state = state;
     statusEl.textContent = text;
   }
 
-  function form(field, item) {
+  function form(field, item, withBase) {
     const body = new FormData();
     body.append("csrf_token", csrf);
     body.append("field", field);
     body.append("value", item.value);
     body.append("token", item.token);
+    if (withBase) body.append("base", String(bases.get(field) || 0));
     return body;
   }
 
@@ -43,16 +53,19 @@
     pending.delete(field);
     sending.add(field);
     show();
-    fetch(saveUrl, {method: "POST", body: form(field, item), keepalive: true, credentials: "same-origin",
+    fetch(saveUrl, {method: "POST", body: form(field, item, true), keepalive: true, credentials: "same-origin",
                     headers: {"X-Requested-With": "fetch", "X-CSRFToken": csrf}})
       .then((r) => r.json().then((j) => ({ok: r.ok && j.saved === true, j: j}), () => ({ok: false, j: {error: "HTTP " + r.status}})))
       .then(({ok, j}) => {
         sending.delete(field);
-        if (!ok) {
+        if (j.conflict) {
+          conflict = j.error;  // kept in the history by the server; resending would not apply it either
+        } else if (!ok) {
           if (!pending.has(field)) pending.set(field, item);
           failure = j.error || "error";
         } else {
           failure = null;
+          bases.set(field, j.revision);
           send(field);  // a newer edit of the same field may be waiting
         }
         show();
@@ -78,7 +91,8 @@
   function flushWithBeacon() {
     for (const [field, item] of pending) {
       if (item.timer) clearTimeout(item.timer);
-      if (navigator.sendBeacon(saveUrl, form(field, item))) pending.delete(field);
+      // a save of this field still under way makes the page's base out of date: send this one unchecked
+      if (navigator.sendBeacon(saveUrl, form(field, item, !sending.has(field)))) pending.delete(field);
     }
   }
   window.addEventListener("pagehide", flushWithBeacon);

@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
+import importlib
+
+from gavel.core.vocab import PROVIDERS
+
+#: provider name (gavel.core.vocab.PROVIDERS) -> (module, class) that serves it
+MODULES = {
+    "openai": ("openai_batch", "OpenAIBatch"),
+    "anthropic": ("anthropic_batch", "AnthropicBatch"),
+    "gemini": ("gemini_batch", "GeminiBatch"),
+    "vllm": ("vllm", "VLLMServer"),
+    "vllm-batch": ("vllm", "VLLMRunBatch"),
+    "local": ("local", "LocalServer"),
+    "mock": ("mock", "MockProvider"),
+    "replay": ("replay", "ReplayProvider"),
+}
+assert tuple(MODULES) == PROVIDERS
+
+
+def provider_class(name: str):
+    """The class serving ``name``; its SDK is imported only now. For a name not in PROVIDERS an
+    UnknownProviderError: a ProviderError (one `error:` line on the command line) and a ValueError."""
+    if name not in MODULES:
+        from .base import UnknownProviderError
+
+        raise UnknownProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDERS)}")
+    module, cls = MODULES[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
 
 def get_provider(name: str, **kwargs):
-    if name == "openai":
-        from .openai_batch import OpenAIBatch
-        return OpenAIBatch(**kwargs)
-    if name == "anthropic":
-        from .anthropic_batch import AnthropicBatch
-        return AnthropicBatch(**kwargs)
-    if name == "gemini":
-        from .gemini_batch import GeminiBatch
-        return GeminiBatch(**kwargs)
-    if name == "vllm":
-        from .vllm import VLLMServer
-        return VLLMServer(**kwargs)
-    if name == "vllm-batch":
-        from .vllm import VLLMRunBatch
-        return VLLMRunBatch(**kwargs)
-    if name == "replay":
-        from .replay import ReplayProvider
-        return ReplayProvider(**kwargs)
-    if name == "local":
-        from .local import LocalServer
-        return LocalServer(**kwargs)
-    if name == "mock":
-        from .mock import MockProvider
-        return MockProvider(**kwargs)
-    raise ValueError(f"unknown provider {name!r}")
+    return provider_class(name)(**kwargs)

@@ -9,7 +9,18 @@ from datetime import datetime
 
 from ..records import Request, Response
 from ..secrets import register
-from .base import BatchStatus, Provider, ProviderError, error_response, fill_missing, scrub_errors, scrubbed
+from .base import (
+    BatchStatus,
+    Provider,
+    ProviderError,
+    error_response,
+    field_state,
+    fill_missing,
+    scrub_errors,
+    scrubbed,
+    unusable_answer,
+    what,
+)
 from .openai_batch import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -51,16 +62,36 @@ def message_params(request: Request, model_id: str, params: dict) -> dict:
 
 
 def parse_message(custom_id: str, message: dict, provider: str, batch_id: str | None = None) -> Response:
-    blocks = message.get("content", [])
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    """A Messages API answer as a Response. A message without what an answer needs (``content`` missing,
+    null or not a list; a block that is not an object; a text block whose ``text`` is not text; a
+    ``tool_use`` block whose ``input`` is missing or null) is a failed answer naming the field (errored: the
+    runner asks again), never an exception. An empty content list is an answer with no text (the stage's
+    parser calls it empty or truncated)."""
+    def failed(reason: str) -> Response:
+        return unusable_answer(custom_id, provider, batch_id, reason)
+
+    if not isinstance(message, dict):
+        return failed(f"the message is {what(message)}, not an object")
+    blocks = message.get("content")
+    stop = message.get("stop_reason")
+    if not isinstance(blocks, list):
+        return failed(f"content is {field_state(message, 'content')} "
+                      f"(stop_reason {stop!r})")
+    for n, b in enumerate(blocks):
+        if not isinstance(b, dict):
+            return failed(f"content block {n} is {what(b)}, not an object")
+        if b.get("type") == "text" and not isinstance(b.get("text"), str):
+            return failed(f"content block {n} (text): text is {what(b.get('text'))}")
+        if b.get("type") == "tool_use" and not isinstance(b.get("input"), (dict, list)):
+            return failed(f"content block {n} (tool_use): input is {what(b.get('input'))}")
+    texts = [b["text"] for b in blocks if b.get("type") == "text"]
     tool = next((b for b in blocks if b.get("type") == "tool_use"), None)
-    if tool is not None:  # a forced tool call: its input is the structured answer
-        text = json.dumps(tool.get("input"), ensure_ascii=False)
-    thinking = "".join(b.get("thinking", "") for b in message.get("content", []) if b.get("type") == "thinking")
-    usage = message.get("usage") or {}
+    text = json.dumps(tool["input"], ensure_ascii=False) if tool is not None else "".join(texts)
+    thinking = "".join(b["thinking"] for b in blocks if b.get("type") == "thinking" and isinstance(b.get("thinking"), str))
+    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
     return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thinking or None,
                     input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
-                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(message.get("stop_reason")))
+                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(stop) if isinstance(stop, str) else None)
 
 
 class AnthropicBatch(Provider):

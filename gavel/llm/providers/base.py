@@ -21,6 +21,10 @@ class BatchTooLargeError(ProviderError):
     pass
 
 
+class UnknownProviderError(ProviderError, ValueError):
+    """A provider name ``get_provider`` does not know (a ValueError too, as it was)."""
+
+
 @dataclass
 class BatchStatus:
     ended: bool
@@ -35,6 +39,10 @@ class Provider:
     silently missing); ``complete`` is the synchronous (online) call."""
 
     name = "base"
+    #: capabilities: a server that answers with whatever model it was started with (a registry model is
+    #: served there whatever its own provider), and a provider whose requests take a sampling ``seed``
+    serves_any_model = False
+    takes_seed = False
     _client = None
     max_batch_requests = 10_000
     max_batch_bytes = 100 * 1024 * 1024
@@ -164,9 +172,9 @@ def fill_missing(responses: list[Response], custom_ids: list[str], provider: str
                  reason: str) -> list[Response]:
     """Make sure every requested id has a Response: ids the provider returned nothing for get an errored
     one saying so; ids the provider returned twice keep the first."""
-    seen, out = set(), []
+    seen, out, wanted = set(), [], set(custom_ids)
     for r in responses:
-        if r.custom_id in seen or r.custom_id not in custom_ids:
+        if r.custom_id in seen or r.custom_id not in wanted:
             continue
         seen.add(r.custom_id)
         out.append(scrubbed(r))
@@ -175,3 +183,21 @@ def fill_missing(responses: list[Response], custom_ids: list[str], provider: str
         if cid not in seen:
             out.append(Response(custom_id=cid, status="errored", error=reason, provider=provider, batch_id=batch_id))
     return out
+
+
+def unusable_answer(custom_id: str, provider: str, batch_id: str | None, reason: str) -> Response:
+    """A provider's answer that arrived (HTTP 200, a result line) but lacks what an answer needs: a missing or
+    null field, a field of the wrong type. It is a failed answer (errored, so the runner asks again) whose
+    error says which field, never an exception that stops the run."""
+    return Response(custom_id=custom_id, status="errored", error=scrub(f"{provider}: unusable answer: {reason}")[:500],
+                    provider=provider, batch_id=batch_id)
+
+
+def what(value) -> str:
+    """How a field that is not what was expected is described in an error: ``null``, or its type."""
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def field_state(container: dict, key: str) -> str:
+    """``missing`` when ``key`` is absent from ``container``, else :func:`what` its value is."""
+    return "missing" if key not in container else what(container[key])

@@ -10,7 +10,17 @@ import os
 from ..records import Request, Response
 from ..registry import llm_model
 from ..secrets import register, scrub
-from .base import BatchStatus, Provider, error_response, fill_missing, scrub_errors, scrubbed
+from .base import (
+    BatchStatus,
+    Provider,
+    error_response,
+    field_state,
+    fill_missing,
+    scrub_errors,
+    scrubbed,
+    unusable_answer,
+    what,
+)
 from .openai_batch import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, FINISH
 
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
@@ -38,20 +48,48 @@ def gemini_request(request: Request, params: dict) -> dict:
 
 
 def parse_generate(custom_id: str, resp: dict, provider: str, batch_id: str | None = None) -> Response:
-    cands = resp.get("candidates") or []
-    if not cands:
-        return Response(custom_id=custom_id, status="errored", error=f"no candidates: {str(resp)[:200]}",
-                        provider=provider, batch_id=batch_id)
-    parts = ((cands[0].get("content") or {}).get("parts")) or []
-    text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
-    thought = "".join(p.get("text", "") for p in parts if p.get("thought"))
-    usage = resp.get("usage_metadata") or resp.get("usageMetadata") or {}
+    """A generateContent answer as a Response. An answer without what it needs (``candidates`` missing, null
+    or empty, e.g. a blocked prompt; a candidate, its ``content`` or ``parts`` missing or null; a part that is
+    not an object or whose ``text`` is not text) is a failed answer naming the field (errored: the runner asks
+    again), never an exception."""
+    def failed(reason: str) -> Response:
+        return unusable_answer(custom_id, provider, batch_id, reason)
+
+    if not isinstance(resp, dict):
+        return failed(f"the answer is {what(resp)}, not an object")
+    cands = resp.get("candidates")
+    if not isinstance(cands, list) or not cands:
+        feedback = resp.get("prompt_feedback") or resp.get("promptFeedback")
+        state = "missing" if "candidates" not in resp else "empty" if cands == [] else what(cands)
+        return failed(f"candidates is {state}" + (f" (prompt feedback: {str(feedback)[:200]})" if feedback else
+                                                   f": {str(resp)[:200]}"))
+    cand = cands[0]
+    if not isinstance(cand, dict):
+        return failed(f"candidates[0] is {what(cand)}, not an object")
+    finish = cand.get("finish_reason") or cand.get("finishReason")
+    content = cand.get("content")
+    if not isinstance(content, dict):
+        return failed(f"candidates[0].content is {field_state(cand, 'content')} "
+                      f"(finish_reason {finish!r})")
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return failed(f"candidates[0].content.parts is {field_state(content, 'parts')} "
+                      f"(finish_reason {finish!r})")
+    for n, p in enumerate(parts):
+        if not isinstance(p, dict):
+            return failed(f"candidates[0].content.parts[{n}] is {what(p)}, not an object")
+        if "text" in p and not isinstance(p["text"], str):
+            return failed(f"candidates[0].content.parts[{n}].text is {what(p['text'])}")
+    answer = [p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")]
+    text = "".join(answer)
+    thought = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and p.get("thought"))
+    usage = resp.get("usage_metadata") or resp.get("usageMetadata")
+    usage = usage if isinstance(usage, dict) else {}
     out_tokens = (usage.get("candidates_token_count") or usage.get("candidatesTokenCount") or 0) + \
         (usage.get("thoughts_token_count") or usage.get("thoughtsTokenCount") or 0)
     return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thought or None,
                     input_tokens=usage.get("prompt_token_count") or usage.get("promptTokenCount"),
-                    output_tokens=out_tokens, provider=provider, batch_id=batch_id,
-                    finish_reason=FINISH.get(cands[0].get("finish_reason") or cands[0].get("finishReason")))
+                    output_tokens=out_tokens, provider=provider, batch_id=batch_id, finish_reason=FINISH.get(finish) if isinstance(finish, str) else None)
 
 
 def sdk_config(cfg: dict):

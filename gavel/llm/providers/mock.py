@@ -1,10 +1,16 @@
 """A provider that answers locally and deterministically (for notebooks, docs and tests): each answer is a
-function of the request (by default an echo of its custom_id), batches end after ``polls_to_end`` polls."""
+function of the request (by default an echo of its custom_id), batches end after ``polls_to_end`` polls.
+
+Its bookkeeping is linear in the number of requests: each request's custom_id (a hash of its content) is
+computed once per submission, and the attempt number comes from a per-id counter, not from a scan of every
+earlier submission (``benchmarks/mock_provider.py`` prints requests/s at two sizes and their ratio)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import threading
+from collections import Counter
 
 from ..records import Request, Response
 from .base import BatchStatus, Provider, fill_missing, scrubbed
@@ -12,6 +18,8 @@ from .base import BatchStatus, Provider, fill_missing, scrubbed
 
 class MockProvider(Provider):
     name = "mock"
+    serves_any_model = True
+    takes_seed = True
     max_batch_requests = 1000
     max_batch_bytes = 10 * 1024 * 1024
 
@@ -20,17 +28,25 @@ class MockProvider(Provider):
         self.fail = fail or (lambda r, attempt: False)
         self.polls_to_end = polls_to_end
         self.batches: dict[str, dict] = {}
-        self.submissions: list[tuple[str, str]] = []  # (batch id, custom id)
+        self.submissions: list[tuple[str, str]] = []  # (batch id or "online", custom id), in order
+        self.attempts: Counter = Counter()  # custom id -> times submitted
         self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # online mode calls complete() from several threads
 
     def body(self, request: Request) -> dict:
         return {"messages": request.messages, **request.params}
 
+    def _record(self, where: str, custom_ids: list[str]) -> None:
+        with self._lock:
+            self.submissions += [(where, cid) for cid in custom_ids]
+            self.attempts.update(custom_ids)
+
     def submit(self, requests: list[Request], tag: str) -> str:
         self.check_batch(requests)
         bid = f"mock-{next(self._ids)}"
-        self.batches[bid] = {"tag": tag, "requests": list(requests), "polls": 0}
-        self.submissions += [(bid, r.custom_id) for r in requests]
+        ids = [r.custom_id for r in requests]
+        self.batches[bid] = {"tag": tag, "requests": list(zip(ids, requests)), "polls": 0}
+        self._record(bid, ids)
         return bid
 
     def find_submitted(self, tag: str, since: float, known: set[str], custom_ids: list[str] | None = None) -> str | None:
@@ -41,19 +57,19 @@ class MockProvider(Provider):
         b["polls"] += 1
         return BatchStatus(ended=b["polls"] >= self.polls_to_end, state="ended" if b["polls"] >= self.polls_to_end else "running")
 
-    def _answer(self, r: Request, batch_id: str | None) -> Response:
-        attempt = sum(1 for _, cid in self.submissions if cid == r.custom_id)
-        if self.fail(r, attempt):
-            return Response(custom_id=r.custom_id, status="errored", error="mock failure", provider=self.name,
+    def _answer(self, cid: str, r: Request, batch_id: str | None) -> Response:
+        if self.fail(r, self.attempts[cid]):
+            return Response(custom_id=cid, status="errored", error="mock failure", provider=self.name,
                             batch_id=batch_id)
         text = self.answer(r)
-        return Response(custom_id=r.custom_id, status="succeeded", text=text, input_tokens=len(str(r.messages)) // 4,
+        return Response(custom_id=cid, status="succeeded", text=text, input_tokens=len(str(r.messages)) // 4,
                         output_tokens=len(text) // 4, provider=self.name, batch_id=batch_id)
 
     def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
-        return fill_missing([self._answer(r, batch_id) for r in self.batches[batch_id]["requests"]], custom_ids,
-                            self.name, batch_id, "no result")
+        return fill_missing([self._answer(cid, r, batch_id) for cid, r in self.batches[batch_id]["requests"]],
+                            custom_ids, self.name, batch_id, "no result")
 
     def complete(self, request: Request) -> Response:
-        self.submissions.append(("online", request.custom_id))
-        return scrubbed(self._answer(request, None))
+        cid = request.custom_id
+        self._record("online", [cid])
+        return scrubbed(self._answer(cid, request, None))

@@ -10,9 +10,21 @@ import io
 import json
 import re
 
+from gavel.core import jsonl
+
 from ..records import Request, Response
 from ..secrets import register
-from .base import BatchStatus, Provider, error_response, fill_missing, scrub_errors, scrubbed
+from .base import (
+    BatchStatus,
+    Provider,
+    error_response,
+    field_state,
+    fill_missing,
+    scrub_errors,
+    scrubbed,
+    unusable_answer,
+    what,
+)
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 SDK_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "reasoning_effort",
@@ -30,13 +42,10 @@ def read_result_lines(raw: str, where: str) -> tuple[list[dict], list[tuple[str 
     ``(custom_id or None, problem)`` -- the custom_id read from the damaged text where it is there -- so one
     bad line costs its own request (errored, retried), not the batch."""
     records, bad = [], []
-    for n, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as err:
-            rec, problem = None, f"{where}, line {n}: not JSON ({err}): {line[:120]!r}"
+    for read in jsonl.scan(raw, where):
+        n, line, rec = read.number, read.text, read.value
+        if not read.ok:
+            problem = f"{read.problem}: {line[:120]!r}"
         else:
             problem = f"{where}, line {n}: not a JSON object with a custom_id: {line[:120]!r}"
         if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
@@ -100,26 +109,51 @@ FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "funct
 
 
 def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None = None) -> Response:
-    try:
-        choice = body["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
-        return Response(custom_id=custom_id, status="errored", error=f"malformed completion: {str(body)[:200]}",
-                        provider=provider, batch_id=batch_id)
-    usage = body.get("usage") or {}
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    """A chat completion as a Response. A completion without what an answer needs (``choices`` missing, null
+    or empty; a choice or ``message`` that is missing or null; ``content`` null with no tool calls, e.g. a
+    refusal; a tool call that is not an object) is a failed answer naming the field (errored: the runner asks
+    again), never an exception."""
+    def failed(reason: str) -> Response:
+        return unusable_answer(custom_id, provider, batch_id, reason)
+
+    if not isinstance(body, dict):
+        return failed(f"the completion is {what(body)}, not an object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        state = "missing" if "choices" not in body else "empty" if choices == [] else what(choices)
+        return failed(f"choices is {state}: {str(body)[:200]}")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return failed(f"choices[0] is {what(choice)}, not an object")
+    message = choice.get("message")
+    finish = choice.get("finish_reason")
+    if not isinstance(message, dict):
+        return failed(f"choices[0].message is {field_state(choice, 'message')} "
+                      f"(finish_reason {finish!r})")
     text = message.get("content")
     calls = message.get("tool_calls") or []
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        return failed(f"choices[0].message.tool_calls is not a list of objects: {str(calls)[:120]}")
+    if text is not None and not isinstance(text, str):
+        return failed(f"choices[0].message.content is {what(text)}, not text")
     if calls and not (text or "").strip():  # native tool calls (a server's tool-call parser): kept as JSON text
-        text = json.dumps({"tool_calls": [{"name": (c.get("function") or {}).get("name"),
-                                           "arguments": (c.get("function") or {}).get("arguments")} for c in calls]})
-    return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=reasoning,
+        functions = [c.get("function") if isinstance(c.get("function"), dict) else {} for c in calls]
+        text = json.dumps({"tool_calls": [{"name": f.get("name"), "arguments": f.get("arguments")} for f in functions]})
+    if text is None:
+        refusal = message.get("refusal")
+        return failed(f"choices[0].message.content is null (finish_reason {finish!r}"
+                      + (f"; refusal: {str(refusal)[:200]}" if refusal else "") + ")")
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return Response(custom_id=custom_id, status="succeeded", text=text,
+                    reasoning=reasoning if isinstance(reasoning, str) else None,
                     input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(choice.get("finish_reason")))
+                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(finish) if isinstance(finish, str) else None)
 
 
 class OpenAIBatch(Provider):
     name = "openai"
+    takes_seed = True
     max_batch_requests = 50_000
     max_batch_bytes = 200 * 1024 * 1024
     vllm = False
@@ -180,13 +214,14 @@ class OpenAIBatch(Provider):
             cid = rec.get("custom_id")
             resp = rec.get("response") if isinstance(rec.get("response"), dict) else {}
             if rec.get("error") or resp.get("status_code", 200) != 200:
-                err = rec.get("error") or (resp.get("body") or {}).get("error") or resp
+                body = resp.get("body") if isinstance(resp.get("body"), dict) else {}
+                err = rec.get("error") or body.get("error") or resp
                 code = err.get("code") if isinstance(err, dict) else None
                 status = "expired" if code == "batch_expired" else "canceled" if code == "batch_cancelled" else "errored"
                 responses.append(Response(custom_id=cid, status=status, error=json.dumps(err)[:500],
                                           provider=self.name, batch_id=batch_id))
             else:
-                responses.append(parse_chat(cid, resp.get("body") or {}, self.name, batch_id))
+                responses.append(parse_chat(cid, resp.get("body"), self.name, batch_id))
         reason = {"expired": "batch expired before this request ran",
                   "cancelled": "batch cancelled before this request ran",
                   "failed": f"batch failed: {getattr(b, 'errors', None)}"}.get(b.status, "no result line returned")

@@ -17,6 +17,7 @@ from .openai_batch import OpenAIBatch, bad_line_responses, parse_chat, read_resu
 
 class VLLMServer(OpenAIBatch):
     name = "vllm"
+    serves_any_model = True
     vllm = True
     supports_batch = False  # no batch endpoint on the server: online calls, or run-batch files
 
@@ -46,7 +47,7 @@ class VLLMServer(OpenAIBatch):
                 responses.append(Response(custom_id=rec["custom_id"], status="errored",
                                           error=json.dumps(rec.get("error") or resp)[:500], provider=self.name))
             else:
-                responses.append(parse_chat(rec["custom_id"], resp.get("body") or {}, self.name))
+                responses.append(parse_chat(rec["custom_id"], resp.get("body"), self.name))
         responses += bad_line_responses(bad, self.name, None)
         return fill_missing(responses, custom_ids, self.name, str(path),
                             "no line in the run-batch output" + unreadable_note(bad))
@@ -61,6 +62,8 @@ class VLLMRunBatch(Provider):
     batch ends as failed with that error, and its requests are sent again."""
 
     name = "vllm"
+    serves_any_model = True
+    takes_seed = True
     max_batch_requests = 100_000
     max_batch_bytes = 1024 * 1024 * 1024
 

@@ -27,14 +27,16 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from gavel.answers import AB_LABELS, AnswerError, json_answer, relation_answer
+from gavel.answers import Unusable, read
 from gavel.core.checklist import comparable_values
 from gavel.core.items import item as item_named
+from gavel.core.vocab import relation_of
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
-from gavel.release import judge
 
 STAGE = "compare"
+#: the labels a judge is asked to answer with (the reader also takes them in other spellings: docs/ANSWERS.md)
+AB_LABELS = ("A contains B", "B contains A", "A equals B", "A and B are different")
 GATES = ("not_applicable", "one_empty", "identical", "single", "multi", "unknown")
 GATE_SCORE = {"not_applicable": None, "one_empty": 0.0, "identical": 1.0}
 SINGLE_SCHEMA = {"name": "relation", "schema": {
@@ -51,9 +53,6 @@ MULTI_SCHEMA = {"name": "list_matching", "schema": {
         "only_in_B": {"type": "array", "items": {"type": "integer"}},
     },
     "required": ["reasoning", "common", "only_in_A", "only_in_B"], "additionalProperties": False}}
-#: model/reference relation for each A/B relation, by whether the model was shown as A
-_ORIENT = {True: {"a_contains_b": "model_contains_reference", "b_contains_a": "reference_contains_model"},
-           False: {"a_contains_b": "reference_contains_model", "b_contains_a": "model_contains_reference"}}
 
 
 @dataclass(frozen=True)
@@ -136,34 +135,24 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
 
 def parse_response(meta: dict, response: Response | None) -> dict:
     """One judged pair -> a row with the relation (model/reference wording) or the matched pairs
-    (model index, reference index), the score, and a status (``ok`` or why the answer is unusable)."""
+    (model index, reference index), the score, and a status (``ok`` or why the answer is unusable).
+    The answer is read by ``gavel.answers.read`` (A/B wording), then mapped by the pair's orientation."""
     row = {**meta, "relation": None, "pairs": None, "score": None, "status": "ok", "detail": "", "problems": ""}
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
+    a_is_model = meta["model_is_a"]
+    n_a, n_b = (meta["n_model"], meta["n_reference"]) if a_is_model else (meta["n_reference"], meta["n_model"])
     try:
         if meta["gate"] == "single":
-            ab = relation_answer(response.text, truncated=response.truncated)
-            relation = _ORIENT[meta["model_is_a"]].get(ab.value, ab.value)
-            return {**row, "relation": relation, "score": scoring.relation_score(relation),
-                    "problems": "; ".join(ab.problems)}
-        answer = json_answer(response.text, truncated=response.truncated)
-        try:
-            parsed = judge.parse_matching(answer.value)
-        except judge.JudgeParseError as err:
-            raise AnswerError("schema", str(err).lstrip(": ")) from None
-    except AnswerError as err:
+            relation = relation_of(read("compare_single", response.text, response.finish_reason)["relation"],
+                                   a_is_model)
+            return {**row, "relation": relation, "score": scoring.relation_score(relation)}
+        reading = read("compare_multi", response.text, response.finish_reason, n_a=n_a, n_b=n_b)
+    except Unusable as err:
         return {**row, "status": err.reason, "detail": err.detail}
-    if meta["model_is_a"]:
-        pairs = list(parsed.pairs)
-        n_a, n_b = meta["n_model"], meta["n_reference"]
-    else:
-        pairs = [(mi, ri) for ri, mi in parsed.pairs]
-        n_a, n_b = meta["n_reference"], meta["n_model"]
-    problems = answer.problems + parsed.problems + [
-        p.replace("model index", "A index").replace("reference index", "B index")
-        for p in judge.check_ranges(parsed, n_a, n_b)]
-    valid = [(mi, ri) for mi, ri in pairs if 1 <= mi <= meta["n_model"] and 1 <= ri <= meta["n_reference"]]
-    if not valid and problems and not (parsed.only_in_model or parsed.only_in_reference):
-        return {**row, "status": "indices", "detail": "; ".join(problems)}
-    score = scoring.matching_f1(valid, meta["n_model"], meta["n_reference"])
-    return {**row, "pairs": json.dumps(sorted(set(pairs))), "score": score, "problems": "; ".join(problems)}
+    pairs = [(a, b) if a_is_model else (b, a) for a, b in reading["common"]]
+    problems = "; ".join(f"{d['field']} {d['value']!r}: {d['why'].replace('_', ' ')}" for d in reading["dropped"])
+    if not pairs and reading["dropped"] and not (reading["only_in_a"] or reading["only_in_b"]):
+        return {**row, "status": "indices", "detail": problems}
+    score = scoring.matching_f1(pairs, meta["n_model"], meta["n_reference"])
+    return {**row, "pairs": json.dumps(sorted(set(pairs))), "score": score, "problems": problems}

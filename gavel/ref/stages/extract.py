@@ -3,16 +3,14 @@
 ``build_requests`` makes 26 requests per summary (one per item). The summary is its own user message before
 the item's, so a provider's prompt cache serves that shared prefix to the other 25 requests (Anthropic gets
 an explicit cache breakpoint after it). ``parse_response`` turns
-one answer into value rows, reading the values with ``gavel.core.checklist.entry_values`` (the same reading the
-release loader uses) and locating each evidence snippet in the summary with ``gavel.ref.grounding.locate``.
+one answer into value rows, reading the answer with ``gavel.answers.read("extract", ...)`` and locating each evidence snippet in the summary with ``gavel.ref.grounding.locate``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gavel.answers import AnswerError, json_answer
-from gavel.core.checklist import entry_values
+from gavel.answers import Unusable, read
 from gavel.core.items import ITEMS, Item
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts
@@ -30,12 +28,6 @@ SCHEMA = {"name": "checklist_item", "schema": {
             "required": ["evidence", "value"], "additionalProperties": False}},
     },
     "required": ["reasoning", "extracted"], "additionalProperties": False}}
-#: the answer schema's lenient twin used to check free-text answers (values may come as lists or objects,
-#: which ``entry_values`` reads and reports)
-CHECK_SCHEMA = {"type": "object", "required": ["extracted"],
-                "properties": {"extracted": {"type": "array", "items": {"type": "object", "required": ["value"]}}}}
-
-
 @dataclass(frozen=True)
 class Summary:
     """A summary to evaluate: whose it is (``subject``: a model name or ``human``), its case, its text."""
@@ -68,16 +60,16 @@ def parse_response(request: Request, response: Response | None, summary_text: st
         return [], {**ident, "status": "failed", "detail": (response.error if response else "no response") or "",
                     "n_values": None, "problems": ""}
     try:
-        answer = json_answer(response.text, CHECK_SCHEMA, truncated=response.truncated)
-    except AnswerError as err:
+        reading = read("extract", response.text, response.finish_reason, summary=summary_text)
+    except Unusable as err:
         return [], {**ident, "status": err.reason, "detail": err.detail, "n_values": None, "problems": ""}
-    values, problems = entry_values(answer.value)
     norm = normalize(summary_text)
     rows = []
-    for v in values:
+    for n, v in enumerate(reading["extracted"], 1):
         hits = [locate(e, summary_text, normalized_text=norm) for e in v["evidence"]]
-        rows.append({**ident, "index": v["index"], "value": v["value"], "evidence": v["evidence"],
+        rows.append({**ident, "index": n, "value": v["value"], "evidence": v["evidence"],
                      "evidence_spans": [[h.start, h.end] if h.found else None for h in hits],
                      "evidence_grounding": [h.status for h in hits]})
-    notes = answer.problems + [f"{p.defect}: {p.detail}" for p in problems]
+    notes = [f"{d['field']}: {d['why'].replace('_', ' ')}" for d in reading["dropped"]]
+    notes += [f"evidence not verbatim in the summary: {e[:60]!r}" for e in reading.get("ungrounded", [])]
     return rows, {**ident, "status": "ok", "detail": "", "n_values": len(rows), "problems": "; ".join(notes)}

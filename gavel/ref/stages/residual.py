@@ -17,7 +17,7 @@ the reference summary (as Eq. 2 defines, and as the score stage weights S_GAVEL-
 
 from __future__ import annotations
 
-from gavel.answers import AnswerError, json_answer
+from gavel.answers import Unusable, read
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 from gavel.ref.grounding import MIN_SPAN_WORDS, uncovered_spans  # noqa: F401  (the deterministic step lives with grounding)
@@ -52,29 +52,17 @@ def build_requests(items: list[tuple[str, str, list[str]]], extractor: str, max_
 
 
 def parse_response(request: Request, response: Response | None, n_spans: int) -> tuple[list[dict], dict]:
-    """(fact rows, status row). Span indices outside 1..n_spans are dropped from the fact and noted."""
+    """(fact rows, status row) from ``gavel.answers.read("residual_facts", ...)``; span indices outside
+    1..n_spans and entries without a fact are dropped and noted in ``detail``."""
     ident = {"subject": request.subject, "case_id": request.case_id}
     if response is None or not response.ok:
         return [], {**ident, "status": "failed", "detail": (response.error if response else "") or "", "facts": None}
     try:
-        answer = json_answer(response.text, {"type": "object", "required": ["extracted"],
-                                             "properties": {"extracted": {"type": "array"}}},
-                             truncated=response.truncated)
-    except AnswerError as err:
+        reading = read("residual_facts", response.text, response.finish_reason, n_spans=n_spans)
+    except Unusable as err:
         return [], {**ident, "status": err.reason, "detail": err.detail, "facts": None}
-    rows, notes = [], list(answer.problems)
-    for entry in answer.value["extracted"]:
-        fact = entry.get("fact") if isinstance(entry, dict) else None
-        if not isinstance(fact, str) or not fact.strip():
-            notes.append(f"entry without a fact: {str(entry)[:60]!r}")
-            continue
-        spans = []
-        for i in entry.get("evidence_spans") or []:
-            if isinstance(i, str) and i.strip().isdigit():
-                i = int(i)
-            if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= n_spans:
-                spans.append(i)
-            else:
-                notes.append(f"span index {i!r} out of 1..{n_spans}")
-        rows.append({**ident, "index": len(rows) + 1, "fact": fact.strip(), "evidence_spans": spans})
+    rows = [{**ident, "index": n, "fact": f["fact"], "evidence_spans": f["evidence_spans"]}
+            for n, f in enumerate(reading["extracted"], 1)]
+    notes = [f"{d['field']} {d['value']!r}: {d['why'].replace('_', ' ')}"
+             + (f" (spans are 1..{n_spans})" if d["why"] == "out_of_range" else "") for d in reading["dropped"]]
     return rows, {**ident, "status": "ok", "detail": "; ".join(notes), "facts": len(rows)}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from gavel.ref import scoring
@@ -33,15 +32,18 @@ def checklist_scores(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def mean_over_cases(per_summary: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Mean of per-summary scores over cases, per subject (or ``by``); a summary with no applicable item is
-    left out of the mean and counted."""
+def mean_over_cases(per_summary: pd.DataFrame, by: list[str] | None = None, counts=("unusable",)) -> pd.DataFrame:
+    """Mean of per-summary (per-case) scores, every ``s_*`` column, over cases, per subject (or ``by``); a
+    summary with no applicable item is left out of the mean and counted; the ``counts`` columns present are
+    summed. The one aggregation over cases: `gavel evaluate`, document methods, replay and the result tables."""
     by = by or ["subject"]
     cols = [c for c in per_summary.columns if c.startswith("s_")]
-    g = per_summary.groupby(by, sort=True)
+    g = per_summary.groupby(by, sort=True, dropna=False)
     out = g[cols].mean()
     out["cases"] = g["s_checklist"].count()
-    out["unusable"] = g["unusable"].sum() if "unusable" in per_summary else 0
+    for col in counts:
+        if col in per_summary:
+            out[col] = g[col].sum()
     return out.reset_index()
 
 
@@ -52,14 +54,3 @@ def gavel_ref(s_checklist: float, s_residual: float, s_style: float, r: float, a
     if r > 0 and (s_residual is None or (isinstance(s_residual, float) and math.isnan(s_residual))):
         return math.nan
     return scoring.s_gavel_ref(s_checklist, 0.0 if r == 0 else s_residual, s_style, r, alpha)
-
-
-def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean over cases."""
-    x = np.asarray([v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))], float)
-    if len(x) == 0:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))

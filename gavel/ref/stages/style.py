@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from gavel.answers import AnswerError, json_answer
+from gavel.answers import Unusable, read
 from gavel.core.vocab import STYLE_ASPECTS, STYLE_RUBRIC
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
@@ -50,22 +50,21 @@ def build_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, see
 
 
 def parse_response(meta: dict, response: Response | None) -> dict:
-    """Ratings (numbers written as strings are read, with a note) and S_style, or why there are none."""
+    """Ratings from ``gavel.answers.read("style", ...)`` and S_style, or why there are none. A reading with an
+    aspect left null (missing, out of 1-5, not a number) is recorded with its other ratings; its S_style is
+    absent (S_style needs all five) and ``detail`` says why."""
     row = {**meta, **{k: None for k in STYLE_ASPECTS}, "s_style": None, "status": "ok", "detail": "",
            "problems": ""}
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
     try:
-        answer = json_answer(response.text, truncated=response.truncated)
-        ratings, notes = {}, list(answer.problems)
-        for key in STYLE_ASPECTS:
-            v = answer.value.get(key)
-            if isinstance(v, str) and v.strip().isdigit():
-                notes.append(f"{key} given as a string")
-                v = int(v.strip())
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 5:
-                raise AnswerError("schema", f"{key}: {v!r} is not a rating from 1 to 5")
-            ratings[key] = v
-    except AnswerError as err:
+        reading = read("style", response.text, response.finish_reason)
+    except Unusable as err:
         return {**row, "status": err.reason, "detail": err.detail}
-    return {**row, **ratings, "s_style": scoring.s_style(ratings), "problems": "; ".join(notes)}
+    ratings = reading["scores"]
+    problems = "; ".join(f"{d['field']} {d['value']!r}: {d['why'].replace('_', ' ')}" for d in reading["dropped"])
+    missing = [k for k in STYLE_ASPECTS if ratings[k] is None]
+    if missing:
+        return {**row, **ratings, "problems": problems,
+                "detail": f"no S_style: S_style needs all five ratings; none for {', '.join(missing)}"}
+    return {**row, **ratings, "s_style": scoring.s_style(ratings), "problems": problems}

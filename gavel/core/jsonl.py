@@ -1,0 +1,55 @@
+"""The one reader of JSONL text (requests, batch results, summaries, ledgers, the annotation export).
+
+Blank lines are skipped; every other line is a JSON value. :func:`scan` returns what could be read and names
+every line that could not (one bad line costs only itself); :func:`read` refuses the whole text at the first
+bad line, naming it. Either way the caller decides what a bad line means; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class JSONLError(ValueError):
+    """A line that is not JSON, named by where it came from and its line number."""
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int   # 1-based line number
+    text: str     # the line as written (without its line end)
+    value: object = None
+    problem: str = ""  # empty when the line was read
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+def scan(text: str, where: str) -> list[Line]:
+    """Every non-blank line of ``text``, read or with its problem (``where, line N: not JSON (...)``)."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Line(n, line, json.loads(line)))
+        except json.JSONDecodeError as err:
+            out.append(Line(n, line, problem=f"{where}, line {n}: not JSON ({err})"))
+    return out
+
+
+def read(text: str, where: str) -> list[Line]:
+    """Every non-blank line of ``text``, read; JSONLError naming the first line that is not JSON."""
+    lines = scan(text, where)
+    for line in lines:
+        if not line.ok:
+            raise JSONLError(line.problem)
+    return lines
+
+
+def read_file(path: str | Path) -> list[Line]:
+    """:func:`read` of a UTF-8 file, named by its path."""
+    return read(Path(path).read_text(encoding="utf-8"), str(path))

@@ -1,0 +1,447 @@
+"""The annotation app's agreement page (issue 23, part 2): human–human beside human–LLM agreement per task
+type and item, computed by the functions of notebook 13 / Table 1, never cached across saves, readable
+without JavaScript, downloadable as CSV. Three annotators answer planted tasks whose agreement is known;
+the page is read in a real browser on SQLite and PostgreSQL, and compared with notebook 13's own call
+(``metaeval.run``) on the app's export of the same database."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gavel.core import stats as S
+from gavel.core.vocab import ANNOTATION_RELATIONS, RELATIONS
+from gavel.metrics import metaeval as M
+
+REPO = Path(__file__).resolve().parent.parent
+PEOPLE = ("alice", "bob", "carol")
+PASSWORDS = {"alice": "alice-pw-7", "bob": "bob-pass-8", "carol": "carol-pw-10", "admin": "admin-pw-9"}
+RESAMPLES = 200  # the page's and notebook 13's bootstrap resamples in these tests (the same on both sides)
+
+# planted answers. Item filing_date: two single-value tasks; judge_name: one single-value task; one
+# multi-value task (trials); one style task with the LLM's ratings stored; one extraction review pre-filled
+# by an LLM.
+SINGLE = {  # task -> (judge's relation, {annotator: app label})
+    "s1": ("equal", {"alice": "equal", "bob": "equal", "carol": "equal"}),
+    "s2": ("equal", {"alice": "different", "bob": "different", "carol": "a_contains_b"}),
+    "s3": ("different", {"alice": "different"}),  # bob and carol answer later (the page must update)
+}
+SINGLE_ITEM = {"s1": "filing_date", "s2": "filing_date", "s3": "judge_name"}
+MULTI = {"alice": [[1, 1]], "bob": [[1, 1], [2, 2]], "carol": [[1, 1]]}
+STYLE_LLM = {"narrative_order": 3, "citation_style": 2}
+STYLE = {"alice": {"narrative_order": 3, "citation_style": 2}, "bob": {"narrative_order": 3, "citation_style": 2},
+         "carol": {"narrative_order": 4, "citation_style": 2}}
+SUMMARY = "On May 5, 2025, tenants sued the city housing authority.\nJudge Jane Roe presided over the case."
+
+
+def _tasks() -> list[dict]:
+    from gavel.annotation import tasks as T
+
+    pairs = [{"case_id": k, "item": SINGLE_ITEM[k], "a": [f"A {k}"], "b": [f"B {k}"], "origin": "planted",
+              "judge": {"relation": SINGLE[k][0]}} for k in SINGLE]
+    pairs.append({"case_id": "m1", "item": "trials", "a": ["jury trial", "bench trial"],
+                  "b": ["jury trial", "no trial"], "origin": "planted", "judge": {"pairs": [[1, 1]]}})
+    style = [{"case_id": "st1", "model": "m", "model_text": "The model's summary.",
+              "human_text": "The human summary.", "judge": STYLE_LLM}]
+    llm_rows = pd.DataFrame([
+        {"case_id": "e1", "item": "filing_date", "index": 1, "value": "2025-05-05", "evidence": ["May 5, 2025"]},
+        {"case_id": "e1", "item": "judge_name", "index": 1, "value": "Jane Doe", "evidence": ["Jane Roe"]}])
+    ext = T.extraction_tasks(pd.DataFrame([{"case_id": "e1", "text": SUMMARY, "model": "human"}]), llm_rows,
+                             "llm-extraction.jsonl")
+    return T.comparison_tasks(pairs, "planted") + T.style_tasks(style, "planted") + ext
+
+
+def _key(kind: str, case: str) -> str:
+    if kind == "single":
+        return f"comparison:planted:{case}:{SINGLE_ITEM[case]}"
+    return {"multi": "comparison:planted:m1:trials", "style": "style:m:st1",
+            "extraction": "extraction:human:e1:llm-extraction.jsonl"}[kind]
+
+
+def _store(url: str):
+    from gavel.annotation.db import Store
+
+    store = Store(url)
+    for name, pw in PASSWORDS.items():
+        store.add_user(name, pw, is_admin=name == "admin")
+    tasks = _tasks()
+    store.add_tasks(tasks)
+    store.assign([(t["key"], p, "annotate") for t in tasks for p in PEOPLE])
+    return store
+
+
+def _aid(store, task_key: str, user: str) -> int:
+    from sqlalchemy import select
+
+    from gavel.annotation.db import Assignment, Task, User
+
+    with store.sessions() as s:
+        return s.scalar(select(Assignment.id).join(Task, Assignment.task_id == Task.id)
+                        .join(User, Assignment.user_id == User.id)
+                        .where(Task.key == task_key, User.username == user))
+
+
+def _plant(store, late: bool = False, extraction_only: bool = False):
+    """Save the planted answers through the store (``late``: also bob's and carol's answers to s3;
+    ``extraction_only``: only the extraction reviews)."""
+    uid = {p: store.user(p).id for p in PEOPLE}
+    for case, (_judge, labels) in SINGLE.items() if not extraction_only else ():
+        for p, label in labels.items():
+            store.save(_aid(store, _key("single", case), p), uid[p], "label", label)
+    for p, pairs in MULTI.items() if not extraction_only else ():
+        store.save(_aid(store, _key("multi", ""), p), uid[p], "matches", pairs)
+    for p, ratings in STYLE.items() if not extraction_only else ():
+        for aspect, r in ratings.items():
+            store.save(_aid(store, _key("style", ""), p), uid[p], f"aspect:{aspect}", r)
+    # extraction: alice keeps the LLM's date and corrects the judge; bob keeps both; carol saves nothing
+    ev_date = [{"start": 3, "end": 14, "text": SUMMARY[3:14]}]
+    s = SUMMARY.index("Jane Roe")
+    ev_judge = [{"start": s, "end": s + 8, "text": "Jane Roe"}]
+    ext = _aid(store, _key("extraction", ""), "alice")
+    store.save(ext, uid["alice"], "item:filing_date", [{"value": "2025-05-05", "evidence": ev_date}])
+    store.save(ext, uid["alice"], "item:judge_name", [{"value": "Jane Roe", "evidence": ev_judge}])
+    ext = _aid(store, _key("extraction", ""), "bob")
+    store.save(ext, uid["bob"], "item:filing_date", [{"value": "2025-05-05", "evidence": ev_date}])
+    store.save(ext, uid["bob"], "item:judge_name", [{"value": "Jane Doe", "evidence": ev_judge}])
+    if late:
+        for p in ("bob", "carol"):
+            store.save(_aid(store, _key("single", "s3"), p), uid[p], "label", "different")
+
+
+def _frame(store) -> pd.DataFrame:
+    return M.agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()),
+                             n_resamples=RESAMPLES)
+
+
+def _cell(table: pd.DataFrame, kind: str, item: str, statistic: str) -> pd.Series:
+    hit = table[(table["kind"] == kind) & (table["item"] == item) & (table["statistic"] == statistic)]
+    assert len(hit) == 1, f"{kind} / {item} / {statistic}: {len(hit)} rows"
+    return hit.iloc[0]
+
+
+def _label_matrix(cases):
+    return [[ANNOTATION_RELATIONS[SINGLE[c][1][p]] for p in PEOPLE] for c in cases]
+
+
+def test_planted_agreement_values_and_statuses(tmp_path):
+    store = _store(f"sqlite:///{tmp_path / 'a.db'}")
+    _plant(store)
+    t = _frame(store)
+    single, multi = "comparison, single value", "comparison, multi value"
+    # filing_date: two tasks, three annotators
+    fk = _cell(t, single, "filing_date", "Fleiss κ")
+    direct = S.fleiss_kappa(_label_matrix(["s1", "s2"]), categories=list(RELATIONS))
+    assert fk["status"] == "ok" and fk["value"] == pytest.approx(direct.value) and fk["n"] == 2
+    assert fk["agreement"] == pytest.approx((1 + 1 / 3) / 2)  # s1 all agree, s2 one pair of three
+    # the judge: right on s1 (majority equal), wrong on s2 (majority different)
+    acc = _cell(t, single, "filing_date", "accuracy against the majority")
+    assert acc["value"] == pytest.approx(0.5) and acc["n"] == 2 and acc["raters"] == "human–LLM"
+    # judge_name: one task answered by alice only
+    assert _cell(t, single, "judge_name", "Fleiss κ")["status"] == "one_rater"
+    assert _cell(t, single, "judge_name", "Krippendorff α (nominal)")["status"] == "one_rater"
+    # all items: units rated by 3, 3 and 1 annotators -> Fleiss' kappa is undefined, alpha takes them
+    assert _cell(t, single, "(all)", "Fleiss κ")["status"] == "unequal_raters"
+    alpha = _cell(t, single, "(all)", "Krippendorff α (nominal)")
+    codes = [[RELATIONS.index(ANNOTATION_RELATIONS[SINGLE[c][1][p]]) if p in SINGLE[c][1] else math.nan
+              for c in SINGLE] for p in PEOPLE]
+    assert alpha["status"] == "ok" and alpha["value"] == pytest.approx(S.krippendorff_alpha(codes, "nominal").value)
+    # multi: pairwise F1 among people, the judge against the majority matches {(1,1)}
+    assert _cell(t, multi, "trials", "pairwise matching F1")["value"] == pytest.approx((2 / 3 + 1 + 2 / 3) / 3)
+    assert _cell(t, multi, "trials", "matching F1 against the majority")["value"] == pytest.approx(1.0)
+    # style: citation_style rated 2 by everyone -> no variance; narrative_order 3,3,4
+    assert _cell(t, "style", "citation_style", "Krippendorff α (ordinal)")["status"] == "no_variance"
+    no = _cell(t, "style", "narrative_order", "Krippendorff α (ordinal)")
+    assert no["value"] == pytest.approx(S.krippendorff_alpha([[3], [3], [4]], "ordinal").value)
+    # LLM vs the median: both aspects agree (3, 2) -> kappa 1 pooled, one category per aspect -> no variance
+    assert _cell(t, "style", "(all)", "Cohen's κ against the median")["value"] == pytest.approx(1.0)
+    assert _cell(t, "style", "narrative_order", "Cohen's κ against the median")["status"] == "no_variance"
+    assert _cell(t, "style", "(all)", "share where two of three agree")["value"] == pytest.approx(1.0)
+    # extraction, LLM pre-fill: alice corrected the judge (1 of 2 items kept), bob kept both
+    assert _cell(t, "extraction", "(all)", "S_checklist of the LLM pre-fill against alice")["value"] == pytest.approx(50.0)
+    assert _cell(t, "extraction", "(all)", "S_checklist of the LLM pre-fill against bob")["value"] == pytest.approx(100.0)
+    assert _cell(t, "extraction", "judge_name", "S_checklist of the LLM pre-fill against alice")["value"] == 0.0
+    assert not (t["statistic"].str.contains("against carol")).any()  # carol saved nothing: not reviewed yet
+    hh = _cell(t, "extraction", "(all)", "pairwise S_checklist")
+    assert hh["value"] == pytest.approx(50.0) and hh["n"] == 1
+    # an interval wherever there is a value and more than one unit, none where there is no value
+    ok = t[(t["status"] == "ok") & (t["n"] > 2)]
+    assert len(ok) and (ok["low"].notna() & (ok["low"] <= ok["value"] + 1e-9) & (ok["value"] <= ok["high"] + 1e-9)).all()
+    assert t[t["status"] != "ok"]["value"].isna().all()
+
+    # the late saves: judge_name is now rated by all three, the same label -> no variance; all items -> Fleiss ok
+    _plant(store, late=True)
+    t2 = _frame(store)
+    assert _cell(t2, single, "judge_name", "Fleiss κ")["status"] == "no_variance"
+    fk_all = _cell(t2, single, "(all)", "Fleiss κ")
+    assert fk_all["status"] == "ok"
+    assert fk_all["value"] == pytest.approx(S.fleiss_kappa(
+        _label_matrix(["s1", "s2"]) + [["different"] * 3], categories=list(RELATIONS)).value)
+    store.engine.dispose()
+
+
+def _cli(*args, cwd=REPO) -> str:
+    out = subprocess.run([sys.executable, "-m", "gavel", "annotate", *args], cwd=cwd, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def notebook13_numbers(release, export_path: Path, tasks_path: Path) -> dict[tuple[str, str, str], float | str]:
+    """What notebook 13 shows for the same export: its ``metaeval.run`` call, Appendix D and the released
+    judge's row, keyed as the agreement page's (kind, item, statistic) rows of all items."""
+    out = M.run(release, export_path=export_path, tasks_path=tasks_path, n_resamples=RESAMPLES)
+    iaa, judge = out["iaa"], out["results"]["released judge"]
+    single, multi = "comparison, single value", "comparison, multi value"
+    pick = {("extraction", "(all)", "pairwise S_checklist"): iaa["extraction pairwise S_checklist"],
+            (single, "(all)", "Fleiss κ"): iaa["single-value Fleiss kappa"],
+            (multi, "(all)", "pairwise matching F1"): iaa["multi-value pairwise F1"],
+            ("style", "(all)", "Krippendorff α (ordinal), mean of aspects"): iaa["style alpha (mean of aspects)"],
+            ("style", "(all)", "share where two of three agree"): iaa["style two-agree share"],
+            (single, "(all)", "accuracy against the majority"): judge["Single"],
+            (multi, "(all)", "matching F1 against the majority"): judge["Multi"]}
+    for aspect in ("narrative_order", "citation_style"):
+        pick[("style", aspect, "Krippendorff α (ordinal)")] = iaa[f"style alpha {aspect}"]
+    return {k: (s.value, s.low, s.high) if s.ok else s.status for k, s in pick.items()}
+
+
+def _compare(page_rows: dict, nb: dict, digits: int | None = None):
+    """The page's (value, low, high) or status equal notebook 13's (rounded to ``digits`` when the page
+    shows rounded numbers)."""
+    for key, want in nb.items():
+        got = page_rows[key]
+        if isinstance(want, str):
+            assert got == want, key
+            continue
+        rounded = [None if w is None else (round(w, digits) if digits is not None else w) for w in want]
+        assert got == pytest.approx(tuple(rounded), abs=10 ** -(digits or 12)), key
+
+
+def _csv_rows(text: str) -> dict:
+    rows = {}
+    for r in csv.DictReader(io.StringIO(text)):
+        key = (r["kind"], r["item"], r["statistic"])
+        rows[key] = (tuple(float(r[c]) if r[c] else None for c in ("value", "low", "high"))
+                     if r["status"] == "ok" else r["status"])
+    return rows
+
+
+def test_page_and_notebook_13_give_the_same_numbers_on_the_same_export(tmp_path, fixture_rel):
+    """The admin's CSV download (what the page shows) against notebook 13's ``metaeval.run`` on the app's
+    own export (``gavel annotate export`` / ``export-tasks``) of the same database."""
+    from gavel.annotation.app import create_app
+
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    store = _store(db)
+    _plant(store, late=True)
+    _cli("--db", db, "export", str(tmp_path / "export.jsonl"))
+    _cli("--db", db, "export-tasks", str(tmp_path / "tasks.jsonl"))
+    app = create_app(db, secret_key_file=tmp_path / "key", agreement_resamples=RESAMPLES)
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").get_data(as_text=True)).group(1)
+    assert client.post("/login", data={"username": "alice", "password": PASSWORDS["alice"],
+                                       "csrf_token": token}).status_code == 302
+    assert client.get("/admin/agreement").status_code == 403  # annotators do not see it
+    assert client.get("/admin/agreement.csv").status_code == 403
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").get_data(as_text=True)).group(1)
+    client.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": token})
+    page = client.get("/admin/agreement")
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    r = client.get("/admin/agreement.csv")
+    assert r.status_code == 200 and r.mimetype == "text/csv" and r.headers["Cache-Control"] == "no-store"
+    shown = _csv_rows(r.get_data(as_text=True))
+    nb = notebook13_numbers(fixture_rel, tmp_path / "export.jsonl", tmp_path / "tasks.jsonl")
+    assert all(not isinstance(v, str) for v in nb.values() if v != "no_variance"), nb  # real numbers compared
+    _compare(shown, nb)
+    store.engine.dispose()
+
+
+def test_agreement_page_with_no_tasks_and_no_answers(tmp_path):
+    from gavel.annotation.db import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    assert M.agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows())).empty
+    store.add_tasks(_tasks())
+    t = M.agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()), n_resamples=50)
+    assert set(t["status"]) <= {"empty", "one_rater", "no_variance"} and t["value"].isna().all()
+    assert set(t["kind"]) == {"extraction", "comparison, single value", "comparison, multi value", "style"}
+    assert _cell(t, "extraction", "(all)", "S_checklist of the LLM pre-fill")["status"] == "empty"
+    assert set(t[t["kind"] == "style"]["item"]) == {"(all)", "narrative_order", "citation_style"}  # LLM-rated
+    store.engine.dispose()
+
+
+def test_style_task_refuses_a_bad_stored_llm_rating():
+    from gavel.annotation import tasks as T
+
+    with pytest.raises(ValueError, match=r"case st1 model 'm'.*'narrative_order'=7"):
+        T.style_tasks([{"case_id": "st1", "model": "m", "model_text": "a", "human_text": "b",
+                        "judge": {"narrative_order": 7}}], "planted")
+
+
+# --- in a real browser, on SQLite and PostgreSQL ----------------------------------------------------------
+
+SCREENSHOT = REPO / "docs" / "annotation-agreement.png"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def dash_env(request, tmp_path_factory):
+    from annotation_server import AppServer
+
+    tmp = tmp_path_factory.mktemp(f"dash-{request.param}")
+    url = (f"sqlite:///{tmp / 'annotation.db'}" if request.param == "sqlite"
+           else request.getfixturevalue("pg_server").createdb(f"dash_{uuid.uuid4().hex[:8]}"))
+    store = _store(url)
+    server = AppServer(url, tmp / "server.log", serve_args=["--agreement-resamples", str(RESAMPLES)]).start()
+    yield {"server": server, "store": store, "url": url, "backend": request.param, "tmp": tmp}
+    server.stop()
+    store.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def chromium(browser):
+    return browser
+
+
+def _login(browser, base, user, **context):
+    ctx = browser.new_context(**context)
+    page = ctx.new_page()
+    page.goto(base + "/login")
+    page.fill('input[name="username"]', user)
+    page.fill('input[name="password"]', PASSWORDS[user])
+    page.click('button[type="submit"]')
+    page.wait_for_url(base + "/")
+    return ctx, page
+
+
+def _wait_saved(page):
+    page.wait_for_selector('#save-status[data-state="saved"]', state="attached", timeout=20_000)
+
+
+def _annotate(browser, env, user: str, singles: list[str], rest: bool = True):
+    """``user`` answers in the browser: the single-value tasks ``singles`` (JavaScript on, saved as clicked),
+    and with ``rest`` the multi-value task and the style ratings (JavaScript off: the forms' own buttons)."""
+    base, store = env["server"].base, env["store"]
+    ctx, page = _login(browser, base, user)
+    for case in singles:
+        page.goto(f"{base}/a/{_aid(store, _key('single', case), user)}")
+        page.check(f'input[name="choice"][value="{SINGLE[case][1][user] if user in SINGLE[case][1] else "different"}"]')
+        _wait_saved(page)
+    ctx.close()
+    if not rest:
+        return
+    ctx, page = _login(browser, base, user, java_script_enabled=False)
+    page.goto(f"{base}/a/{_aid(store, _key('multi', ''), user)}")
+    for a, b in MULTI[user]:
+        page.check(f'input[name="match"][value="{a},{b}"]')
+    page.click('form[data-field="matches"] button.save')
+    assert "Saved." in page.inner_text(".flashes")
+    for aspect, r in STYLE[user].items():
+        page.goto(f"{base}/a/{_aid(store, _key('style', ''), user)}")
+        form = page.locator(f'form[data-field="aspect:{aspect}"]')
+        form.locator(f'input[name="choice"][value="{r}"]').check()
+        form.locator("button.save").click()
+        assert "Saved." in page.inner_text(".flashes")
+    ctx.close()
+
+
+READ_TABLE = """t => [...t.querySelectorAll('tbody tr')].map(r => ({kind: r.dataset.kind, item: r.dataset.item,
+  raters: r.dataset.raters, statistic: r.dataset.statistic, value: r.querySelector('.value').textContent.trim(),
+  interval: r.querySelector('.interval').textContent.trim(), status: r.querySelector('.status-cell').textContent.trim()}))"""
+
+
+def _page_rows(page) -> dict:
+    """The page's table as (kind, item, statistic) -> (value, low, high) or status, read from the DOM."""
+    rows = {}
+    for r in page.eval_on_selector("#agreement", READ_TABLE):
+        key = (r["kind"], r["item"], r["statistic"])
+        if r["status"] != "ok":
+            assert r["value"] == r["status"] and not r["interval"], r
+            rows[key] = r["status"]
+            continue
+        low, high = (float(x) for x in r["interval"].split("–")) if r["interval"] else (None, None)
+        rows[key] = (float(r["value"]), low, high)
+    return rows
+
+
+def test_dashboard_in_the_browser_updates_as_saves_arrive(dash_env, chromium):
+    """Three annotators answer in Chromium; the admin's agreement page shows the planted statuses, changes
+    on reload after further saves, reads the same with JavaScript off, equals its CSV download and notebook
+    13's numbers on the app's export of the same database."""
+    from gavel.release import load_release
+
+    env, browser = dash_env, chromium
+    base, store = env["server"].base, env["store"]
+    _annotate(browser, env, "alice", ["s1", "s2", "s3"])
+    for p in ("bob", "carol"):
+        _annotate(browser, env, p, ["s1", "s2"])
+    # the extraction reviews of alice and bob go straight to the database (the review page's own browser
+    # test is tests/test_annotation_browser.py); the page reads them like any save
+    _plant(store, extraction_only=True)
+
+    ctx, admin = _login(browser, base, "admin", viewport={"width": 1400, "height": 900})
+    admin.goto(base + "/admin")
+    admin.click("#agreement-link")
+    before = _page_rows(admin)
+    single = "comparison, single value"
+    assert before[(single, "judge_name", "Fleiss κ")] == "one_rater"
+    assert before[(single, "(all)", "Fleiss κ")] == "unequal_raters"
+    assert before[("style", "citation_style", "Krippendorff α (ordinal)")] == "no_variance"
+    assert before[("extraction", "(all)", "S_checklist of the LLM pre-fill against alice")][0] == pytest.approx(50.0)
+    assert ("style", "readability_jargon", "Krippendorff α (ordinal)") not in before  # nobody rated it
+    fk = before[(single, "filing_date", "Fleiss κ")]
+    direct = S.fleiss_kappa(_label_matrix(["s1", "s2"]), categories=list(RELATIONS)).value
+    assert fk[0] == pytest.approx(round(direct, 3), abs=1e-9)
+    assert before[(single, "filing_date", "accuracy against the majority")][0] == pytest.approx(0.5)
+
+    # bob and carol answer s3 (the same label as alice): a reload shows it, no number kept from before
+    for p in ("bob", "carol"):
+        _annotate(browser, env, p, ["s3"], rest=False)
+    admin.reload()
+    after = _page_rows(admin)
+    assert after[(single, "judge_name", "Fleiss κ")] == "no_variance"
+    assert after[(single, "(all)", "Fleiss κ")] != before[(single, "(all)", "Fleiss κ")]
+    assert after[(single, "(all)", "Fleiss κ")][0] == pytest.approx(round(S.fleiss_kappa(
+        _label_matrix(["s1", "s2"]) + [["different"] * 3], categories=list(RELATIONS)).value, 3), abs=1e-9)
+    if env["backend"] == "sqlite":
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        admin.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    # the CSV download is what the page shows (the page rounds to 3 decimals)
+    with admin.expect_download() as dl:
+        admin.click("#agreement-csv")
+    csv_rows = _csv_rows(Path(dl.value.path()).read_text(encoding="utf-8"))
+    assert set(csv_rows) == set(after)
+    for key, got in after.items():
+        want = csv_rows[key]
+        if isinstance(want, str):
+            assert got == want, key
+        else:
+            assert got == pytest.approx(tuple(None if w is None else round(w, 3) for w in want), abs=1e-9), key
+
+    # notebook 13 on the app's own export of the same database gives the same numbers
+    export = env["tmp"] / "export.jsonl"
+    export.write_bytes(admin.request.get(base + "/admin/export.jsonl").body())
+    tasks = env["tmp"] / "tasks.jsonl"
+    _cli("--db", env["url"], "export-tasks", str(tasks))
+    from fixture_release import build
+
+    release = load_release(build(env["tmp"] / "release"))
+    _compare(after, notebook13_numbers(release, export, tasks), digits=3)
+    ctx.close()
+
+    # with JavaScript off the page is the same table
+    ctx, nojs = _login(browser, base, "admin", java_script_enabled=False)
+    nojs.goto(base + "/admin/agreement")
+    assert _page_rows(nojs) == after
+    ctx.close()
+    assert json.loads(json.dumps(list(after)))  # keys are plain strings

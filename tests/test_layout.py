@@ -1,0 +1,95 @@
+"""The package's floors (README, Layout): imports go one way, from a higher floor to a lower one, never up
+and never between two folders of one floor; no module grows past 600 lines; the root holds only the entry
+points and the public reader of answers."""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gavel"
+#: floor of each top-level part of the package, lowest first
+FLOORS = {"core": 0, "llm": 1, "answers": 2, "release": 3, "ref": 4, "metrics": 5, "documents": 6, "paper": 7,
+          "annotation": 8, "cli": 9, "__main__": 10}
+MAX_LINES = 600
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+        package = ".".join(rel[:-1])
+        yield path, name, package
+
+
+def _imports(path: Path, package: str):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base == "gavel":
+                yield from (f"gavel.{a.name}" for a in node.names)
+            elif base.startswith("gavel."):
+                yield base
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("gavel."))
+
+
+def _floor(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_part_of_the_package_has_a_floor():
+    parts = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
+    assert parts <= set(FLOORS), f"not on a floor: {sorted(parts - set(FLOORS))}"
+
+
+def test_imports_go_down_the_floors_only():
+    wrong = []
+    for path, name, package in _modules():
+        here = _floor(name)
+        if here is None:
+            continue
+        for target in _imports(path, package):
+            there = _floor(target)
+            if there is None or there == here:
+                continue
+            if FLOORS[there] >= FLOORS[here]:
+                wrong.append(f"{name} imports {target} ({here} is floor {FLOORS[here]}, {there} floor {FLOORS[there]})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_is_longer_than_the_limit():
+    long = {str(p.relative_to(PACKAGE.parent)): n for p, _, _ in _modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+def test_provider_names_are_defined_once_and_each_builds_its_provider():
+    import pytest
+
+    from gavel.core.vocab import PROVIDERS
+    from gavel.llm import registry
+    from gavel.llm.providers import MODULES, provider_class
+
+    assert tuple(MODULES) == PROVIDERS and registry.PROVIDERS is PROVIDERS
+    for name in PROVIDERS:
+        assert provider_class(name).name in PROVIDERS
+    with pytest.raises(ValueError, match="unknown provider 'azure'"):
+        provider_class("azure")
+
+
+def test_provider_capabilities_are_attributes_of_the_providers():
+    """Which providers serve any registry model and which take a sampling seed: each provider says so itself
+    (no list of names elsewhere can disagree with it)."""
+    from gavel.llm.providers import provider_class
+
+    serves = {n for n in ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")
+              if provider_class(n).serves_any_model}
+    seeded = {n for n in ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")
+              if provider_class(n).takes_seed}
+    assert serves == {"vllm", "vllm-batch", "local", "mock"}
+    assert seeded == {"openai", "vllm", "vllm-batch", "local", "mock"}
