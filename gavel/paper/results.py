@@ -44,7 +44,7 @@ def per_case(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return reconstruct.aggregate(cells, by + ["case_id"])
 
 
-def mean_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def checklist_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """S_checklist and its bounds over cases (the one aggregation, ``score.mean_over_cases``), with the
     number of ambiguous cells."""
     out = score.mean_over_cases(pc[[*by, "s_checklist", "s_checklist_low", "s_checklist_high", "ambiguous"]], by,
@@ -115,9 +115,9 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
     labels = {m.release_name: m.label for m in config.models()}
     open_weights = {m.release_name: m.open_weights for m in config.models()}
     pc = per_case(cells, ["model"]).merge(cases, on="case_id")
-    overall = mean_over_cases(pc, ["model"])
+    overall = checklist_over_cases(pc, ["model"])
     overall["length_bin"] = "all"
-    by_bin = mean_over_cases(pc, ["model", "length_bin"])
+    by_bin = checklist_over_cases(pc, ["model", "length_bin"])
     table = pd.concat([by_bin, overall], ignore_index=True)
     table["label"] = table["model"].map(labels)
     chk = rel.files[(rel.files["kind"] == "summary_checklists") & (rel.files["model"] != "human")]
@@ -283,7 +283,7 @@ def document_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
     cells = reconstruct.document_cells(rel, values=values)
     keys = ["method", "model", "configuration"]
     pc = per_case(cells, keys)
-    scores = mean_over_cases(pc, keys)
+    scores = checklist_over_cases(pc, keys)
     # tokens per case: input + output, averaged over the cases the released token counts cover (``token_cases``):
     # an agent run's cases; for the other methods the cases whose checklists the files with token totals hold
     # (an empty end-to-end batch file has neither checklists nor token counts: its cases are not counted)
