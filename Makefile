@@ -103,7 +103,7 @@ list-figures: ## Print the figure files `make figures` keeps up to date
 reproduce: data results figures ## Everything from the release: data, results, figures
 
 test: $(LOCAL_STAMP) ## Run the test suite and the notebooks (nbval), the local model included; release tests need GAVEL_RELEASE
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 tests notebooks --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=15 tests notebooks --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 lint: $(STAMP) ## Lint the library and tests with ruff
 	$(VENV)/bin/ruff check gavel tests benchmarks

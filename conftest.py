@@ -17,14 +17,23 @@ os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
 _CHAINED_NOTEBOOKS = re.compile(r"notebooks[/\\](09|10|11|12)_")
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist (`make test` runs `--dist loadscope`): a test file is one unit of work, so its module- and
+    session-scoped servers (llama.cpp, PostgreSQL, Chromium, SLURM) start once on one worker and a notebook's
+    cells run in order in one kernel; the chained GAVEL-REF notebooks 09-12 are one unit, run in order."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ChainedScopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "ref-notebooks" if _CHAINED_NOTEBOOKS.search(nodeid) else super()._split_scope(nodeid)
+
+    return ChainedScopes(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    # pytest-xdist (`make test` runs `--dist loadgroup`): one group per test file, so a file's module- and
-    # session-scoped servers (llama.cpp, PostgreSQL, Chromium, SLURM) start once on one worker; the chained
-    # GAVEL-REF notebooks 09-12 form one group, run in order
-    for item in items:
-        path = str(item.fspath)
-        group = "ref-notebooks" if _CHAINED_NOTEBOOKS.search(path) else os.path.relpath(path, str(config.rootpath))
-        item.add_marker(pytest.mark.xdist_group(group))
     from gavel.core import config as gconfig
 
     try:
