@@ -10,7 +10,13 @@ import tempfile
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
+_FIGURES = os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    shutil.rmtree(_FIGURES, ignore_errors=True)  # each test process made its own
 
 
 #: notebooks that must run in order on one worker: each reads what the one before it wrote

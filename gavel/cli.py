@@ -5,7 +5,6 @@ from case documents (documents ...) and the annotation app (annotate ...)."""
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         print(f"GAVEL release found: {root}")
         return 0
     except config.ReleaseNotFoundError as err:
-        if os.environ.get("GAVEL_RELEASE"):
+        if config.env("GAVEL_RELEASE"):
             print(err, file=sys.stderr)
             return 2
     target = config.DEFAULT_RELEASE_DIR

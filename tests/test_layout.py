@@ -93,3 +93,59 @@ def test_provider_capabilities_are_attributes_of_the_providers():
               if provider_class(n).takes_seed}
     assert serves == {"vllm", "vllm-batch", "local", "mock"}
     assert seeded == {"openai", "vllm", "vllm-batch", "local", "mock"}
+
+
+def _reads_environment(tree: ast.AST) -> list[int]:
+    """Lines that read os.environ (``.get``, a subscript load, ``in``) or call os.getenv; writes such as
+    ``os.environ[X] = v`` and copies for a child process (``{**os.environ}``) are not reads of a setting."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if f.attr == "getenv" and isinstance(f.value, ast.Name) and f.value.id == "os":
+                lines.append(node.lineno)
+            if f.attr == "get" and ast.unparse(f.value) == "os.environ":
+                lines.append(node.lineno)
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and ast.unparse(node.value) == "os.environ":
+            lines.append(node.lineno)
+        if isinstance(node, ast.Compare) and any(ast.unparse(c) == "os.environ" for c in node.comparators):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_settings_are_read_in_one_place_and_listed_once():
+    """Every environment variable is declared in config.ENVIRONMENT and read through config.env: no other
+    module reads os.environ, every name a module asks for is declared, and the README's table and
+    .env.example name only declared variables (the README all of them)."""
+    import re
+
+    from gavel.core import config
+
+    readers = {str(p.relative_to(PACKAGE)): lines for p, _, _ in _modules()
+               if (lines := _reads_environment(ast.parse(p.read_text()))) and p.name != "config.py"}
+    assert readers == {}, f"os.environ read outside gavel/core/config.py: {readers}"
+    asked = set()
+    for path, _, _ in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("env", "config.env") and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                asked.add(node.args[0].value)
+    assert asked and asked <= set(config.ENVIRONMENT), asked - set(config.ENVIRONMENT)
+    readme = (PACKAGE.parent / "README.md").read_text()
+    table = readme.split("## Settings: the environment and `.env`")[1].split("\n## ")[0]
+    assert re.findall(r"^\| `([A-Z_]+)` \|", table, re.M) == list(config.ENVIRONMENT)
+    example = re.findall(r"^([A-Z_]+)=", (PACKAGE.parent / ".env.example").read_text(), re.M)
+    assert example and set(example) <= set(config.ENVIRONMENT), set(example) - set(config.ENVIRONMENT)
+
+
+def test_an_undeclared_setting_is_refused_by_name(monkeypatch):
+    import pytest
+
+    from gavel.core import config
+
+    monkeypatch.setenv("GAVEL_RELAESE", "/typo")
+    with pytest.raises(config.UnknownSettingError, match="GAVEL_RELAESE is not one of gavel's settings"):
+        config.env("GAVEL_RELAESE")
+    assert config.env("GAVEL_RELAESE", named_by_user=True) == "/typo"  # `annotate adduser --password-env`
+    monkeypatch.setenv("GAVEL_FIGURES_DIR", "")
+    assert config.env("GAVEL_FIGURES_DIR") is None  # empty is unset

@@ -116,6 +116,18 @@ def ask(model_text: str, **params) -> Request:
                    messages=[{"role": "user", "content": model_text}])
 
 
+def test_the_server_takes_half_the_cpus_it_may_use(monkeypatch):
+    """Not every CPU: llama.cpp's threads wait for each other, so a busy neighbour would stall them all."""
+    from gavel.llm.providers import local
+
+    for cpus, threads in ((1, 1), (2, 1), (3, 1), (8, 4)):
+        monkeypatch.setattr(local.os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)))
+        assert local.default_threads() == threads
+        cmd = local.LocalServer().command(1234)
+        assert cmd[cmd.index("--n_threads") + 1] == cmd[cmd.index("--n_threads_batch") + 1] == str(threads)
+    assert local.LocalServer(n_threads=3).command(1234)[-1] == "3"
+
+
 def test_schema_constrained_answer_parses(local_server, tmp_path):
     import jsonschema
 
@@ -189,8 +201,9 @@ def test_killed_runner_leaves_no_server(local_server, tmp_path, sig):
     (it is gone by the time the runner has exited) and the KeyboardInterrupt reaches the caller, whatever was
     in flight. The worker gives SIGINT Python's default handler, as a terminal would: under `cmd &` in a
     non-interactive shell (CI) the test process, and so the worker, inherit SIGINT ignored."""
+    # TMPDIR: a worker killed with SIGKILL cannot remove its server's log; it goes with tmp_path
     proc = subprocess.Popen(worker_cmd("kill", str(tmp_path)), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=WORKER_ENV)
+                            stderr=subprocess.STDOUT, env={**WORKER_ENV, "TMPDIR": str(tmp_path)})
     pid_file = tmp_path / "server.pid"
     try:
         deadline = time.monotonic() + 300  # guards against a hung worker only

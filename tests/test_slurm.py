@@ -61,7 +61,8 @@ def test_slurm_job_log_holds_no_key(slurm_cluster, tmp_path):
     """The job log is the stage command's stdout: a server that quotes the key in its errors (one request
     always fails) leaves only the scrubbed placeholder there, in the cache and in the run's files."""
     key = "sk-slurm-planted-key-5151515151"
-    requests, port, script = vllm_job(tmp_path, 3, "--echo-key --fail c0")
+    # 400, not 500: the SDK does not retry it with backoff (a minute of waiting that tests nothing more)
+    requests, port, script = vllm_job(tmp_path, 3, "--echo-key --fail c0 --fail-status 400")
     old = slurm_cluster.env.get("VLLM_API_KEY")
     slurm_cluster.env["VLLM_API_KEY"] = key
     try:

@@ -44,6 +44,7 @@ from flask_limiter.util import get_remote_address
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
+from gavel.core import config
 from gavel.core import items as gitems
 from gavel.core.stats import BOOTSTRAP_RESAMPLES
 from gavel.core.vocab import STYLE_RUBRIC
@@ -96,14 +97,14 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
         WTF_CSRF_TIME_LIMIT=None,  # valid as long as the session: a page left open for hours still saves
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
-        LOGIN_LIMIT_ACCOUNT=login_limit_account or os.environ.get(ENV_LIMIT_ACCOUNT) or LOGIN_LIMIT_ACCOUNT,
-        LOGIN_LIMIT_ADDRESS=login_limit_address or os.environ.get(ENV_LIMIT_ADDRESS) or LOGIN_LIMIT_ADDRESS,
+        LOGIN_LIMIT_ACCOUNT=login_limit_account or config.env(ENV_LIMIT_ACCOUNT) or LOGIN_LIMIT_ACCOUNT,
+        LOGIN_LIMIT_ADDRESS=login_limit_address or config.env(ENV_LIMIT_ADDRESS) or LOGIN_LIMIT_ADDRESS,
         AGREEMENT_RESAMPLES=agreement_resamples or AGREEMENT_RESAMPLES,
     )
     app.extensions["gavel_store"] = store
     CSRFProtect(app)
     limiter = Limiter(get_remote_address, app=app, strategy="moving-window", default_limits=[],
-                      storage_uri=ratelimit_storage or os.environ.get(ENV_LIMIT_STORAGE) or "memory://",
+                      storage_uri=ratelimit_storage or config.env(ENV_LIMIT_STORAGE) or "memory://",
                       headers_enabled=False)
 
     def account_key() -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
 
 def db_url(given: str | None) -> str:
-    value = given or os.environ.get("GAVEL_ANNOTATION_DB") or str(DEFAULT_DB)
+    value = given or config.env("GAVEL_ANNOTATION_DB") or str(DEFAULT_DB)
     if "://" in value:
         return value
     if not Path(value).parent.exists():
@@ -32,7 +31,7 @@ def db_url(given: str | None) -> str:
 
 
 def _password(env: str, username: str) -> str:
-    value = os.environ.get(env)
+    value = config.env(env, named_by_user=True)
     if value:
         return value
     if not sys.stdin.isatty():

@@ -12,24 +12,24 @@ import os
 import secrets
 from pathlib import Path
 
+from gavel.core import config
+
 ENV_KEY = "GAVEL_ANNOTATION_SECRET_KEY"
 ENV_FILE = "GAVEL_ANNOTATION_SECRET_KEY_FILE"
 MIN_KEY_CHARS = 32
 
 
 def default_key_file() -> Path:
-    from gavel.core import config
-
-    return config.DATA_DIR / "interim" / "annotation" / "secret_key"
+    return config.INTERIM_DIR / "annotation" / "secret_key"
 
 
 def key_file(given: str | os.PathLike | None = None) -> Path:
-    return Path(given or os.environ.get(ENV_FILE) or default_key_file())
+    return Path(given or config.env(ENV_FILE) or default_key_file())
 
 
 def load_secret_key(path: str | os.PathLike | None = None) -> str:
     """The signing key (see the module's doc); ValueError or PermissionError naming the variable or file."""
-    value = os.environ.get(ENV_KEY)
+    value = config.env(ENV_KEY)
     if value:
         if len(value) < MIN_KEY_CHARS:
             raise ValueError(f"{ENV_KEY} holds a key of {len(value)} characters; at least {MIN_KEY_CHARS} "

@@ -21,16 +21,55 @@ from gavel.core.vocab import PROVIDERS
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PROMPTS_DIR = PACKAGE_DIR / "prompts"
 SLURM_DIR = PACKAGE_DIR / "slurm"
-#: environment variable naming the project folder (data/, figures/, docs/, .env) when gavel is not run from
-#: its own checkout, e.g. installed from a wheel
+#: every environment variable gavel reads, and what it sets: the one list (the README's table is checked
+#: against it). Each may also be given in the project's ``.env`` (the environment wins), except GAVEL_HOME,
+#: which says where that ``.env`` is. Read them with ``env(name)``, never ``os.environ`` elsewhere.
+ENVIRONMENT = {
+    "GAVEL_HOME": "the project folder (data/, figures/, docs/, .env) when gavel does not run from its checkout",
+    "GAVEL_RELEASE": "the public release (the folder holding data/summaries, or that data/ itself)",
+    "GAVEL_MODELS": "a models file of one's own, merged over the package's models.yaml",
+    "GAVEL_FIGURES_DIR": "where the figure notebooks write (default figures/)",
+    "TIKTOKEN_CACHE_DIR": "tiktoken's encoding files (default .cache/tiktoken, filled by make install)",
+    "OPENAI_API_KEY": "OpenAI's API key",
+    "ANTHROPIC_API_KEY": "Anthropic's API key",
+    "GEMINI_API_KEY": "Gemini's API key (or GOOGLE_API_KEY)",
+    "GOOGLE_API_KEY": "Gemini's API key (or GEMINI_API_KEY)",
+    "OPENAI_BASE_URL": "another address for the OpenAI API (a proxy; read by the OpenAI SDK)",
+    "ANTHROPIC_BASE_URL": "another address for the Anthropic API (a proxy; read by the Anthropic SDK)",
+    "GEMINI_BASE_URL": "another address for the Gemini API (a proxy)",
+    "VLLM_BASE_URL": "the vLLM server's /v1 address, when --base-url is not given",
+    "VLLM_API_KEY": "the vLLM server's key, if it was started with one",
+    "HF_TOKEN": "a Hugging Face token: never used by gavel, only scrubbed from what it writes",
+    "GAVEL_ANNOTATION_DB": "the annotation app's database (a file path or a SQLAlchemy URL)",
+    "GAVEL_ANNOTATION_SECRET_KEY": "the annotation app's session signing key",
+    "GAVEL_ANNOTATION_SECRET_KEY_FILE": "the file (mode 0600) holding that key",
+    "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed logins allowed per account (a Flask-Limiter rate, e.g. '5 per minute')",
+    "GAVEL_LOGIN_LIMIT_ADDRESS": "failed logins allowed per address (a Flask-Limiter rate)",
+    "GAVEL_RATELIMIT_STORAGE": "where the login limits are counted (a Flask-Limiter storage URI)",
+    "GAVEL_ANNOTATOR_PASSWORD": "the password for `annotate adduser` / `passwd` (--password-env names another)",
+}
 HOME_ENV = "GAVEL_HOME"
+
+
+class UnknownSettingError(KeyError):
+    """A variable that is not in ENVIRONMENT (a typo, or a setting that was never documented)."""
+
+
+def env(name: str, named_by_user: bool = False) -> str | None:
+    """The value of environment variable ``name`` (or of its ``.env`` entry); None when unset or empty.
+    ``name`` must be one of ENVIRONMENT, unless the user named it (``--password-env MY_VAR``)."""
+    if name not in ENVIRONMENT and not named_by_user:
+        raise UnknownSettingError(f"{name} is not one of gavel's settings (gavel.core.config.ENVIRONMENT)")
+    if name != HOME_ENV:
+        load_dotenv_once()
+    return os.environ.get(name) or None
 
 
 def _project_root() -> Path:
     """The project folder: ``GAVEL_HOME``; else the checkout holding the package (an editable install);
     else the current folder (a wheel run from a checkout or a project of one's own)."""
-    if os.environ.get(HOME_ENV):
-        return Path(os.environ[HOME_ENV]).expanduser().resolve()
+    if env(HOME_ENV):
+        return Path(env(HOME_ENV)).expanduser().resolve()
     checkout = PACKAGE_DIR.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "Makefile").is_file():
         return checkout
@@ -64,12 +103,11 @@ def load_dotenv_once() -> None:
 def release_root(path: str | os.PathLike | None = None) -> Path:
     """The release's ``data/`` folder. Raises ReleaseNotFoundError saying what to set.
     A relative GAVEL_RELEASE is tried against the current folder, then against the repository root."""
-    load_dotenv_once()
     candidates = []
     if path is not None:
         candidates.append(Path(path))
-    elif os.environ.get("GAVEL_RELEASE"):
-        given = Path(os.environ["GAVEL_RELEASE"]).expanduser()
+    elif env("GAVEL_RELEASE"):
+        given = Path(env("GAVEL_RELEASE")).expanduser()
         candidates.append(given)
         if not given.is_absolute():  # a relative setting (e.g. in .env) is relative to the repository
             candidates.append(REPO_ROOT / given)
@@ -115,8 +153,7 @@ def _package_registry() -> dict:
 
 def models_file() -> Path | None:
     """The user's models file named by GAVEL_MODELS (environment or .env), or None."""
-    load_dotenv_once()
-    value = os.environ.get(MODELS_ENV)
+    value = env(MODELS_ENV)
     if not value:
         return None
     path = Path(value).expanduser()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from gavel.core.config import REPO_ROOT
+from gavel.core.config import REPO_ROOT, env
 
 # name -> (URL tiktoken downloads it from, sha256 tiktoken expects)
 ENCODINGS = {
@@ -39,7 +39,7 @@ class TokenizerUnavailableError(RuntimeError):
 
 def cache_dir() -> Path:
     """tiktoken's cache folder: TIKTOKEN_CACHE_DIR if set, else ``.cache/tiktoken`` in the repository."""
-    path = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or REPO_ROOT / ".cache" / "tiktoken")
+    path = Path(env("TIKTOKEN_CACHE_DIR") or REPO_ROOT / ".cache" / "tiktoken")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(path)
     return path
 

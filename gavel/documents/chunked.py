@@ -134,8 +134,11 @@ class ChunkedResult:
         return rows
 
 
-def run_chunked(corpus: Corpus, provider, model: str, items=None, workdir=None, max_tokens: int = CHUNK_TOKENS,
+def run_chunked(corpus: Corpus, provider, model: str, items=None, workdir=None, max_tokens: int | None = None,
                 params: dict | None = None, runner: StageRunner | None = None) -> ChunkedResult:
+    """The chunk-by-chunk method: each item's state carried through the case's pieces of at most
+    ``max_tokens`` tokens (None: CHUNK_TOKENS)."""
+    max_tokens = max_tokens or CHUNK_TOKENS
     chosen = [gitems.item(i).name for i in items] if items else [it.name for it in gitems.ITEMS]
     runner = runner or StageRunner(STAGE, provider, workdir, progress=False)
     parts = pieces(corpus, max_tokens)

@@ -7,7 +7,6 @@ through it; the CLI and the notebook report table pass what they print through i
 
 from __future__ import annotations
 
-import os
 import threading
 
 from gavel.core import config
@@ -33,9 +32,8 @@ def scrub(text):
     """``text`` with every known secret replaced by ``<VARIABLE>`` (or ``<api_key>``); non-strings as given."""
     if not isinstance(text, str) or not text:
         return text
-    config.load_dotenv_once()
     for var in SECRET_VARIABLES:
-        value = os.environ.get(var)
+        value = config.env(var)
         if value and len(value) >= MIN_SECRET_LENGTH:
             text = text.replace(value, f"<{var}>")
     with _LOCK:

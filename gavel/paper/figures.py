@@ -8,7 +8,6 @@ heatmaps); axes carry labels and models their display names.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
@@ -35,7 +34,7 @@ plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 200, "font.size": 9, "axe
 
 
 def figures_dir() -> Path:
-    return Path(os.environ.get("GAVEL_FIGURES_DIR") or config.FIGURES_DIR)
+    return Path(config.env("GAVEL_FIGURES_DIR") or config.FIGURES_DIR)
 
 
 def save(fig, name: str) -> list[Path]:

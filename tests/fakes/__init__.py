@@ -28,6 +28,7 @@ class FakeServer:
         self.requests_seen: list[tuple[str, str]] = []
         self.polls_to_end = 1
         self.fail_ids: dict[str, int] = {}  # custom_id -> number of attempts that fail
+        self.fail_status = 500  # the HTTP status of those online failures (SDKs retry 5xx with backoff, not 400)
         self.first_request_at = None  # time.monotonic() of the first request served
         self.latency = 0.0  # seconds added to every HTTP answer (to make runs long enough to interrupt)
         self.http_errors: list[tuple[str, str, int]] = []  # (method, path regex, status): each answered once

@@ -127,7 +127,7 @@ class FakeOpenAI(FakeServer):
                 self.chat_bodies.append(body)
                 cid = body["messages"][-1]["content"].split("id=")[-1] if "id=" in body["messages"][-1]["content"] else f"call{self.chat_calls}"
                 if self.should_fail(cid, self.count_submission(cid)):
-                    return 500, {"error": {"message": self.echo(f"server error for {cid}"), "type": "server_error"}}, \
+                    return self.fail_status, {"error": {"message": self.echo(f"server error for {cid}"), "type": "server_error"}}, \
                         "application/json"
                 self.mark_succeeded(cid)
                 return 200, self.online_answer(completion(cid, body["model"], self.reasoning,

@@ -25,6 +25,8 @@ if __name__ == "__main__":
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--echo-key", action="store_true", help="quote the caller's key in answers and errors")
     ap.add_argument("--fail", action="append", default=[], help="id= tag of a request that always fails")
+    ap.add_argument("--fail-status", type=int, default=500,
+                    help="HTTP status of those failures (the SDK retries 5xx with backoff, not 400)")
     args, _ = ap.parse_known_args()
     if args.host != "127.0.0.1":
         sys.exit("the fake vLLM server binds 127.0.0.1 only")
@@ -32,7 +34,7 @@ if __name__ == "__main__":
     srv.httpd.server_close()
     from http.server import ThreadingHTTPServer
     srv.httpd = ThreadingHTTPServer(("127.0.0.1", args.port), srv.httpd.RequestHandlerClass)
-    srv.echo_key, srv.fail_ids = args.echo_key, {tag: 10**6 for tag in args.fail}
+    srv.echo_key, srv.fail_ids, srv.fail_status = args.echo_key, {tag: 10**6 for tag in args.fail}, args.fail_status
     time.sleep(1.0)  # like a real server, not healthy at once
     print(f"fake vLLM serving {args.model} on 127.0.0.1:{args.port}", flush=True)
     srv.httpd.serve_forever()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 
@@ -71,12 +70,11 @@ class Provider:
         not. Default: a hosted provider given no client and no api_key needs its key variable set."""
         if self._client is not None:
             return
-        from gavel.core.config import load_dotenv_once
+        from gavel.core.config import env
 
-        load_dotenv_once()
         names = KEY_VARIABLES.get(self.name, ())
         if names and not (getattr(self, "_client_args", None) or {}).get("api_key") \
-                and not any(os.environ.get(v) for v in names):
+                and not any(env(v) for v in names):
             raise ProviderError(f"{self.name}: no API key; set {' or '.join(names)} in the environment or in .env")
 
     def identity(self) -> dict:

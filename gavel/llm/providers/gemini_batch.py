@@ -5,7 +5,8 @@ GOOGLE_API_KEY); ``base_url`` (or GEMINI_BASE_URL) points the SDK elsewhere (the
 from __future__ import annotations
 
 import json
-import os
+
+from gavel.core import config
 
 from ..records import Request, Response
 from ..registry import llm_model
@@ -123,8 +124,8 @@ class GeminiBatch(Provider):
         from google import genai
         from google.genai import types
 
-        base_url = self._client_args["base_url"] or os.environ.get("GEMINI_BASE_URL")
-        api_key = self._client_args["api_key"] or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        base_url = self._client_args["base_url"] or config.env("GEMINI_BASE_URL")
+        api_key = self._client_args["api_key"] or config.env("GEMINI_API_KEY") or config.env("GOOGLE_API_KEY")
         register(api_key)
         retry = types.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=self.retry_delays[0],
                                        max_delay=self.retry_delays[1])

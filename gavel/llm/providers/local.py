@@ -131,6 +131,18 @@ def _die_with_parent(parent_pid: int):
     return setup
 
 
+def default_threads() -> int:
+    """Half the CPUs this process may use, at least one (llama-cpp-python's own default). Not all of them:
+    llama.cpp's threads wait for each other at every layer, so one thread that loses its core to another
+    process stalls them all -- on 2 CPUs with one other busy process, a 1,300-token prompt took 12 s with one
+    thread and over 200 s with two (8 s with two on an idle machine)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // 2)
+
+
 class LocalServer(VLLMServer):
     name = "local"
 
@@ -145,7 +157,7 @@ class LocalServer(VLLMServer):
         self.model_path = Path(model_path).expanduser() if model_path else None
         self.sha256 = sha256
         self.n_ctx = n_ctx or settings.context_window
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or default_threads()
         self.alias = settings.model_id
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None

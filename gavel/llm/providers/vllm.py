@@ -10,6 +10,8 @@ import json
 import os
 from pathlib import Path
 
+from gavel.core import config
+
 from ..records import Request, Response
 from .base import BatchStatus, Provider, ProviderError, fill_missing
 from .openai_batch import OpenAIBatch, bad_line_responses, parse_chat, read_result_lines, unreadable_note
@@ -22,12 +24,10 @@ class VLLMServer(OpenAIBatch):
     supports_batch = False  # no batch endpoint on the server: online calls, or run-batch files
 
     def __init__(self, base_url: str | None = None, client=None, api_key: str | None = None, **kw):
-        import os
-
-        base_url = base_url or os.environ.get("VLLM_BASE_URL")
+        base_url = base_url or config.env("VLLM_BASE_URL")
         if client is None and not base_url:
             raise ProviderError("vllm: give base_url (or VLLM_BASE_URL), e.g. http://127.0.0.1:8000/v1")
-        super().__init__(client=client, base_url=base_url, api_key=api_key or os.environ.get("VLLM_API_KEY", "EMPTY"),
+        super().__init__(client=client, base_url=base_url, api_key=api_key or config.env("VLLM_API_KEY") or "EMPTY",
                          **kw)
 
     def write_run_batch(self, requests: list[Request], path: Path) -> Path:
