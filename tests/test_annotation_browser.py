@@ -518,13 +518,14 @@ def test_session_key_is_not_in_the_database_and_a_forged_cookie_fails(app_env, b
             {"user_id": admin_id, "sid": "guessed", "_permanent": True})
 
     candidates = [v for v in found if 16 <= len(v) <= 200]
+    ctx = browser.new_context()
+    page = ctx.new_page()
     for secret in [*candidates, key]:  # the real key too: a signed cookie without a live session is refused
-        ctx = browser.new_context()
+        ctx.clear_cookies()
         ctx.add_cookies([{"name": "session", "value": forged(secret), "url": server.base}])
-        page = ctx.new_page()
         r = page.request.get(server.base + "/admin/export.jsonl", max_redirects=0)
         assert r.status == 302 and "/login" in r.headers["location"], secret[:8]
-        ctx.close()
+    ctx.close()
 
 
 def test_forms_save_with_javascript_off(app_env, browser):

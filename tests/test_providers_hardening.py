@@ -295,6 +295,7 @@ def test_cli_stage_prints_no_key(tmp_path):
     with FakeOpenAI() as srv:
         srv.echo_key = True
         srv.fail_ids = {"judge0": 99}
+        srv.fail_status = 400  # an error the SDK does not retry with backoff (quoting the key all the same)
         online = subprocess.run([sys.executable, "-m", "gavel", "stage", "--provider", "openai", "--base-url",
                                  srv.url + "/v1", "--requests", str(tmp_path / "r.jsonl"), "--workdir",
                                  str(tmp_path / "w1"), "--mode", "online", "--max-attempts", "1"],
