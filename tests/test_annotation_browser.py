@@ -98,6 +98,7 @@ def _login(browser, base, user, password=None, **context):
     page.fill('input[name="username"]', user)
     page.fill('input[name="password"]', password or PASSWORDS[user])
     page.click('button[type="submit"]')
+    page.wait_for_load_state("load")  # the page after the login (or the refusal), not the form being left
     return ctx, page
 
 

@@ -362,7 +362,10 @@ READ_TABLE = """t => [...t.querySelectorAll('tbody tr')].map(r => ({kind: r.data
 def _page_rows(page) -> dict:
     """The page's table as (kind, item, statistic) -> (value, low, high) or status, read from the DOM."""
     rows = {}
-    for r in page.eval_on_selector("#agreement", READ_TABLE):
+    # a click starts the navigation and returns: wait for the whole new page before reading it (eval_on_selector
+    # does not wait, and under load it ran on the page being left: "Failed to find element #agreement")
+    page.wait_for_load_state("load")
+    for r in page.locator("#agreement").evaluate(READ_TABLE):
         key = (r["kind"], r["item"], r["statistic"])
         if r["status"] != "ok":
             assert r["value"] == r["status"] and not r["interval"], r
@@ -391,6 +394,7 @@ def test_dashboard_in_the_browser_updates_as_saves_arrive(dash_env, chromium):
     ctx, admin = _login(browser, base, "admin", viewport={"width": 1400, "height": 900})
     admin.goto(base + "/admin")
     admin.click("#agreement-link")
+    admin.wait_for_url("**/admin/agreement**")
     before = _page_rows(admin)
     single = "comparison, single value"
     assert before[(single, "judge_name", "Fleiss κ")] == "one_rater"
