@@ -248,7 +248,7 @@ def test_killed_and_resumed_run_answers_like_an_uninterrupted_one(local_server, 
     assert len(set(expected.values())) > n // 2  # sampled, varied answers: a seed that did nothing would show
 
     workdir = tmp_path / "killed"
-    proc = subprocess.Popen(worker_cmd("run", str(workdir), str(n)), cwd=ROOT, env=WORKER_ENV,
+    proc = subprocess.Popen(worker_cmd("run", str(workdir), str(n)), cwd=ROOT, env={**WORKER_ENV, "TMPDIR": str(tmp_path)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 600  # guards against a hung worker only
