@@ -1,6 +1,6 @@
 """Billed input of the extraction stage: our cache-friendly prompt layout against the original one.
 
-    GAVEL_RELEASE=../shared/gavel-release .venv/bin/python benchmarks/extraction_cost.py
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/extraction_cost.py
 
 For the 100 benchmark human summaries x 26 items, every request is rendered for real (prompts/extract.txt)
 and counted with o200k_base. Our layout puts the instructions and the summary first and the item last, so

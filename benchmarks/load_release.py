@@ -1,6 +1,6 @@
 """Time to load the whole release into tables vs. the time to merely json-parse its files.
 
-    GAVEL_RELEASE=../shared/gavel-release .venv/bin/python benchmarks/load_release.py
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/load_release.py
 
 Two baselines, measured in the same run (median of --repeat, warm file cache):
 * all files: every .json file and every line of every .jsonl file (the agent ledgers) -- "json-parse all

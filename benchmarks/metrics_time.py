@@ -2,7 +2,7 @@
 human references: ROUGE-1/2/L and embedding cosine, cold cache) against the embedding model's raw
 throughput on the same texts, measured in the same run.
 
-    GAVEL_RELEASE=../shared/gavel-release .venv/bin/python benchmarks/metrics_time.py [--sample N]
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/metrics_time.py [--sample N]
 
 Raw: ``SentenceTransformer.encode`` on every window of every text at once (windows cut beforehand, batches of
 32 sorted by length, nothing else). Ours: ``gavel.metrics.text`` as ``make results`` runs it with an empty cache

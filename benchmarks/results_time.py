@@ -1,7 +1,7 @@
 """Time of a full `make results` (a fresh process: imports, load the release, compute every table, write
 the CSVs and REPRODUCTION.md) against the time to merely json-parse the release's files, in one run.
 
-    GAVEL_RELEASE=../shared/gavel-release .venv/bin/python benchmarks/results_time.py
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/results_time.py
 
 Writes into a temporary folder, so the committed results are not touched. Baselines as in
 load_release.py; the target (ratio <= 3) is stated against parsing all files.

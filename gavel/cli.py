@@ -44,7 +44,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         print(f"GAVEL release cloned: {config.release_root()}")
         return 0
     print("Could not download the release (no network?). Set GAVEL_RELEASE to a local copy of the "
-          "release (the folder holding data/summaries), e.g. `export GAVEL_RELEASE=../shared/gavel-release`, "
+          "release (the folder holding data/summaries), e.g. `export GAVEL_RELEASE=/path/to/gavel-release`, "
           "or put it in .env.", file=sys.stderr)
     return 2
 
@@ -84,45 +84,79 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(config.REPO_ROOT)) if path.is_relative_to(config.REPO_ROOT) else str(path)
 
 
-def one_line_errors(label: str, run, expected: tuple = ()) -> int:
-    """``run()``, with the errors a user meets as one line on stderr instead of a traceback (API keys
-    removed): bad input (a request, a summaries or references file, an --out that cannot be written), a
-    provider that cannot send (no key, no vllm, an unknown name), a busy workdir, a model, models file or
-    checklist item that does not exist: ``error: ...``, exit status 2 (``expected``: the command's own
-    input errors). Anything else: one line naming the exception, exit status 1. ``stage`` and ``evaluate``
-    both report through here."""
+#: the message of an interrupted command (Ctrl-C): one line, exit status 130 (128 + SIGINT), as shells expect
+INTERRUPTED = ("interrupted (Ctrl-C); answers already received are kept in the run's cache, and the same command "
+               "resumes where it stopped")
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The errors a user meets (bad input, a provider that cannot send, a busy workdir, an unknown model,
+    item, document or release): shown as one ``error:`` line, exit status 2."""
     from gavel.core.items import UnknownItemError
+    from gavel.documents.agent import AgentError
+    from gavel.documents.corpus import CorpusError, DocumentNotFoundError
+    from gavel.ref.pipeline import InputError
 
     from .llm.providers.base import ProviderError
     from .llm.records import RequestError
     from .llm.runner import WorkdirBusyError
+
+    return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
+            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError)
+
+
+def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:
+    """``run()``, with every error as one line on stderr instead of a traceback (API keys removed): the
+    errors of :func:`user_errors` (and ``expected``, the command's own) as ``error: ...``, exit status 2;
+    Ctrl-C as one line, exit status 130; anything else as ``error: LABEL: TYPE: message``, exit status 1
+    (``traceback``: ``gavel --traceback ...`` shows it as well). Every command reports through here once
+    (``main``)."""
     from .llm.secrets import scrub
 
     try:
         return run()
-    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
-            *expected) as err:
+    except KeyboardInterrupt:
+        _close_progress_bars()
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+    except (*user_errors(), *expected) as err:
         print(scrub(f"error: {err}"), file=sys.stderr)
         return 2
-    except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: traceback
+    except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: below
         if not str(err.args[0] if err.args else "").startswith(("unknown model", "model ")):
-            raise
+            return _unexpected(label, err, traceback)
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
-    except config.ReleaseNotFoundError:
-        raise  # main() prints it
     except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
-        print(scrub(f"{label}: {type(err).__name__}: {err}"), file=sys.stderr)
-        return 1
+        return _unexpected(label, err, traceback)
+
+
+def _close_progress_bars() -> None:
+    """Close the progress bars an interrupt left open (tqdm's), so the message starts on a line of its own."""
+    try:
+        from tqdm.std import tqdm
+    except ImportError:
+        return
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+    sys.stderr.flush()
+
+
+def _unexpected(label: str, err: Exception, traceback: bool) -> int:
+    from .llm.secrets import scrub
+
+    if traceback:
+        import traceback as tb
+
+        print(scrub("".join(tb.format_exception(err))), file=sys.stderr, end="")
+    print(scrub(f"error: {label}: {type(err).__name__}: {err}"
+                + ("" if traceback else " (gavel --traceback ... shows where)")), file=sys.stderr)
+    return 1
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
-    provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
-    return one_line_errors(f"stage {args.stage or '?'}", lambda: _stage(args))
-
-
-def _stage(args: argparse.Namespace) -> int:
+    """Run (or dry-run) one stage's requests through a provider with the resumable runner (errors: one line,
+    from ``main``)."""
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
     from .llm.runner import StageRunner
@@ -151,6 +185,12 @@ def _stage(args: argparse.Namespace) -> int:
     if args.dry_run:
         runner.dry_run(requests, mode=args.mode)
         return 0
+    todo = [r for r in requests if not runner.is_cached(r)]
+    if args.provider == "local" and todo:  # a model on this CPU: its speed measured, the duration said first
+        from .llm import pace
+
+        seconds = pace.forecast(todo, pace.measure(runner.provider, todo[0].model))
+        print(f"stage {stage}: {len(todo)} requests to send; expected duration {pace.duration(seconds)}", flush=True)
     report = runner.run(requests, mode=args.mode)
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
@@ -163,17 +203,12 @@ def _stage(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline).
     Exit status 0 when every request was answered, 1 when some failed (how many, by stage, and why are
-    printed), 2 for input or setup that cannot run (one ``error:`` line)."""
-    from gavel.ref.pipeline import InputError
-
-    return one_line_errors("evaluate", lambda: _evaluate(args), expected=(InputError,))
-
-
-def _evaluate(args: argparse.Namespace) -> int:
+    printed), 2 for input or setup that cannot run (one ``error:`` line, from ``main``)."""
     import pandas as pd
 
     from gavel.core.items import item
     from gavel.ref import pipeline, stability
+    from gavel.ref import tables as tables_mod
 
     from .llm.secrets import scrub
 
@@ -198,7 +233,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         from .release import load_release
 
         references, bins = pipeline.release_references(load_release(args.release))
-    roles = pipeline.default_roles()
+    roles = pipeline.default_roles(args.provider)
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
@@ -210,15 +245,19 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.repeats > 1:
             print(stability.repeats_cost(table, args.repeats, provider))
         return 0
+    if args.provider == "local":  # a model on this CPU: its speed measured, the run's duration said first
+        from gavel.ref.forecast import Announcer
+
+        settings.pace = Announcer(summaries, references, settings, provider, args.repeats)
     result = stability.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
     tables = result["runs"][0]
     if args.repeats > 1:
         print(stability.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
-    answers = tables["answers"]
-    print(f"sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}; unusable answers: "
-          f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
+    print(f"{tables_mod.counts_line(result['runs'])}; tables in {args.out}")
+    for line in tables_mod.score_lines(tables):  # a missing score says why
+        print(f"  {line}")
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
     per_run = [pipeline.failed_requests(run) for run in result["runs"]]  # every repeat's failures
@@ -250,6 +289,21 @@ def cmd_replay_check(args: argparse.Namespace) -> int:
     return 0 if out["table"]["reproduced"].all() else 1
 
 
+def cmd_items(args: argparse.Namespace) -> int:
+    """The checklist: number, key and name of each item (as the annotation app shows them), by group; any of
+    the spellings is accepted wherever an item is named (``--items``, configurations)."""
+    from gavel.core import items as gitems
+
+    width = max(len(it.key) for it in gitems.ITEMS)
+    for g in gitems.GROUPS:
+        print(f"{g.label}:")
+        for it in gitems.items_in_group(g.key):
+            print(f"  {it.number:2d}  {it.key:<{width}}  {it.name}")
+            if args.definitions:
+                print(f"      {it.definition}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """A real local model answering through the stage runner (gavel/ref/demo.py)."""
     from gavel.ref import demo
@@ -260,6 +314,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
+    parser.add_argument("--traceback", action="store_true", help="show the traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
     p.add_argument("--timeout", type=int, default=600)
@@ -316,17 +371,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--release", default=None)
     p.add_argument("--workdir", default=str(config.INTERIM_DIR / "replay"), help="cache folder of the replayed run")
     p.set_defaults(func=cmd_replay_check)
+    p = sub.add_parser("items", help="list the checklist items: number, key, name, by group")
+    p.add_argument("--definitions", action="store_true", help="also print what each item holds")
+    p.set_defaults(func=cmd_items)
     p = sub.add_parser("demo", help="send a free-text and a JSON request to the local model (make demo)")
     p.set_defaults(func=cmd_demo)
     # the wings add their own commands to the same parser
     documents_cli.add_parser(sub)
     annotation_cli.add_parser(sub)
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except config.ReleaseNotFoundError as err:
-        print(err, file=sys.stderr)
-        return 2
+    label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),
+                                      getattr(args, "cmd", None)) if x)
+    return one_line_errors(label, lambda: args.func(args), traceback=args.traceback)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def release_root(path: str | os.PathLike | None = None) -> Path:
                 return root.resolve()
     raise ReleaseNotFoundError(
         f"GAVEL release not found at {candidates[0]}. Set GAVEL_RELEASE to the folder of the public "
-        f"release (the one holding data/summaries), e.g. GAVEL_RELEASE=../shared/gavel-release, or run "
+        f"release (the one holding data/summaries), e.g. GAVEL_RELEASE=/path/to/gavel-release (in the environment or in .env), or run "
         f"`make data` to clone {RELEASE_URL} into {DEFAULT_RELEASE_DIR}."
     )
 

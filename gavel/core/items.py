@@ -194,8 +194,24 @@ def item(name: str) -> Item:
     if found is None:
         found = _FOLDED.get(_fold(name)) if isinstance(name, str) else None
     if found is None:
-        raise UnknownItemError(f"unknown checklist item {name!r}: not one of the 26 GAVEL items")
+        close = closest(name) if isinstance(name, str) else []
+        hint = (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close
+                else "; `gavel items` lists them")
+        raise UnknownItemError(f"unknown checklist item {name!r}: not one of the 26 GAVEL items{hint}")
     return found
+
+
+def closest(name: str, n: int = 3) -> list[str]:
+    """The item names (spaced spelling) closest to ``name`` -- by any of its spellings -- best first."""
+    import difflib
+
+    want = _fold(name)
+    scored: dict[str, float] = {}
+    for spelled, it in _FOLDED.items():
+        ratio = difflib.SequenceMatcher(None, want, spelled).ratio()
+        if ratio >= 0.6 or (len(want) >= 4 and want in spelled):
+            scored[it.name] = max(scored.get(it.name, 0.0), ratio + (0.3 if want in spelled else 0.0))
+    return sorted(scored, key=lambda k: -scored[k])[:n]
 
 
 def spelling_of(name: str) -> str:

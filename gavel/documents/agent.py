@@ -135,6 +135,7 @@ class AgentState:
     catalog_listed: bool = False
     per_step: list = field(default_factory=list)  # stats.json per_step_details
     provider_tokens: dict = field(default_factory=lambda: {"input": 0, "output": 0, "cached_calls": 0})
+    corpus_hash: str = ""  # Corpus.fingerprint of the documents the run read ("" in runs saved before it was kept)
 
 
 def call_key(tool: str, args: dict, store_version: int) -> str:
@@ -284,6 +285,8 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
     Qwen3 or gpt-oss with its tool-call parser) and the call comes back as the answer's tool call."""
     if tool_mode not in TOOL_MODES:
         raise AgentError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
+    if not corpus.documents:
+        raise AgentError(f"case {corpus.case_id}: no documents to read; nothing to run")
     params = dict(params or {})
     if tool_mode == "native":
         params.update(tools=TOOL_SPECS, tool_choice="auto")
@@ -297,6 +300,11 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
         if (state.case_id, state.configuration) != (corpus.case_id, config.path):
             raise AgentError(f"{files.state}: belongs to case {state.case_id} / {state.configuration}, "
                              f"not {corpus.case_id} / {config.path}")
+        if state.corpus_hash and state.corpus_hash != corpus.fingerprint:
+            raise AgentError(f"{files.state}: the case's documents changed since this run read them (corpus "
+                             f"{state.corpus_hash[:12]}, now {corpus.fingerprint[:12]}); refusing to resume it "
+                             f"over other documents: start over with --fresh (resume=False), or use another --out")
+        state.corpus_hash = corpus.fingerprint
         loaded = ChecklistStore.from_json(state.checklist, keys=config.keys)
         store.values, store.updated = loaded.values, loaded.updated
         ws.viewed.update({k: [list(r) for r in v] for k, v in state.viewed.items()})
@@ -310,7 +318,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
             if f.exists():
                 f.unlink()
         state = AgentState(run_id=str(uuid.uuid4()), case_id=corpus.case_id, configuration=config.path,
-                           model=model)
+                           model=model, corpus_hash=corpus.fingerprint)
 
     def save(events: list) -> None:
         files.append_events(state, events)

@@ -77,12 +77,22 @@ def provider_from_args(args):
     return get_provider(args.provider, **kwargs)
 
 
-def cmd_agent(args) -> int:
-    from . import configs
+def load_case(args):
+    """The case a command runs on (a folder or a full_case_data file); CorpusError when it holds no text."""
     from . import corpus as corpus_mod
-    from .agent import run_agent
 
     corpus = corpus_mod.load(args.corpus, args.case_id)
+    if corpus.total_tokens == 0:
+        raise corpus_mod.CorpusError(f"{args.corpus}: case {corpus.case_id}: its {len(corpus.documents)} "
+                                     f"document(s) hold no text; nothing to run")
+    return corpus
+
+
+def cmd_agent(args) -> int:
+    from . import configs
+    from .agent import run_agent
+
+    corpus = load_case(args)
     provider = provider_from_args(args)
     for cfg in configs.resolve(args.config):
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
@@ -100,10 +110,9 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 def cmd_end_to_end(args) -> int:
     from ..llm.runner import StageRunner
-    from . import corpus as corpus_mod
     from . import end_to_end
 
-    corpus = corpus_mod.load(args.corpus, args.case_id)
+    corpus = load_case(args)
     built = end_to_end.build_requests(corpus, args.model, items=args.items or None)
     out = Path(args.out) / args.model / corpus.case_id
     runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm")
@@ -131,9 +140,8 @@ def cmd_end_to_end(args) -> int:
 
 def cmd_chunked(args) -> int:
     from . import chunked
-    from . import corpus as corpus_mod
 
-    corpus = corpus_mod.load(args.corpus, args.case_id)
+    corpus = load_case(args)
     out = Path(args.out) / args.model / corpus.case_id
     res = chunked.run_chunked(corpus, provider_from_args(args), args.model, items=args.items or None,
                               workdir=out / "llm", max_tokens=args.chunk_tokens)

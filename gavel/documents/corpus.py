@@ -21,6 +21,7 @@ summaries of one case (the 12 models' and the human one) treated as that case's 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -42,6 +43,12 @@ def is_text(s: str) -> bool:
 
 class CorpusError(ValueError):
     pass
+
+
+#: the keys of a case folder's ``metadata.json`` and of each of its ``documents`` entries (docs/case-folders.md);
+#: ``token_count`` is what ``write_folder`` adds (informative, not read)
+METADATA_KEYS = frozenset({"case_id", "documents"})
+DOCUMENT_KEYS = frozenset({"filename", "title", "doc_type", "date", "doc_id", "token_count"})
 
 
 class DocumentNotFoundError(KeyError):
@@ -168,6 +175,16 @@ class Corpus:
             d.name = name
         return cls(case_id=str(case_id), documents=docs)
 
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of what a run reads: every document's name, text, type, date and id, in order. A saved
+        run remembers it, so it is never resumed over changed documents."""
+        digest = hashlib.sha256(self.case_id.encode("utf-8"))
+        for d in self.documents:
+            digest.update(json.dumps([d.name, d.text, d.doc_type, d.date, d.doc_id], ensure_ascii=False)
+                          .encode("utf-8"))
+        return digest.hexdigest()
+
     @property
     def total_tokens(self) -> int:
         return sum(d.token_count for d in self.documents)
@@ -225,6 +242,8 @@ def load_full_case_data(path: str | Path, case_ids=None) -> list[Corpus]:
         texts = case.get("case_documents_text")
         if not isinstance(texts, list):
             raise CorpusError(f"{path}: case {cid}: case_documents_text must be a list of texts")
+        if not texts:
+            raise CorpusError(f"{path}: case {cid}: case_documents_text is empty: a case needs at least one document")
         titles = case.get("case_documents_title", case.get("case_documents"))
         out.append(Corpus.build(cid, texts, titles, case.get("case_documents_doc_type"),
                                 case.get("case_documents_date"), case.get("case_documents_id"), source=str(path)))
@@ -290,9 +309,18 @@ def load_folder(path: str | Path) -> Corpus:
         if not isinstance(meta, dict):
             raise CorpusError(f"{meta_path}: expected an object with a `documents` list, got "
                               f"{type(meta).__name__}")
-        entries = meta.get("documents") or []
+        if "documents" not in meta:
+            raise CorpusError(f"{meta_path}: no `documents` list (each entry names a text file of the folder: "
+                              f'{{"documents": [{{"filename": "complaint.txt"}}]}}; see docs/case-folders.md)')
+        entries = meta["documents"]
         if not isinstance(entries, list):
             raise CorpusError(f"{meta_path}: `documents` must be a list, got {type(entries).__name__}")
+        if not entries:
+            raise CorpusError(f"{meta_path}: the `documents` list is empty: a case needs at least one document")
+        unknown = sorted(set(meta) - METADATA_KEYS)
+        if unknown:
+            raise CorpusError(f"{meta_path}: unknown key(s) {', '.join(map(repr, unknown))}; a case folder's "
+                              f"metadata.json has {', '.join(sorted(METADATA_KEYS))} (docs/case-folders.md)")
         texts, titles, types, dates, ids = [], [], [], [], []
         for n, e in enumerate(entries, 1):
             fname = e.get("filename") if isinstance(e, dict) else None
@@ -300,6 +328,10 @@ def load_folder(path: str | Path) -> Corpus:
                 raise CorpusError(f"{meta_path}: document {n} has no filename")
             if not isinstance(fname, str):
                 raise CorpusError(f"{meta_path}: document {n}: filename must be a string, got {fname!r}")
+            odd = sorted(set(e) - DOCUMENT_KEYS)
+            if odd:
+                raise CorpusError(f"{meta_path}: document {n}: unknown key(s) {', '.join(map(repr, odd))}; an entry "
+                                  f"has {', '.join(sorted(DOCUMENT_KEYS))} (docs/case-folders.md)")
             where = f"{meta_path}: document {n} file {_name_text(fname, f'{meta_path}: document {n}')!r}"
             for label in ("title", "doc_type", "date", "doc_id"):
                 if e.get(label) is not None and not isinstance(e[label], (str, int, float)):
@@ -314,6 +346,12 @@ def load_folder(path: str | Path) -> Corpus:
         case_id = meta.get("case_id")
         if case_id is not None and not isinstance(case_id, (str, int)):
             raise CorpusError(f"{meta_path}: case_id must be a string, got {type(case_id).__name__}")
+        listed = {(folder / e["filename"]).resolve() for e in entries}
+        unlisted = [p.name for p in sorted(folder.glob("*.txt")) if p.resolve() not in listed]
+        if unlisted:
+            raise CorpusError(f"{meta_path}: does not list {', '.join(unlisted[:5])}"
+                              f"{f' (and {len(unlisted) - 5} more)' if len(unlisted) > 5 else ''}; list every "
+                              f"document of the folder, or move the file out")
         return Corpus.build(str(case_id or folder.name), texts, titles, types, dates, ids, source=str(meta_path))
     files = sorted(p for p in folder.glob("*.txt") if not p.is_dir())
     if not files:

@@ -74,16 +74,20 @@ def fig_benchmark(tables) -> plt.Figure:
     parts = s[s["length_bin"] == "all"].set_index("model")["checklist_parts_released"]
     labels = [config.model_label(m) + ("" if parts[m] == 2 else " " + "*" * (2 - parts[m])) for m in order]
     cols = BINS + ["all"]
-    best = s.pivot(index="model", columns="length_bin", values="s_checklist").loc[order, cols]
-    low = s.pivot(index="model", columns="length_bin", values="s_checklist_low").loc[order, cols]
-    high = s.pivot(index="model", columns="length_bin", values="s_checklist_high").loc[order, cols]
+    # a run whose cases fall in some bins only (a new evaluation) has no rows for the others: empty cells
+    best, low, high = (s.pivot(index="model", columns="length_bin", values=v).reindex(index=order, columns=cols)
+                       for v in ("s_checklist", "s_checklist_low", "s_checklist_high"))
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5.6), gridspec_kw={"width_ratios": [2.3, 1]})
+    scored = best.values[~np.isnan(best.values)] if best.size else np.array([])
     sns.heatmap(best, ax=ax, cmap=HEATMAP, annot=False, cbar_kws={"label": "S_checklist (best estimate)"},
-                vmin=np.nanmin(best.values) - 2, vmax=np.nanmax(best.values) + 2)
+                vmin=(scored.min() if scored.size else 0) - 2, vmax=(scored.max() if scored.size else 100) + 2)
     for i in range(len(order)):
         for j in range(len(cols)):
             b, lo, hi = best.iat[i, j], low.iat[i, j], high.iat[i, j]
-            colour = "black" if b > np.nanmean(best.values) else "white"
+            if np.isnan(b):
+                ax.text(j + 0.5, i + 0.5, "no cases", ha="center", va="center", fontsize=6.5, color="grey")
+                continue
+            colour = "black" if b > scored.mean() else "white"
             ax.text(j + 0.5, i + 0.42, f"{b:.1f}", ha="center", va="center", fontsize=8.5, color=colour,
                     fontweight="bold")
             ax.text(j + 0.5, i + 0.75, f"[{lo:.0f}, {hi:.0f}]", ha="center", va="center", fontsize=6.5,
@@ -103,6 +107,7 @@ def fig_benchmark(tables) -> plt.Figure:
         ax2.annotate(f"{n} cases", (ci["bounds_ci_high"].iloc[yy], yy), xytext=(4, 0), textcoords="offset points",
                      va="center", fontsize=6.5, color=PALETTE[3] if n < 100 else "grey")
     lo, hi = ci["bounds_ci_low"].min(), ci["bounds_ci_high"].max()
+    lo, hi = (0.0, 100.0) if np.isnan(lo) or np.isnan(hi) else (lo, hi)  # no score at all: the whole scale
     ax2.set_xlim(lo - 1, hi + 0.2 * (hi - lo) + 1)
     ax2.set_yticks(y, labels)
     ax2.invert_yaxis()

@@ -8,8 +8,7 @@ document-extraction configuration (task ``document``). Each cell gets
   (NaN = "not applicable" is possible and is the extreme for that side: it removes the cell from the mean);
 * ``status`` why: ``judged``, ``identical``, ``one_side_empty``, ``both_empty``, or an ambiguity class.
 
-Rules (each a switch in :class:`Rules`; defaults reproduce the released judgments, see
-``../shared/notes/release-facts.md``):
+Rules (each a switch in :class:`Rules`; the defaults reproduce the released judgments):
 
 1. The judge saw a pair only when both lists were non-empty and not identical: identical lists score 1,
    one empty side scores 0, both empty is not applicable.

@@ -516,7 +516,9 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
 def read(folder=None) -> dict[str, pd.DataFrame]:
     """The committed result tables (what `make figures` works from)."""
     folder = Path(folder) if folder else config.RESULTS_DIR
-    found = {p.stem: pd.read_csv(p, keep_default_na=True) for p in sorted(folder.glob("*.csv"))}
+    from gavel.ref.tables import read_table  # a run's folder may hold empty tables (nothing extracted)
+
+    found = {p.stem: read_table(p) for p in sorted(folder.glob("*.csv"))}
     if not found:
         raise FileNotFoundError(f"no result tables in {folder}: run `make results` (needs the release)")
     return found

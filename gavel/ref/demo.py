@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from gavel.llm import pace
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import DEFAULT_RUNS_DIR, StageRunner
 from gavel.ref.prompts import render_messages
@@ -119,7 +120,8 @@ def parse_response(request: Request, response: Response, parse) -> dict:
         return {"status": "unparseable", "rows": [], "problem": str(err)}
 
 
-def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] = print, repeats: int = 2) -> dict:
+def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] = print, repeats: int = 2,
+              speed=None) -> dict:
     """The whole GAVEL-REF pipeline (extract, compare, residual, style, score) on the demo passage against
     REFERENCE, one item, the same model as extractor and judge; run ``repeats`` times (``gavel.ref.stability``:
     repeat 1 is the plain run, repeat 2 the same with its own seed) and the stability table shown."""
@@ -127,13 +129,20 @@ def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] =
 
     from gavel.core.items import item
     from gavel.ref import pipeline, stability
+    from gavel.ref.tables import run_counts
 
-    settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),), max_tokens=256)
+    # output caps per stage: the local model's measured ones (gavel.llm.pace.stage_cap)
+    settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),))
+    if getattr(provider, "name", None) == "local":  # its speed measured, the duration said first
+        from gavel.ref.forecast import Announcer
+
+        settings.pace = Announcer([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, settings, provider,
+                                  repeats, show, speed)
     result = stability.evaluate_repeats([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir,
                                         settings, repeats=repeats)
     tables = result["runs"][0]
-    sent = {k: sum(r["manifest"]["sent"].get(k, 0) for r in result["runs"]) for k in tables["manifest"]["sent"]}
-    cached = {k: sum(r["manifest"]["cached"].get(k, 0) for r in result["runs"]) for k in tables["manifest"]["cached"]}
+    counts = run_counts(result["runs"])
+    sent, cached = counts["sent"], counts["cached"]
     show(f"== GAVEL-REF (gavel.ref.pipeline), {repeats} repeat(s): sent {sent}, cached {cached}")
     with pd.option_context("display.width", 160, "display.max_colwidth", 60):
         show(tables["answers"][["stage", "subject", "item", "round", "status", "detail"]].to_string(index=False))
@@ -145,9 +154,23 @@ def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] =
                  .to_string(index=False))
             show(result["stability_models"][["subject", "score", "repeat_1", "repeat_2", "std_over_repeats"]]
                  .to_string(index=False))
+    for r, run in enumerate(result["runs"], 1):
+        show(f"repeat {r}: " + final_scores(run))
     show(f"tables in {workdir}")
     return {**tables, "manifest": {**tables["manifest"], "sent": sent, "cached": cached},
             "repeats": result}
+
+
+def final_scores(tables: dict, subject: str = "demo-model", case_id: str = "demo") -> str:
+    """The demo summary's S_checklist and S_GAVEL-REF, each a number or exactly why it is missing."""
+    from gavel.ref.tables import why_missing
+
+    row = tables["scores"].iloc[0] if len(tables["scores"]) else None
+    why = why_missing(tables, subject, case_id)
+    parts = []
+    for col, label in (("s_checklist", "S_checklist"), ("s_gavel_ref", "S_GAVEL-REF")):
+        parts.append(f"{label} missing: {why[col]}" if col in why else f"{label} {row[col]:.1f}")
+    return "; ".join(parts)
 
 
 def run(provider=None, steps: list[Step] | None = None, model: str | None = None,
@@ -161,11 +184,15 @@ def run(provider=None, steps: list[Step] | None = None, model: str | None = None
     provider = provider or LocalServer()
     model = model or getattr(provider, "model", None) or default_model()
     root = Path(workdir) if workdir else DEFAULT_RUNS_DIR
-    results, sent, cached = {}, 0, 0
+    results, sent, cached, speed = {}, 0, 0, None
     try:
         for stage, build, parse in steps or STEPS:
             requests = build(model)
             runner = StageRunner(stage, provider, root / stage, progress=False, max_attempts=2)
+            todo = [r for r in requests if not runner.is_cached(r)]
+            if todo and getattr(provider, "name", None) == "local":  # its speed measured once, the duration said
+                speed = speed or pace.measure(provider, model)
+                show(f"== {stage}: {len(todo)} request(s) to send, expected {pace.duration(pace.forecast(todo, speed))}")
             report = runner.run(requests, mode="online")
             sent, cached = sent + report.sent, cached + report.cached
             outcomes = {}
@@ -183,7 +210,7 @@ def run(provider=None, steps: list[Step] | None = None, model: str | None = None
                     show(f"  {outcome['problem']}")
             results[stage] = {"report": report, "outcomes": outcomes}
         if with_pipeline:
-            tables = gavel_ref(provider, model, root / "gavel_ref", show)
+            tables = gavel_ref(provider, model, root / "gavel_ref", show, speed=speed)
             sent += sum(tables["manifest"]["sent"].values())
             cached += sum(tables["manifest"]["cached"].values())
             results["gavel_ref"] = tables

@@ -68,9 +68,23 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
+    pace: object = None  # a gavel.llm.pace.Pace, or a function giving one: each stage says its duration first
+
+    def cap(self, stage: str, model: str) -> int | None:
+        """The output cap of a stage's requests: ``max_tokens`` when set, else the model's cap for the stage
+        (``gavel.llm.pace.stage_cap``: a local model's measured caps), else none (the model's own cap)."""
+        from gavel.llm.pace import stage_cap
+
+        return self.max_tokens or stage_cap(model, stage)
 
 
-def default_roles() -> dict:
+def default_roles(provider: str | None = None) -> dict:
+    """The extractor and the judge when none is named: the paper's (``roles:`` in models.yaml); for provider
+    ``local`` the model the local server serves, so the requests carry its context window and caps."""
+    if provider == "local":
+        from gavel.llm.providers.local import default_model
+
+        return {"extractor": default_model(), "judge": default_model()}
     roles = config._registry().get("roles", {})
     return {"extractor": roles.get("summary_checklist_extractor"), "judge": roles.get("checklist_judge")}
 
@@ -103,6 +117,13 @@ class _Stages:
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
                    for req, _ in jobs]
+        todo = [req for req in current if not runner.is_cached(req)] if self.s.pace is not None else []
+        if todo:  # a measured speed (or a gavel.ref.forecast.Announcer measuring it now): the stage's duration
+            from gavel.llm.pace import duration, forecast
+
+            speed = self.s.pace() if callable(self.s.pace) else self.s.pace
+            print(f"stage {stage}: {len(todo)} of {len(jobs)} requests to send; expected "
+                  f"{duration(forecast(todo, speed))}", flush=True)
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
@@ -172,7 +193,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     # 1. extract (model summaries and references)
     items_by_key = {it.key: it for it in s.items}
     ex_reqs = extract.build_requests([extract.Summary(subj, c, t) for (subj, c), t in texts.items()], s.extractor,
-                                     s.items, s.max_tokens, s.structured)
+                                     s.items, s.cap("extract", s.extractor), s.structured)
 
     def parse_extract(req, resp):
         rows, status = extract.parse_response(req, resp, texts[(req.subject, req.case_id)])
@@ -192,7 +213,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     # 2. compare
     pairs = [compare.Pair(subj, c, key, values_of(subj, c, key), values_of("human", c, key))
              for (subj, c) in kept for key in items_by_key]
-    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured)
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.cap("compare", s.judge), s.structured)
     judged = st.run("compare", jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     compare_rows = pd.DataFrame(gated + judged)
 
@@ -204,7 +225,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         spans[key] = residual.uncovered_spans(text, vals)
     span_texts = {k: [texts[k][a:b] for a, b in v] for k, v in spans.items()}
     fact_reqs = residual.build_requests([(subj, c, span_texts[(subj, c)]) for subj, c in texts], s.extractor,
-                                        s.max_tokens, s.structured)
+                                        s.cap("residual", s.extractor), s.structured)
 
     def parse_facts(req, resp):
         rows, status = residual.parse_response(req, resp, len(span_texts[(req.subject, req.case_id)]))
@@ -218,13 +239,14 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         facts[k] = tuple(r["fact"] for r in rows)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
                            facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
-    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match")
+    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.cap("residual_match", s.judge), s.structured,
+                                           stage="residual_match")
     rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     residual_rows = pd.DataFrame(rgated + rjudged)
 
     # 4. style
     sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
-                                 s.max_tokens, s.structured)
+                                 s.cap("style", s.judge), s.structured)
     style_rows = pd.DataFrame(st.run("style", sjobs, lambda meta, resp: _with_status(style.parse_response(meta, resp))))
 
     # 5. scores
@@ -405,9 +427,10 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     kept = [(subj, c, t) for subj, c, t in summaries if c in references]
     texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
     tables = []
-    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
+    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.cap("extract", s.extractor),
+                                s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.max_tokens, s.structured)]
+                                             s.cap("style", s.judge), s.structured)]
     too_long = []
     for stage, reqs in (("extract", ex), ("style", sty)):
         t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(

@@ -20,10 +20,10 @@ def in_repo(path) -> Path:
 def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
     out = in_repo(out)
     names = ("values", "answers", "compare", "residual", "residual_match", "style", "scores", "model_scores", "problems")
-    return {n: _read_table(out / f"{n}.csv") for n in names if (out / f"{n}.csv").exists()}
+    return {n: read_table(out / f"{n}.csv") for n in names if (out / f"{n}.csv").exists()}
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def read_table(path: Path) -> pd.DataFrame:
     """A table written by ``evaluate``; one with no rows and no columns (nothing extracted when every request
     failed) is written as an empty line and read back as an empty table."""
     try:
@@ -77,3 +77,104 @@ def unusable_answers(tables: dict) -> pd.DataFrame:
         return pd.DataFrame(columns=["stage", "subject", "case_id", "item", "status", "detail"])
     last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
     return last[~last["status"].isin(["ok", "gated"])][["stage", "subject", "case_id", "item", "status", "detail"]]
+
+
+def run_counts(runs: list[dict]) -> dict:
+    """What a run (its repeats' tables, ``evaluate_repeats(...)["runs"]``) sent and got, the one count that the
+    command line, the demo and the notebooks print: requests ``sent`` and ``cached`` per stage summed over
+    every repeat, and per repeat the number of ``unusable`` answers (:func:`unusable_answers`: an answer
+    still unusable in its last round; one that a re-ask fixed is not counted)."""
+    sent: dict[str, int] = {}
+    cached: dict[str, int] = {}
+    for run in runs:
+        for total, part in ((sent, run["manifest"]["sent"]), (cached, run["manifest"]["cached"])):
+            for stage, n in part.items():
+                total[stage] = total.get(stage, 0) + n
+    return {"sent": sent, "cached": cached, "unusable": [len(unusable_answers(run)) for run in runs]}
+
+
+def counts_line(runs: list[dict]) -> str:
+    """:func:`run_counts` in one line: ``sent 40, cached 0 (2 repeats); unusable answers: 8 (repeat 1), 7 (repeat 2)``."""
+    c = run_counts(runs)
+    unusable = (str(c["unusable"][0]) if len(runs) == 1 else
+                ", ".join(f"{n} (repeat {r})" for r, n in enumerate(c["unusable"], 1)))
+    return (f"sent {sum(c['sent'].values())}, cached {sum(c['cached'].values())}"
+            + (f" ({len(runs)} repeats)" if len(runs) > 1 else "") + f"; unusable answers: {unusable}")
+
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and x != x)
+
+
+def why_missing(tables: dict, subject: str, case_id: str) -> dict[str, str]:
+    """Why a summary's S_checklist or S_GAVEL-REF is missing (NaN) in ``scores.csv``, in one sentence each,
+    from the run's own tables: ``{"s_checklist": why, "s_gavel_ref": why}`` (only the missing ones)."""
+    scores = tables["scores"]
+    row = scores[(scores["subject"] == subject) & (scores["case_id"].astype(str) == str(case_id))]
+    if not len(row):
+        return {"s_checklist": "the summary was not evaluated (see problems.csv)"}
+    row = row.iloc[0]
+    out = {}
+    c = tables["compare"]
+    c = c[(c["subject"] == subject) & (c["case_id"].astype(str) == str(case_id))] if len(c) else c
+    if _nan(row["s_checklist"]):
+        out["s_checklist"] = _checklist_why(c)
+    if _nan(row["s_gavel_ref"]):
+        parts = []
+        if "s_checklist" in out:
+            parts.append("S_checklist is missing")
+        if _nan(row["s_style"]):
+            st = tables["style"]
+            st = st[(st["subject"] == subject) & (st["case_id"].astype(str) == str(case_id))] if len(st) else st
+            parts.append("S_style is missing (" + (_answer_why(st.iloc[0]) if len(st) else "no style answer") + ")")
+        if row["r_reference"] > 0 and _nan(row["s_residual"]):
+            rm = tables["residual_match"]
+            rm = rm[(rm["subject"] == subject) & (rm["case_id"].astype(str) == str(case_id))] if len(rm) else rm
+            if len(rm) and rm.iloc[0]["gate"] == "not_applicable":
+                why = "neither summary has residual facts, though the reference has text outside its checklist"
+            else:
+                why = _answer_why(rm.iloc[0]) if len(rm) else "no residual matching"
+            parts.append(f"S_residual is missing ({why})")
+        out["s_gavel_ref"] = "; ".join(parts) or "a component is missing"
+    return out
+
+
+def _answer_why(row) -> str:
+    if row["status"] in ("ok", "gated"):
+        return f"answer {row['status']}"
+    if row["status"] == "no_values":
+        return row["detail"]
+    detail = str(row.get("detail") or "")
+    return f"the answer was unusable: {row['status']}" + (f", {detail[:160]}" if detail else "")
+
+
+def _checklist_why(c: pd.DataFrame) -> str:
+    """Why no item of one summary has a score: every item is not applicable, or unusable, and why."""
+    if not len(c):
+        return "no item was compared"
+    parts = []
+    for r in c.itertuples():
+        if r.gate == "not_applicable":
+            parts.append(f"{r.item}: not applicable (no value in either summary's checklist, so nothing to compare "
+                         f"and no request sent)")
+        else:
+            parts.append(f"{r.item}: {_answer_why(c.loc[r.Index])}")
+    return "no item has a score: " + "; ".join(parts)
+
+
+def score_lines(tables: dict, limit: int = 5) -> list[str]:
+    """Per evaluated summary, one line: its S_checklist and S_GAVEL-REF, or exactly why one is missing
+    (the first ``limit`` summaries with a missing score; a count of the rest)."""
+    lines, missing = [], 0
+    for r in tables["scores"].itertuples():
+        why = why_missing(tables, r.subject, r.case_id)
+        if not why:
+            continue
+        missing += 1
+        if missing <= limit:
+            lines += [f"{r.subject} case {r.case_id}: {name.replace('s_checklist', 'S_checklist').replace('s_gavel_ref', 'S_GAVEL-REF')} "
+                      f"missing: {text}" for name, text in why.items()]
+    if missing > limit:
+        lines.append(f"... and {missing - limit} more summaries with a missing score (scores.csv, compare.csv)")
+    return lines

@@ -1,6 +1,6 @@
 """Compare stage: one item's values from a model's summary against the reference's -> a matching score.
 
-Gating (the rules that explain the released judgments, ``../shared/notes/release-facts.md``): values are first
+Gating (the rules that explain the released judgments, as ``gavel.paper.reconstruct`` finds them): values are first
 made comparable (``gavel.core.checklist.comparable_values``: stripped, "Not Applicable" dropped), then
 
 =================  ==================================  ============

@@ -1,0 +1,113 @@
+"""How long a run on the local model takes, said before it starts, and the output caps that fit the model.
+
+A model on this machine's CPU answers at a speed only this machine knows. ``measure`` asks the running
+server two short questions (one long prompt and one token; one short prompt and a few dozen tokens) and
+turns the timings into seconds per prompt token (counted in o200k tokens, as gavel counts every prompt)
+and seconds per generated token. ``forecast`` multiplies: each request's prompt tokens, plus the answer
+length the model's answers of that stage measured (``stage_answer_tokens`` of its registry entry, never
+more than the stage's cap), at the measured speeds.
+
+The registry entry of a local model (``gavel/core/models.yaml``, its ``quirks``) carries, per stage, the
+output cap (``stage_max_tokens``) and the mean answer length (``stage_answer_tokens``), both measured on
+that model's own answers (``benchmarks/first_run.py --measure`` prints them). A stage's cap applies when
+neither the request nor the user (``--max-tokens``) set one: a small model that loops stops at the cap
+instead of at its context window.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .records import Request
+
+#: the question of the generation timing: it asks for a long answer, so the answer is cut by max_tokens
+_COUNT = "Count from one to two hundred in words, separated by commas."
+_FILLER = ("The court reviewed the consent decree and the monitor's reports on compliance, heard the parties on "
+           "the remaining claims, and set a schedule for briefing on fees. ")
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Measured speeds of one served model: seconds per prompt token (o200k) and per generated token, and a
+    fixed cost per request (the HTTP round trip and the server's own work)."""
+
+    prompt_s: float
+    generate_s: float
+    request_s: float = 0.0
+
+    def seconds(self, prompt_tokens: int, output_tokens: int) -> float:
+        return self.request_s + prompt_tokens * self.prompt_s + output_tokens * self.generate_s
+
+
+def _quirk(model: str, key: str) -> dict:
+    from .registry import llm_model
+
+    try:
+        return dict(llm_model(model).quirks.get(key) or {})
+    except (KeyError, ValueError):
+        return {}
+
+
+def stage_cap(model: str, stage: str) -> int | None:
+    """The output cap of ``stage``'s requests to ``model`` from its registry entry, or None (the model's cap)."""
+    return _quirk(model, "stage_max_tokens").get(stage)
+
+
+def answer_tokens(model: str, stage: str, cap: int | None = None) -> int:
+    """The expected answer length of ``stage`` on ``model`` (measured mean; else half the cap), at most ``cap``."""
+    from .registry import llm_model
+
+    cap = cap or stage_cap(model, stage) or llm_model(model).max_output_tokens
+    measured = _quirk(model, "stage_answer_tokens").get(stage)
+    return min(cap, measured if measured else cap // 2)
+
+
+def measure(provider, model: str) -> Pace:
+    """Time two requests on ``provider`` (started if needed), sent directly (no cache: a timing must be real)."""
+    from gavel.core.tokens import count_tokens
+
+    long_prompt = f"[{time.time_ns()}] " + _FILLER * 12  # unique: the server's prefix cache must not answer it
+    prompt = Request(stage="pace", model=model, messages=[{"role": "user", "content": long_prompt}],
+                     params={"max_tokens": 1, "temperature": 0.0})
+    gen = Request(stage="pace", model=model, messages=[{"role": "user", "content": _COUNT}],
+                  params={"max_tokens": 48, "temperature": 0.0})
+    _timed(provider, gen)  # the first request pays for starting the server and warming it
+    t_prompt, _ = _timed(provider, prompt)
+    t_gen, resp = _timed(provider, gen)
+    n_prompt = count_tokens(long_prompt)
+    n_short = count_tokens(_COUNT)
+    per_prompt = t_prompt / n_prompt
+    generated = max(resp.output_tokens or 1, 1)
+    per_token = max(t_gen - n_short * per_prompt, 0.0) / generated
+    return Pace(prompt_s=per_prompt, generate_s=per_token)
+
+
+def _timed(provider, request: Request):
+    from .providers.base import ProviderError
+
+    t0 = time.perf_counter()
+    resp = provider.complete(request)
+    if not resp.ok:
+        raise ProviderError(f"timing the local model: {resp.error}")
+    return time.perf_counter() - t0, resp
+
+
+def forecast(requests: list[Request], pace: Pace) -> float:
+    """Expected seconds for ``requests`` (sent one after another, as llama.cpp's server answers them)."""
+    from gavel.core.tokens import count_tokens
+
+    total = 0.0
+    for r in requests:
+        n_in = sum(count_tokens(m["content"]) for m in r.messages)
+        total += pace.seconds(n_in, answer_tokens(r.model, r.stage, r.params.get("max_tokens")))
+    return total
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min``, ``1.2 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,56 @@
+"""How long a GAVEL-REF evaluation on the local model will take, said before it starts (``gavel evaluate
+--provider local`` prints it; each stage prints its own forecast before it runs, then its progress bar).
+
+The speeds are measured on the running server (``gavel.llm.pace.measure``); the answer lengths and caps
+per stage are the local model's measured ones (its registry entry). Extract and style requests are known
+before anything is sent; compare, residual and residual matching depend on the extracted values and are
+counted as if every item held one value on each side (every pair judged) and the whole summary were
+residual text, so the forecast leans long where the model extracts little."""
+
+from __future__ import annotations
+
+from gavel.llm import pace
+from gavel.ref.stages import compare, extract, residual, style
+
+
+def forecast(summaries, references, settings, speed: pace.Pace) -> tuple[float, int]:
+    """(expected seconds, requests) of ``gavel.ref.pipeline.evaluate`` on these inputs at ``speed``."""
+    s = settings
+    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
+    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
+    reqs = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items,
+                                  s.cap("extract", s.extractor), s.structured)
+    one = ("a value",)
+    pairs = [compare.Pair(subj, c, it.key, one, ("another value",)) for subj, c, _ in kept for it in s.items]
+    reqs += [r for r, _ in compare.build_requests(pairs, s.judge, s.seed, s.cap("compare", s.judge), s.structured)]
+    reqs += residual.build_requests([(subj, c, [t]) for subj, c, t in texts], s.extractor,
+                                    s.cap("residual", s.extractor), s.structured)
+    rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, one * 3, ("another value",) * 3) for subj, c, _ in kept]
+    reqs += [r for r, _ in compare.build_requests(rpairs, s.judge, s.seed, s.cap("residual_match", s.judge),
+                                                  s.structured, stage="residual_match")]
+    reqs += [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge,
+                                                s.seed, s.cap("style", s.judge), s.structured)]
+    return pace.forecast(reqs, speed), len(reqs)
+
+
+class Announcer:
+    """``Settings.pace`` of a run on the local model: on first need (the first stage with a request to send;
+    a run answered wholly from the cache never starts the server) it measures the server's speed, says how
+    long the whole evaluation will take, and gives the speed to each stage's own forecast."""
+
+    def __init__(self, summaries, references, settings, provider, repeats: int = 1, show=print,
+                 speed: pace.Pace | None = None):
+        self.args = (summaries, references, settings, provider, repeats, show)
+        self.speed, self.said = speed, False
+
+    def __call__(self) -> pace.Pace:
+        if not self.said:
+            summaries, references, settings, provider, repeats, show = self.args
+            self.speed = self.speed or pace.measure(provider, settings.extractor)
+            self.said = True
+            seconds, n = forecast(summaries, references, settings, self.speed)
+            show(f"local model: {1 / self.speed.prompt_s:,.0f} prompt tokens/s, "
+                 f"{1 / max(self.speed.generate_s, 1e-9):,.0f} generated tokens/s (measured now); expected duration "
+                 f"{pace.duration(seconds * repeats)} for at most {n * repeats} requests"
+                 f"{f' ({repeats} repeats)' if repeats > 1 else ''} (cached answers take no time)")
+        return self.speed
