@@ -336,3 +336,71 @@ def test_figure_2_draws_a_run_whose_cases_fall_in_one_length_bin(tmp_path):
         texts = [t.get_text() for t in fig.axes[0].texts]
         assert texts.count("no cases") >= 4 * tables["summary_s_checklist"]["model"].nunique()  # 32K 128K 256K 512K
     assert not tables["summary_s_checklist"]["s_checklist"].notna().any()  # the second run: no score at all
+
+
+# ---------------------------------------------------------------- 4. the local model: caps and duration
+def test_local_runs_get_the_local_model_and_its_caps_per_stage():
+    from gavel.llm import pace
+    from gavel.llm.providers.local import default_model
+
+    local = default_model()
+    assert pipeline.default_roles("local") == {"extractor": local, "judge": local}
+    caps = {stage: pace.stage_cap(local, stage) for stage in ("extract", "compare", "residual", "residual_match", "style")}
+    assert all(isinstance(c, int) and 0 < c < 1024 for c in caps.values()), caps  # below the model's own 1,024
+    s = pipeline.Settings(extractor=local, judge=local, items=(gitems.item("filing_date"),))
+    assert s.cap("extract", local) == caps["extract"]
+    assert pipeline.Settings(extractor=local, judge=local, max_tokens=77).cap("extract", local) == 77  # --max-tokens wins
+    assert s.cap("extract", MODEL) is None  # other models keep their own cap
+    for stage in caps:
+        assert 0 < pace.answer_tokens(local, stage) <= caps[stage]
+
+
+def test_a_local_run_says_its_expected_duration_before_it_starts(tmp_path, capsys, monkeypatch):
+    """The CLI's wiring, with the stand-in answering as `local` and a fixed measured speed (the real local
+    model: tests/test_first_run_local.py)."""
+    from gavel.llm import pace
+
+    class StandInLocal(MockProvider):
+        name = "local"
+
+    measured = []
+    monkeypatch.setattr(pipeline, "provider", lambda name, base_url=None, **kw: StandInLocal(answer=stand_in_answer))
+    monkeypatch.setattr(pace, "measure", lambda provider, model: measured.append(model) or pace.Pace(0.001, 0.05))
+    argv = ["evaluate", "--summaries", str(DATA / "ref_summaries.jsonl"), "--references", str(DATA / "ref_references.json"),
+            "--provider", "local", "--items", "filing_date", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    first = out.index("expected duration")
+    assert first < out.index("stage extract: ") < out.index("stage style: ") < out.index("sent ")
+    assert re.search(r"expected duration [\d.]+ (s|min) for at most \d+ requests", out)
+    assert measured == [pipeline.default_roles("local")["extractor"]]
+    assert main(argv) == 0  # a rerun answered from the cache: nothing measured, nothing forecast
+    assert "expected" not in capsys.readouterr().out and len(measured) == 1
+
+
+def test_the_forecast_counts_at_least_the_requests_a_run_sends(tmp_path):
+    from gavel.llm import pace
+    from gavel.ref.forecast import forecast
+
+    summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")
+    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+    settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(gitems.item("filing_date"), gitems.item("parties")))
+    seconds, n = forecast(summaries, refs, settings, pace.Pace(prompt_s=0.0, generate_s=0.0, request_s=1.0))
+    tables = pipeline.evaluate(summaries, refs, MockProvider(answer=stand_in_answer), tmp_path, settings)
+    sent = sum(tables["manifest"]["sent"].values())
+    assert seconds == n >= sent  # one second per request; every request counted, judged pairs at most
+    kept = len(summaries)
+    assert n == 2 * kept * 2 + kept * 2 + 2 * kept + kept + kept  # extract, compare, residual, matching, style
+
+
+def test_notebook_01_runs_on_a_run_folder_in_one_length_bin(tmp_path):
+    import papermill as pm
+
+    summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")
+    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+    settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(gitems.item("filing_date"),))
+    pipeline.evaluate(summaries, refs, MockProvider(answer=stand_in_answer), tmp_path / "run", settings,
+                      bins={c: "128K" for c in refs})
+    pm.execute_notebook(str(REPO / "notebooks" / "01_benchmark_overview.ipynb"), str(tmp_path / "out.ipynb"),
+                        parameters={"results_dir": str(tmp_path / "run"), "save": False}, kernel_name="python3",
+                        cwd=str(REPO / "notebooks"), progress_bar=False)

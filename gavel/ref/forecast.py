@@ -22,12 +22,12 @@ def forecast(summaries, references, settings, speed: pace.Pace) -> tuple[float, 
                                   s.cap("extract", s.extractor), s.structured)
     one = ("a value",)
     pairs = [compare.Pair(subj, c, it.key, one, ("another value",)) for subj, c, _ in kept for it in s.items]
-    reqs += [r for r, _ in compare.build_requests(pairs, s.judge, s.seed, s.cap("compare", s.judge), s.structured)]
+    reqs += [r for r, _ in compare.build_requests(pairs, s.judge, s.seed, s.cap("compare", s.judge), s.structured)[0]]
     reqs += residual.build_requests([(subj, c, [t]) for subj, c, t in texts], s.extractor,
                                     s.cap("residual", s.extractor), s.structured)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, one * 3, ("another value",) * 3) for subj, c, _ in kept]
     reqs += [r for r, _ in compare.build_requests(rpairs, s.judge, s.seed, s.cap("residual_match", s.judge),
-                                                  s.structured, stage="residual_match")]
+                                                  s.structured, stage="residual_match")[0]]
     reqs += [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge,
                                                 s.seed, s.cap("style", s.judge), s.structured)]
     return pace.forecast(reqs, speed), len(reqs)

@@ -1,0 +1,114 @@
+"""docs/first-run.md, run as a newcomer would: own summaries on the local model, two items, in a fresh
+temporary folder; prints the duration the run predicted before it started, the actual one, and their ratio
+(target: within ±50%, i.e. a ratio between 0.5 and 1.5).
+
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/first_run.py [--cases 2] [--keep]
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/first_run.py --measure
+
+The summaries are GPT-4.1's of the release's shortest benchmark cases (standing in for "your model's"),
+written as the JSONL file the page describes; the references are the release's. ``--measure`` runs the same
+with a generous output cap (1,024) and prints, per stage, the local model's answer lengths (mean, 90th
+percentile, most, how many were cut) and the caps they suggest (``stage_max_tokens`` /
+``stage_answer_tokens`` of the local model in gavel/core/models.yaml). The machine's load average is printed:
+on shared cores the speed moves with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ITEMS = ["Filing Date", "Who are the Parties"]
+UNITS = {"s": 1, "min": 60, "h": 3600}
+
+
+def own_summaries(release: Path, folder: Path, cases: int) -> Path:
+    """The release's GPT-4.1 summaries of the ``cases`` shortest benchmark cases, as my_summaries.jsonl."""
+    model = release / "summaries" / "gpt-4.1-2025-04-14"
+    texts = {}
+    for f in sorted(model.glob("*.json")):
+        texts.update(json.loads(f.read_text(encoding="utf-8"))["results"])
+    refs = {}
+    for f in sorted((release / "summaries").glob("50_cases_for_benchmarking*.json")):
+        refs.update(json.loads(f.read_text(encoding="utf-8")))
+    chosen = sorted((c for c in texts if c in refs), key=lambda c: len(texts[c]) + len(refs[c]["summary/long"]))
+    path = folder / "my_summaries.jsonl"
+    path.write_text("".join(json.dumps({"model": "my-model", "case_id": c, "summary": texts[c]}) + "\n"
+                            for c in chosen[:cases]), encoding="utf-8")
+    return path
+
+
+def predicted_seconds(output: str) -> float:
+    m = re.search(r"expected duration ([\d.,]+) (s|min|h)", output)
+    if not m:
+        raise SystemExit(f"the run printed no expected duration:\n{output[-3000:]}")
+    return float(m.group(1).replace(",", "")) * UNITS[m.group(2)]
+
+
+def lengths(out: Path) -> None:
+    import pandas as pd
+
+    a = pd.read_csv(out / "answers.csv")
+    print(f"{'stage':<15} {'answers':>7} {'mean':>6} {'p90':>6} {'most':>6} {'cut':>4}  suggested cap")
+    for stage, g in a.groupby("stage", sort=False):
+        n = g["output_tokens"].dropna()
+        done = g[g["finish_reason"] != "length"]["output_tokens"].dropna()
+        p90 = float(done.quantile(0.9)) if len(done) else float(n.max())
+        cap = int(math.ceil(max(1.5 * p90, 64) / 32) * 32)
+        print(f"{stage:<15} {len(n):>7} {n.mean():>6.0f} {p90:>6.0f} {n.max():>6.0f} {(g['finish_reason'] == 'length').sum():>4}  "
+              f"{cap} (mean of finished answers {done.mean():.0f})")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=2)
+    ap.add_argument("--measure", action="store_true", help="answer lengths per stage at a 1,024-token cap")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    args = ap.parse_args()
+    sys.path.insert(0, str(REPO))
+    from gavel.core import config
+    from gavel.llm.providers.local import installed
+
+    if installed():
+        raise SystemExit(f"the local model is not installed ({installed()}): make install-local")
+    release = config.release_root()
+    folder = Path(tempfile.mkdtemp(prefix="gavel-first-run-"))
+    summaries = own_summaries(release, folder, args.cases)
+    cmd = [sys.executable, "-m", "gavel", "evaluate", "--summaries", str(summaries), "--provider", "local",
+           "--items", *ITEMS, "--out", str(folder / "runs" / "first")]
+    if args.measure:
+        cmd += ["--max-tokens", "1024"]
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; in {folder}: {' '.join(cmd[1:])}")
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "GAVEL_RELEASE": str(release)})
+    actual = time.perf_counter() - t0
+    output = done.stdout + done.stderr
+    print("\n".join(x for x in output.splitlines() if "it/s]" not in x and "s/it]" not in x)[-4000:])
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"the run failed (exit status {done.returncode})")
+    predicted = predicted_seconds(output)
+    print(f"predicted {predicted:.0f} s, actual {actual:.0f} s (whole command, model start included): "
+          f"ratio actual/predicted {actual / predicted:.2f} (target 0.5-1.5); load average {os.getloadavg()[0]:.1f}")
+    if args.measure:
+        lengths(folder / "runs" / "first")
+    if args.keep:
+        print(f"kept {folder}")
+    else:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
