@@ -55,17 +55,22 @@ def predicted_seconds(output: str) -> float:
 
 
 def lengths(out: Path) -> None:
+    """Per stage: the answers' lengths at the measuring cap, the cap they suggest (1.5 x the 90th percentile
+    of the answers that ended by themselves, at least 128, 256 when none did), and at that cap the mean
+    answer length (a looping answer counts as the cap) and the answers per request (re-asks included)."""
     import pandas as pd
 
     a = pd.read_csv(out / "answers.csv")
-    print(f"{'stage':<15} {'answers':>7} {'mean':>6} {'p90':>6} {'most':>6} {'cut':>4}  suggested cap")
+    print(f"{'stage':<15} {'answers':>7} {'requests':>8} {'mean':>6} {'most':>6} {'cut':>4}  stage_max_tokens  "
+          f"stage_answer_tokens  stage_rounds")
     for stage, g in a.groupby("stage", sort=False):
         n = g["output_tokens"].dropna()
         done = g[g["finish_reason"] != "length"]["output_tokens"].dropna()
-        p90 = float(done.quantile(0.9)) if len(done) else float(n.max())
-        cap = int(math.ceil(max(1.5 * p90, 64) / 32) * 32)
-        print(f"{stage:<15} {len(n):>7} {n.mean():>6.0f} {p90:>6.0f} {n.max():>6.0f} {(g['finish_reason'] == 'length').sum():>4}  "
-              f"{cap} (mean of finished answers {done.mean():.0f})")
+        cap = int(math.ceil(max(1.5 * float(done.quantile(0.9)), 128) / 32) * 32) if len(done) else 256
+        first = int((g["round"] == 0).sum())
+        print(f"{stage:<15} {len(n):>7} {first:>8} {n.mean():>6.0f} {n.max():>6.0f} "
+              f"{int((g['finish_reason'] == 'length').sum()):>4}  {cap:>16}  {n.clip(upper=cap).mean():>19.0f}  "
+              f"{len(g) / max(first, 1):>12.2f}")
 
 
 def main() -> int:

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from gavel.llm import Request
+from gavel.llm.pace import timed
 from gavel.llm.providers.local import LocalServer, installed
 from gavel.llm.runner import StageRunner
 
@@ -38,14 +39,6 @@ FILLER = ("The court reviewed the consent decree, the monitor's reports and the 
 def req(text: str, max_tokens: int, schema: dict | None = None) -> Request:
     return Request(stage="bench_local", model=MODEL, messages=[{"role": "user", "content": text}],
                    params={"max_tokens": max_tokens, "temperature": 0.0}, schema=schema)
-
-
-def timed(provider, request: Request):
-    t0 = time.perf_counter()
-    resp = provider.complete(request)
-    if not resp.ok:
-        raise SystemExit(f"request failed: {resp.error}")
-    return time.perf_counter() - t0, resp
 
 
 def interrupt_latency(provider, workdir: Path) -> float:

@@ -9,7 +9,8 @@ more than the stage's cap), at the measured speeds.
 
 The registry entry of a local model (``gavel/core/models.yaml``, its ``quirks``) carries, per stage, the
 output cap (``stage_max_tokens``) and the mean answer length (``stage_answer_tokens``), both measured on
-that model's own answers (``benchmarks/first_run.py --measure`` prints them). A stage's cap applies when
+that model's own answers (``benchmarks/first_run.py --measure`` prints them), and the answers per request
+(``stage_rounds``: re-asks of unusable answers included). A stage's cap applies when
 neither the request nor the user (``--max-tokens``) set one: a small model that loops stops at the cap
 instead of at its context window.
 """
@@ -72,9 +73,9 @@ def measure(provider, model: str) -> Pace:
                      params={"max_tokens": 1, "temperature": 0.0})
     gen = Request(stage="pace", model=model, messages=[{"role": "user", "content": _COUNT}],
                   params={"max_tokens": 48, "temperature": 0.0})
-    _timed(provider, gen)  # the first request pays for starting the server and warming it
-    t_prompt, _ = _timed(provider, prompt)
-    t_gen, resp = _timed(provider, gen)
+    timed(provider, gen)  # the first request pays for starting the server and warming it
+    t_prompt, _ = timed(provider, prompt)
+    t_gen, resp = timed(provider, gen)
     n_prompt = count_tokens(long_prompt)
     n_short = count_tokens(_COUNT)
     per_prompt = t_prompt / n_prompt
@@ -83,7 +84,8 @@ def measure(provider, model: str) -> Pace:
     return Pace(prompt_s=per_prompt, generate_s=per_token)
 
 
-def _timed(provider, request: Request):
+def timed(provider, request: Request):
+    """(seconds, response) of one request sent directly; ProviderError when it failed."""
     from .providers.base import ProviderError
 
     t0 = time.perf_counter()
@@ -93,14 +95,21 @@ def _timed(provider, request: Request):
     return time.perf_counter() - t0, resp
 
 
+def rounds(model: str, stage: str) -> float:
+    """Answers per request of ``stage`` on ``model``, re-asks of unusable answers included (measured; else 1)."""
+    return float(_quirk(model, "stage_rounds").get(stage) or 1.0)
+
+
 def forecast(requests: list[Request], pace: Pace) -> float:
-    """Expected seconds for ``requests`` (sent one after another, as llama.cpp's server answers them)."""
+    """Expected seconds for ``requests`` (sent one after another, as llama.cpp's server answers them), with
+    the re-asks the model's measured answers needed."""
     from gavel.core.tokens import count_tokens
 
     total = 0.0
     for r in requests:
         n_in = sum(count_tokens(m["content"]) for m in r.messages)
-        total += pace.seconds(n_in, answer_tokens(r.model, r.stage, r.params.get("max_tokens")))
+        total += rounds(r.model, r.stage) * pace.seconds(n_in, answer_tokens(r.model, r.stage,
+                                                                             r.params.get("max_tokens")))
     return total
 
 
