@@ -28,7 +28,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         return 0
     except config.ReleaseNotFoundError as err:
         if config.env("GAVEL_RELEASE"):
-            print(err, file=sys.stderr)
+            print(f"error: {err}", file=sys.stderr)
             return 2
     target = config.DEFAULT_RELEASE_DIR
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -43,7 +43,7 @@ def cmd_data(args: argparse.Namespace) -> int:
     if ok:
         print(f"GAVEL release cloned: {config.release_root()}")
         return 0
-    print("Could not download the release (no network?). Set GAVEL_RELEASE to a local copy of the "
+    print("error: could not download the release (no network?). Set GAVEL_RELEASE to a local copy of the "
           "release (the folder holding data/summaries), e.g. `export GAVEL_RELEASE=/path/to/gavel-release`, "
           "or put it in .env.", file=sys.stderr)
     return 2
@@ -165,7 +165,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     lines: list[int] = []
     requests = read_requests(args.requests, lines)
     if not requests:
-        print(f"{args.requests}: no requests", file=sys.stderr)
+        print(f"error: {args.requests}: no requests", file=sys.stderr)
         return 2
     for i, first in repeats(requests).items():
         print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
@@ -360,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])
-    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="output cap of every request (default: the model's; --provider local: its measured cap per stage)")
     p.add_argument("--repeats", type=int, default=1,
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")

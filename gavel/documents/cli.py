@@ -186,7 +186,7 @@ def cmd_evaluate(args) -> int:
     refs = evaluate.human_references(release_root(args.release))
     pair_list = evaluate.pairs(values, args.subject, refs)
     if not pair_list:
-        print("no value rows for any reference case (human.json)", file=sys.stderr)
+        print("error: no value rows for any reference case (human.json)", file=sys.stderr)
         return 2
     res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed)
     out = Path(args.out)
