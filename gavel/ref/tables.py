@@ -119,7 +119,7 @@ def why_missing(tables: dict, subject: str, case_id: str) -> dict[str, str]:
     c = tables["compare"]
     c = c[(c["subject"] == subject) & (c["case_id"].astype(str) == str(case_id))] if len(c) else c
     if _nan(row["s_checklist"]):
-        out["s_checklist"] = _checklist_why(c)
+        out["s_checklist"] = _checklist_why(c, tables)
     if _nan(row["s_gavel_ref"]):
         parts = []
         if "s_checklist" in out:
@@ -149,13 +149,30 @@ def _answer_why(row) -> str:
     return f"the answer was unusable: {row['status']}" + (f", {detail[:160]}" if detail else "")
 
 
-def _checklist_why(c: pd.DataFrame) -> str:
+def _extraction_why(tables: dict, subject: str, case_id, item: str, detail: str) -> str:
+    """Why an item has no checklist on one side: its extraction answer's last status and reason."""
+    side = "reference" if detail.startswith("no reference") else "model"
+    who = "human" if side == "reference" else subject
+    a = tables.get("answers")
+    if a is None or not len(a):
+        return detail
+    mine = a[(a["stage"] == "extract") & (a["subject"] == who) & (a["case_id"].astype(str) == str(case_id))
+             & (a["item"] == item)]
+    if not len(mine):
+        return detail
+    last = mine.sort_values("round").iloc[-1]
+    return f"the {side} summary's extraction was unusable ({last['status']}: {str(last['detail'])[:120]})"
+
+
+def _checklist_why(c: pd.DataFrame, tables: dict) -> str:
     """Why no item of one summary has a score: every item is not applicable, or unusable, and why."""
     if not len(c):
         return "no item was compared"
     parts = []
     for r in c.itertuples():
-        if r.gate == "not_applicable":
+        if r.status == "no_values":  # a side's extraction was unusable: say how
+            parts.append(f"{r.item}: {_extraction_why(tables, r.subject, r.case_id, r.item, r.detail)}")
+        elif r.gate == "not_applicable":
             parts.append(f"{r.item}: not applicable (no value in either summary's checklist, so nothing to compare "
                          f"and no request sent)")
         else:
