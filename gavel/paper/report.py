@@ -177,3 +177,18 @@ def inline(data: dict, view: dict | None = None, height: int = 900):
     page = render(data, start=view)
     return HTML(f'<iframe sandbox="allow-scripts" style="width:100%;height:{int(height)}px;border:1px solid #ccc" '
                 f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
+
+
+def notebook_report(run_folder, against=None):
+    """Notebooks 11 and 12: write ``run_folder/report.html`` (a relative folder is read from the repository
+    root) and return a link to it for ``display``."""
+    import os
+
+    from IPython.display import FileLink
+
+    from gavel.ref.tables import in_repo
+
+    folder = in_repo(run_folder)
+    base = run_data(folder)
+    path = write(base, folder / "report.html", against=run_data(in_repo(against)) if against else None)
+    return FileLink(os.path.relpath(path), result_html_prefix="Report of this run (one file, opens offline): ")
