@@ -34,8 +34,11 @@ def test_run_data_carries_the_values_csv_offsets_and_the_texts(runs):
         shown = {v[0]: v for v in data["values"][key(row.subject, row.case_id, row.item)]}[row.index]
         assert shown[1] == row.value and shown[3] == ast.literal_eval(row.evidence_spans)
         text = data["texts"][key(row.subject, row.case_id)]
-        for (start, end), snippet in zip((s for s in shown[3] if s), (e for e, s in zip(shown[2], shown[3]) if s)):
-            assert text[start:end] == snippet  # offsets count characters: the summary starts with U+1F4DC
+        for span, snippet, carried in zip(shown[3], ast.literal_eval(row.evidence), shown[2]):
+            if span:  # offsets count characters: model-x's first summary starts with U+1F4DC
+                assert text[span[0]:span[1]] == snippet and carried is None
+            else:  # only snippets not found in the text travel as text
+                assert carried == snippet
     # the judge-name evidence that is not in the summary is carried as not found
     judge = data["values"][key("model-x", "1", "judge_name")][0]
     assert judge[3][1] is None and judge[4][1] == "not_found"
@@ -111,9 +114,15 @@ def test_cli_writes_the_report_and_the_diff(runs, tmp_path):
                            "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert out.is_file() and "wrote" in done.stdout and '"diff":' in out.read_text()
-    bad = subprocess.run([sys.executable, "-m", "gavel", "report", str(tmp_path / "nothing")], capture_output=True,
-                         text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "no such folder" in bad.stderr
-    both = subprocess.run([sys.executable, "-m", "gavel", "report", str(runs["a"]), "--release"], capture_output=True,
-                          text=True)
-    assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_cli_names_what_it_cannot_report(runs, tmp_path, capsys):
+    from gavel import cli
+
+    assert cli.main(["report", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "no such folder" in err
+    assert cli.main(["report", str(runs["a"]), "--release"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert cli.main(["report", "--release", "--against", str(runs["b"])]) == 2
+    assert "does not apply to --release" in capsys.readouterr().err

@@ -139,9 +139,9 @@ def test_hostile_text_is_shown_as_text(browser, pages):
     assert HOSTILE in o.page.text_content("#side-model .text")
     assert HOSTILE in o.page.text_content("#side-model ol.values")
     assert HOSTILE in o.page.text_content("#cell pre.raw")
-    o.page.goto(pages["run"].as_uri() + "#view=summary&subject=model-y&case=1")
-    o.page.wait_for_selector("#summary")
-    assert HOSTILE in o.page.text_content("#summary ol.facts")
+    o.page.goto(pages["run"].as_uri() + "#view=summary&subject=model-x&case=1")
+    o.page.wait_for_selector("#summary ol.facts li")
+    assert HOSTILE in o.page.text_content("#summary ol.facts")  # residual facts are model output too
     assert o.page.evaluate("window.__pwned") is None
     assert o.page.query_selector_all("#app img, #app b, #app script") == []
     o.close()
@@ -159,13 +159,16 @@ def test_without_javascript_the_leaderboard_and_heatmap_are_readable(browser, pa
 
 
 def test_the_release_report_shows_the_12_models(browser, shared_rel, tmp_path):
-    path = report.write(report.release_data(shared_rel), tmp_path / "release.html")
+    data = report.release_data(shared_rel)
+    path = report.write(data, tmp_path / "release.html")
+    case = next(c[1] for c in data["cells"] if c[0] == "gemini-2.5-pro" and c[2] == "judge_name" and c[7] == "judged"
+                and any(v[3] for v in data["values"].get(f"gemini-2.5-pro|{c[1]}|judge_name", [])))
     o = Opened(browser, path)
     labels = [tr.query_selector("td:nth-child(2)").text_content() for tr in o.page.query_selector_all("#leaderboard tbody tr")]
     assert len(labels) == 12 and "Gemini 2.5 Pro" in labels
     assert len(o.page.query_selector_all("#heatmap thead th.rot")) == 12
     assert _count(o.page) > 25_000
-    o.page.goto(path.as_uri() + "#view=cell&subject=gemini-2.5-pro&case=46094&item=judge_name")
+    o.page.goto(path.as_uri() + f"#view=cell&subject=gemini-2.5-pro&case={case}&item=judge_name")
     o.page.wait_for_selector("#cell")
     assert o.page.query_selector_all("#side-model mark") and "Reference" in o.page.text_content("#side-reference h4")
     o.close()

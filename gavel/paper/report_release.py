@@ -42,9 +42,14 @@ def _located_values(rel, models: set[str]) -> tuple[dict, dict]:
             hit = grounding.locate(snip, text, normalized_text=normalized[(r.model, r.case_id)])
             spans.append([hit.start, hit.end] if hit.found else None)
             status.append(hit.status)
+        # a located snippet is its span of the text: only the ungrounded ones travel as text
         values.setdefault(key(r.model, r.case_id, r.item), []).append(
-            [clean(r.index), r.value, snippets, spans, status])
+            [clean(r.index), r.value, [None if sp else snip for snip, sp in zip(snippets, spans)], spans, status])
     return values, texts
+
+
+def _listed(x) -> bool:
+    return isinstance(x, (list, tuple)) and len(x) > 0
 
 
 def release_data(rel=None, seed: int = results.SEED) -> dict:
@@ -87,10 +92,9 @@ def release_data(rel=None, seed: int = results.SEED) -> dict:
         if j is not None:
             gate = j.kind
             relation = j.relation if isinstance(j.relation, str) else None
-            pairs = [list(p) for p in j.pairs] if isinstance(j.pairs, (list, tuple)) else None
-            only = (f"only in the model: {list(j.only_in_model)}" if isinstance(j.only_in_model, (list, tuple)) else "",
-                    f"only in the reference: {list(j.only_in_reference)}"
-                    if isinstance(j.only_in_reference, (list, tuple)) else "")
+            pairs = [list(p) for p in j.pairs] if _listed(j.pairs) else None
+            only = (f"only in the model: {list(j.only_in_model)}" if _listed(j.only_in_model) else "",
+                    f"only in the reference: {list(j.only_in_reference)}" if _listed(j.only_in_reference) else "")
             detail = "; ".join(x for x in (f"orientation {j.orientation}", *only, detail) if x)
         best = clean(c.best)
         rows.append([c.model, c.case_id, c.item, gate, relation, pairs, best, str(c.status), detail,

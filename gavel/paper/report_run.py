@@ -237,8 +237,7 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
     values: dict[str, list] = {}
     for v in records(tables["values"]):
         values.setdefault(key(v["subject"], v["case_id"], v["item"]), []).append(
-            [v["index"], v["value"], literal(v["evidence"], []), literal(v["evidence_spans"], []),
-             literal(v["evidence_grounding"], [])])
+            _value_row(v))
     for rows in values.values():
         rows.sort(key=lambda r: r[0] or 0)
 
@@ -307,6 +306,15 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
 #: the columns of ``cells`` rows (the page reads them by these names)
 CELL_COLUMNS = ["subject", "case_id", "item", "gate", "relation", "pairs", "score", "status", "detail", "problems",
                 "n_model", "n_reference", "model_is_a", "low", "high"]
+
+
+def _value_row(v: dict) -> list:
+    """[index, value, evidence, spans, grounding]: a located snippet is its span of the text, so only the
+    snippets that were not found travel as text (None in their place otherwise)."""
+    evidence, spans = literal(v["evidence"], []), literal(v["evidence_spans"], [])
+    spans = spans + [None] * (len(evidence) - len(spans))
+    return [v["index"], v["value"], [None if sp else e for e, sp in zip(evidence, spans)], spans,
+            literal(v["evidence_grounding"], [])]
 
 
 def _bounds(row: dict) -> list:
