@@ -112,7 +112,7 @@ def release_data(rel=None, seed: int = results.SEED) -> dict:
     if len(lost):
         notes.append(f"{len(lost)} (model, case) pairs are lost from a truncated judge file and not scored.")
     return {"kind": "release", "title": "GAVEL: the paper's 12 models (from the release)",
-            "source": str(rel.root), "manifest": {"cases": len(cases), "models": len(models)},
+            "source": "/".join(rel.root.parts[-2:]), "manifest": {"cases": len(cases), "models": len(models)},
             "subjects": models, "labels": labels, "items": item_names(cells["item"]), "board": board, "heat": heat,
             "cells_columns": CELL_COLUMNS, "cells": rows, "values": values, "texts": text_map,
             "answers": {}, "raw": [], "extract_status": {}, "summaries": summaries, "residual": {},

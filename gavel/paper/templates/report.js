@@ -307,7 +307,14 @@
     else parts.push(h("h2", {}, "Cells"), filterForm(run, st), cellList(run, st), runTables(run));
     app.replaceChildren(...parts.flat().filter(Boolean));
     document.body.dataset.view = st.view;
-    if (st.view === "cell" || st.view === "summary") app.scrollIntoView();
+    if (st.view === "cell" || st.view === "summary") {
+      (document.getElementById(st.view) || app).scrollIntoView();
+      // each text box opens at its first highlight
+      for (const box of app.querySelectorAll(".side .text")) {
+        const mark = box.querySelector("mark");
+        if (mark) box.scrollTop = Math.max(0, mark.offsetTop - 60);  // the box is the offset parent
+      }
+    }
   }
   window.addEventListener("hashchange", render);
   render();
