@@ -95,7 +95,8 @@ def release_data(rel=None, seed: int = results.SEED) -> dict:
             pairs = [list(p) for p in j.pairs] if _listed(j.pairs) else None
             only = (f"only in the model: {list(j.only_in_model)}" if _listed(j.only_in_model) else "",
                     f"only in the reference: {list(j.only_in_reference)}" if _listed(j.only_in_reference) else "")
-            detail = "; ".join(x for x in (f"orientation {j.orientation}", *only, detail) if x)
+            oriented = "" if j.orientation == "model_reference" else f"orientation {j.orientation}"
+            detail = "; ".join(x for x in (oriented, *only, detail) if x)
         best = clean(c.best)
         rows.append([c.model, c.case_id, c.item, gate, relation, pairs, best, str(c.status), detail,
                      c.judge_problems or "", clean(c.n_model), clean(c.n_reference), None, clean(c.low), clean(c.high)])
