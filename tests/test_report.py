@@ -100,6 +100,12 @@ def test_optional_tables_show_where_present_and_hide_where_missing(runs, tmp_pat
     assert data["optional"]["order"]["scope"] == "cell" and key("model-x", "1", "decree_dates") in data["optional"]["order"]["by"]
     assert data["optional"]["cost"]["scope"] == "run" and data["optional"]["cost"]["rows"] == [["compare", 7, 0.01]]
     assert data["flipped"] == [key("model-x", "1", "decree_dates")]
+    # --repeats N: a compare verdict that flips between repeats is flipped too; a style rating is no cell
+    pd.DataFrame([{"stage": "compare", "subject": "model-y", "case_id": "1", "item": "filing_date",
+                   "repeat_1": "gate:identical", "repeat_2": "unusable"},
+                  {"stage": "style", "subject": "model-y", "case_id": "1", "item": "citation_style",
+                   "repeat_1": "rating:3", "repeat_2": "rating:4"}]).to_csv(run / "stability_units.csv", index=False)
+    assert report.run_data(run)["flipped"] == [key("model-x", "1", "decree_dates"), key("model-y", "1", "filing_date")]
 
 
 def test_a_folder_that_is_no_run_is_named(tmp_path):

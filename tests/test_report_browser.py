@@ -172,3 +172,18 @@ def test_the_release_report_shows_the_12_models(browser, shared_rel, tmp_path):
     o.page.wait_for_selector("#cell")
     assert o.page.query_selector_all("#side-model mark") and "Reference" in o.page.text_content("#side-reference h4")
     o.close()
+
+
+def test_the_notebook_view_is_the_same_page_opened_at_a_cell(browser, pages, tmp_path):
+    """Notebook 07 shows the report inline: the same page in a sandboxed frame, opened at the view asked for."""
+    shown = report.inline(report.subset(report.run_data(pages["b"]), models=["model-x"], items=["judge_name"]),
+                          view={"view": "cell", "subject": "model-x", "case": "1", "item": "judge_name"})
+    host = tmp_path / "notebook.html"
+    host.write_text(f"<!DOCTYPE html><html><body>{shown.data}</body></html>", encoding="utf-8")
+    o = Opened(browser, host, js=False)  # the host page has no script; the frame runs the report's own
+    frame = o.page.frames[1]
+    frame.wait_for_selector("#cell", timeout=20_000)
+    assert frame.get_attribute("#cell", "data-key") == "model-x|1|judge_name"
+    assert len(frame.query_selector_all("#side-model mark")) >= 1
+    assert [tr.get_attribute("data-item") for tr in frame.query_selector_all("#heatmap tbody tr")] == ["judge_name"]
+    o.close()

@@ -172,11 +172,15 @@ def write(data: dict, path: str | Path, against: dict | None = None) -> Path:
 def inline(data: dict, view: dict | None = None, height: int = 900):
     """The report shown inside a notebook (an iframe holding the same page, opened at ``view``): notebook 07's
     cells, one renderer for the notebook and the file."""
+    import warnings
+
     from IPython.display import HTML
 
     page = render(data, start=view)
-    return HTML(f'<iframe sandbox="allow-scripts" style="width:100%;height:{int(height)}px;border:1px solid #ccc" '
-                f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
+    with warnings.catch_warnings():  # IPython suggests its IFrame, which takes an address, not a page
+        warnings.simplefilter("ignore", UserWarning)
+        return HTML(f'<iframe sandbox="allow-scripts" style="width:100%;height:{int(height)}px;border:1px solid #ccc" '
+                    f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
 
 
 def notebook_report(run_folder, against=None):
