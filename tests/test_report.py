@@ -68,7 +68,7 @@ def test_the_page_forbids_the_network_and_runs_only_its_own_script(runs):
     assert not re.search(r"\beval\(|new Function|innerHTML|outerHTML|insertAdjacentHTML|document\.write", scripts[0])
     assert not re.search(r"<[^>]+\son[a-z]+\s*=", page.replace(HOSTILE, "").split('id="report-data"')[0])
     # the data block: hostile text cannot close it, and it reads back exactly
-    block = page.split('<script type="application/json" id="report-data">')[1].split("</script>")[0]
+    block = page.split('<script type="application/json" id="report-detail">')[1].split("</script>")[0]
     assert "<" not in block and json.loads(block)["texts"][key("model-y", "1")].count(HOSTILE) == 1
     assert "http://" not in page.replace(HOSTILE, "") and "https://" not in page
 
@@ -119,7 +119,7 @@ def test_cli_writes_the_report_and_the_diff(runs, tmp_path):
     done = subprocess.run([sys.executable, "-m", "gavel", "report", str(runs["a"]), "--against", str(runs["b"]),
                            "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert out.is_file() and "wrote" in done.stdout and '"diff":' in out.read_text()
+    assert out.is_file() and "wrote" in done.stdout and '"diff":' in out.read_text() and '"against":' in out.read_text()
 
 
 def test_cli_names_what_it_cannot_report(runs, tmp_path, capsys):

@@ -30,6 +30,9 @@ from gavel.paper.report_run import SCORES, ReportInputError, heat_class, key, ru
 
 __all__ = ["ReportInputError", "diff", "inline", "release_data", "render", "run_data", "write"]
 
+#: what only the cell, summary and baseline views need: a second JSON block, parsed when such a view first opens
+#: (the page is interactive before the texts are parsed)
+DETAIL = ("texts", "values", "answers", "raw", "residual", "residual_match", "style", "summaries", "against")
 SCORE_LABELS = {"s_checklist": "S_checklist", "s_residual": "S_residual", "s_style": "S_style",
                 "s_gavel_ref": "S_GAVEL-REF"}
 
@@ -155,8 +158,10 @@ def render(data: dict, against: dict | None = None, start: dict | None = None) -
     if start:
         data["start"] = fragment(start)
     script, style = _asset("report.js"), _asset("report.css")
+    core = {k: v for k, v in data.items() if k not in DETAIL}
+    detail = {k: v for k, v in data.items() if k in DETAIL}
     return _environment().get_template("report.html.j2").render(
-        data=data, data_json=data_json(data), script=script, style=style,
+        data=data, data_json=data_json(core), detail_json=data_json(detail), script=script, style=style,
         csp=content_security_policy(script, style), board=_board_rows(data), heat=_heat_rows(data),
         score_labels=[SCORE_LABELS[s] for s in SCORES], diff=data.get("diff"))
 

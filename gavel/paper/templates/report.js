@@ -3,7 +3,15 @@
 "use strict";
 (function () {
   const DATA = JSON.parse(document.getElementById("report-data").textContent);
-  const RUNS = { a: DATA, b: DATA.against || null };
+  const RUNS = { a: DATA, b: DATA.diff ? {} : null };
+  // texts, values, answers and the baseline run: parsed when a view first needs them
+  let detailed = false;
+  function needDetail() {
+    if (detailed) return;
+    Object.assign(DATA, JSON.parse(document.getElementById("report-detail").textContent));
+    if (DATA.against) Object.assign(RUNS.b, DATA.against);
+    detailed = true;
+  }
   const PAGE = 200;
   const STYLE_LABELS = {
     readability_jargon: "Readability and jargon", narrative_order: "Narrative order",
@@ -57,7 +65,8 @@
     }
     return run._cells;
   }
-  const isUsable = (c) => c.status === "ok" || c.status === "gated" || c.status === "judged";
+  // unusable: an answer that could not be read (a run), a judgment that could not be read (the release)
+  const isUsable = (c) => (DATA.kind === "release" ? c.status !== "unreadable_judgment" : c.status === "ok" || c.status === "gated");
   function verdictText(c) {
     const parts = [`status ${c.status}`];
     if (c.gate) parts.push(`gate ${c.gate}`);
@@ -295,6 +304,7 @@
 
   function render() {
     const st = readState();
+    if (st.run === "b" || st.view === "cell" || st.view === "summary") needDetail();
     const run = st.run === "b" && RUNS.b ? RUNS.b : DATA;
     cellsOf(run);
     const nav = h("nav", {}, DATA.diff ? [h("a", { href: link({ view: "diff" }) }, "changes"), " · "] : null,
