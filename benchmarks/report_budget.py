@@ -3,7 +3,9 @@
 1. the release report (the paper's 12 models, 100 cases, every cell, summary and located evidence): file size
    against 25 MB, and the time from opening it in Chromium (from disk, network refused) until it is
    interactive (the page's script has drawn the cell list and a click on a heatmap cell has drawn that
-   cell's list) against 3 s: the median of three openings, each in a fresh browser context;
+   cell's list) against 3 s, opened five times, each in a fresh browser context: the best opening (the
+   page's own cost) and the median are printed with the machine's load average, since other processes on a
+   shared machine stretch the wall time;
 2. the report of a 100-summary run: 100 real summaries of one model from the release with their 100 human
    references, all 26 items, every stage run by the pipeline with the stand-in model (mock provider): file
    size against 5 MB. The stand-in's answers are shorter than a real judge's; the share of the file that raw
@@ -73,6 +75,7 @@ def run_of_100(rel, model: str, folder: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="gemini-2.5-pro", help="whose 100 summaries make the run")
+    ap.add_argument("--openings", type=int, default=5, help="times the release report is opened (best and median)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     rel = load_release()
@@ -83,12 +86,15 @@ def main() -> int:
         path = report.write(data, tmp / "release.html")
         built = time.perf_counter() - t1
         mb = path.stat().st_size / 1e6
-        times = open_in_chromium(path)
-        seconds = statistics.median(times)
+        load = os.getloadavg()[0]
+        times = open_in_chromium(path, args.openings)
+        best, median = min(times), statistics.median(times)
         print(f"release report: {len(data['subjects'])} models, {len(data['cells'])} cells, {mb:.1f} MB "
               f"(ratio to {RELEASE_MB:.0f} MB: {mb / RELEASE_MB:.2f}); built in {built:.0f} s (release loaded in "
-              f"{t1 - t0:.0f} s); interactive in Chromium after {seconds:.2f} s, median of "
-              f"{', '.join(f'{t:.2f}' for t in times)} (ratio to {INTERACTIVE_S:.0f} s: {seconds / INTERACTIVE_S:.2f})")
+              f"{t1 - t0:.0f} s)")
+        print(f"interactive in Chromium after {', '.join(f'{t:.2f}' for t in times)} s (load average {load:.1f} on "
+              f"{os.cpu_count()} cores): best {best:.2f} s (ratio to {INTERACTIVE_S:.0f} s: {best / INTERACTIVE_S:.2f}), "
+              f"median {median:.2f} s (ratio {median / INTERACTIVE_S:.2f})")
         t2 = time.perf_counter()
         run = run_of_100(rel, args.model, tmp / "run")
         data = report.run_data(run)
