@@ -122,6 +122,25 @@ def test_the_diff_lists_exactly_the_planted_changes(browser, pages):
     o.close()
 
 
+def test_the_flipped_filter_shows_the_cells_whose_verdict_flips(browser, pages, tmp_path):
+    """A run with repeats: the stability report's compare units that flip are what the filter keeps, and the
+    cell shows its verdict in every repeat."""
+    import shutil
+
+    run = shutil.copytree(pages["b"], tmp_path / "run")
+    pd.DataFrame([{"stage": "compare", "subject": "model-x", "case_id": "2", "item": "decree_dates",
+                   "repeat_1": "relation:equal", "repeat_2": "unusable"}]).to_csv(run / "stability_units.csv", index=False)
+    o = Opened(browser, report.write(report.run_data(run), tmp_path / "r.html"))
+    o.page.check("#filter-flipped")
+    o.page.wait_for_function("location.hash.includes('flipped=1')")
+    assert _count(o.page) == 1
+    o.page.click("table.cells a.cell-link")
+    o.page.wait_for_selector("#optional-stability_units")
+    assert "relation:equal" in o.page.text_content("#optional-stability_units")
+    assert "unusable" in o.page.text_content("#optional-stability_units")
+    o.close()
+
+
 def test_a_fragment_link_opens_the_same_cell(browser, pages):
     o = Opened(browser, pages["run"])
     o.page.click("table.cells tbody tr:nth-child(3) a.cell-link")
