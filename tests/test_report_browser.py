@@ -110,6 +110,12 @@ def test_the_diff_lists_exactly_the_planted_changes(browser, pages):
     listed = {(r[1], r[2], r[3]): r[0] for r in rows}
     assert listed == {(s, c, item(i).name): kind for (s, c, i), kind in PLANTED.items()}
     assert rows[0][0] == "regression"
+    assert "file:" not in o.page.text_content("#diff")  # every link is an element, none spelled out as text
+    o.page.click("#diff a[href='#view=diff&kind=improvement']")
+    o.page.wait_for_function("document.querySelectorAll('table.changes tbody tr').length === 1")
+    assert o.page.text_content("table.changes tbody td") == "improvement"
+    o.page.click("#diff a[href='#view=diff']")
+    o.page.wait_for_function("document.querySelectorAll('table.changes tbody tr').length === 2")
     only = [li.text_content() for li in o.page.query_selector_all("#diff-only_a li.summary-key")]
     assert only == [f"{ONLY_IN_A[0]}|{ONLY_IN_A[1]}"]
     assert o.page.query_selector_all("#diff-only_b li") == []

@@ -32,7 +32,7 @@
       else if (k === "text") el.textContent = v;
       else el.setAttribute(k, String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -193,7 +193,7 @@
   function answers(run, stage, subject, caseId, item) {
     const rounds = run.answers[sep(stage, subject, caseId, item || "")] || [];
     if (!rounds.length) return null;
-    const box = h("div", { class: "answers" }, h("h4", {}, `${stage}: ${rounds.length} answer${rounds.length > 1 ? "s" : ""}${rounds.length > 1 ? " (re-asked)" : ""}`));
+    const box = h("div", { class: "answers" }, h("h4", {}, `${stage} · ${label(run, subject)}: ${rounds.length} answer${rounds.length > 1 ? "s" : ""}${rounds.length > 1 ? " (re-asked)" : ""}`));
     rounds.forEach(([round, status, detail, finish, tin, tout, raw]) => {
       box.appendChild(h("div", { class: `round ${status === "ok" || status === "gated" ? "good" : "bad"}` },
         h("p", {}, `round ${round}: ${status}`, detail ? ` — ${detail}` : "", finish ? ` · finish ${finish}` : "",
