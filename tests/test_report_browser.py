@@ -144,6 +144,8 @@ def test_the_flipped_filter_shows_the_cells_whose_verdict_flips(browser, pages, 
     o.page.wait_for_selector("#optional-stability_units")
     assert "relation:equal" in o.page.text_content("#optional-stability_units")
     assert "unusable" in o.page.text_content("#optional-stability_units")
+    o.page.goto(o.page.url.split("#")[0] + "#view=cell&subject=model-x&case=1&item=decree_dates")
+    o.page.wait_for_selector("#same-in-repeats")
     o.close()
 
 

@@ -222,7 +222,8 @@
       c.problems ? h("p", { class: "bad" }, `problems: ${c.problems}`) : null,
       h("p", {}, h("a", { href: link({ view: "summary", run: st.run, subject: c.subject, case: c.case_id }) }, "this summary's residual facts, style and scores"),
         RUNS.b ? [" · ", h("a", { href: link({ ...st, run: st.run === "b" ? "" : "b" }), id: "other-run" }, st.run === "b" ? "this cell in this run" : "this cell in the baseline run")] : null),
-      run._flipped.has(k) ? h("p", { class: "bad" }, "the verdict flips between repeats or orders") : null,
+      run._flipped.has(k) ? h("p", { class: "bad" }, "the verdict flips between repeats or orders")
+        : run.optional && run.optional.stability_units ? h("p", { class: "hint", id: "same-in-repeats" }, "the same verdict in every repeat") : null,
       h("div", { class: "sides" }, side(run, c.subject, c, "model"), side(run, "human", c, "reference")),
       answers(run, "compare", c.subject, c.case_id, c.item),
       answers(run, "extract", c.subject, c.case_id, c.item), answers(run, "extract", "human", c.case_id, c.item),
