@@ -63,6 +63,9 @@ def test_every_table_and_column_of_an_evaluation_is_documented(tmp_path, monkeyp
     assert {p.name for p in tables} >= {"values.csv", "answers.csv", "compare.csv", "residual.csv", "scores.csv",
                                         "residual_match.csv", "gavel_ref_scores.csv", "stability_models.csv"}
     missing = {p.relative_to(out).as_posix(): undocumented(p.name, pd.read_csv(p).columns) for p in tables}
+    for p in (p for p in out.rglob("*.jsonl") if "runs" not in p.relative_to(out).parts):
+        keys = {k for line in p.read_text(encoding="utf-8").splitlines() for k in json.loads(line)}
+        missing[p.relative_to(out).as_posix()] = undocumented(p.name, keys)
     assert not {k: v for k, v in missing.items() if v}, missing
     manifest = json.loads((out / "evaluation.json").read_text())
     assert not [k for k in manifest if f"`{k}`" not in DOC.read_text()]
