@@ -11,7 +11,7 @@
    size against 5 MB. The stand-in's answers are shorter than a real judge's; the share of the file that raw
    answers take is printed so a real run's size can be judged.
 
-    GAVEL_RELEASE=../shared/gavel-release .venv/bin/python benchmarks/report_budget.py [--model gemini-2.5-pro]
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/report_budget.py [--model gemini-2.5-pro]
 """
 
 from __future__ import annotations
