@@ -193,6 +193,11 @@ def test_a_missing_score_says_why(tmp_path):
     ok = pipeline.evaluate(summaries, refs, MockProvider(answer=date), tmp_path / "ok", settings)
     assert "s_checklist" not in why_missing(ok, subject, case)  # the same date on both sides: identical, 100
     assert final_scores(ok, subject, case).startswith("S_checklist 100.0; ")
+    four = lambda r: json.dumps({"readability_jargon": 3, "narrative_order": 3, "sentence_structure": 3,  # noqa: E731
+                                 "formatting_layout": 3}) if r.stage == "style" else date(r)
+    no_style = pipeline.evaluate(summaries, refs, MockProvider(answer=four), tmp_path / "style", settings)
+    assert "S_style is missing (no S_style: S_style needs all five ratings; none for citation_style)" \
+        in why_missing(no_style, subject, case)["s_gavel_ref"]
 
 
 # ---------------------------------------------------------------- 6. gavel items, and close names

@@ -142,8 +142,8 @@ def why_missing(tables: dict, subject: str, case_id: str) -> dict[str, str]:
 
 
 def _answer_why(row) -> str:
-    if row["status"] in ("ok", "gated"):
-        return f"answer {row['status']}"
+    if row["status"] in ("ok", "gated"):  # usable, yet no score: its detail says why (a style rating missing)
+        return str(row.get("detail") or "") or f"answer {row['status']}"
     if row["status"] == "no_values":
         return row["detail"]
     detail = str(row.get("detail") or "")
