@@ -201,7 +201,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     roles = pipeline.default_roles()
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
-                                 max_tokens=args.max_tokens, progress=True)
+                                 max_tokens=args.max_tokens, progress=True, orders=args.orders)
     provider = pipeline.provider(args.provider, args.base_url)
     if args.repeats < 1:
         raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
@@ -214,6 +214,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     tables = result["runs"][0]
     if args.repeats > 1:
         print(stability.summary_line(result, args.out))
+    if args.orders == "both":
+        from gavel.ref import orders
+
+        print(orders.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     answers = tables["answers"]
@@ -309,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=1,
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")
+    p.add_argument("--orders", default="one", choices=["one", "both"],
+                   help="both: ask the judge every compared pair again with the sides swapped and write the order "
+                        "report (order*.csv, docs/orders.md); one (default) is today's run")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)

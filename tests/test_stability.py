@@ -149,7 +149,7 @@ def test_repeat_one_is_todays_run_and_repeats_are_never_answered_from_each_other
     one = MockProvider(answer=scripted)
     single = stability.evaluate_repeats(SUMMARIES, {"1": REF}, one, tmp_path / "one", settings(), repeats=1)
     assert sorted(cid for _, cid in one.submissions) == sorted(ids_plain)
-    assert set(single) == {"runs"} and not (tmp_path / "one" / "stability.csv").exists()
+    assert set(single) == {"runs", "judgments"} and not (tmp_path / "one" / "stability.csv").exists()
 
 
 def test_seed_or_namespace_per_repeat(tmp_path):

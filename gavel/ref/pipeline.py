@@ -47,6 +47,7 @@ from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     unusable_answers,
 )
 
+ORDERS = ("one", "both")  # --orders: each judged pair asked in one order (today's run) or in both
 REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 
@@ -68,6 +69,7 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
+    orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.ref.orders)
 
 
 def default_roles() -> dict:
@@ -119,7 +121,7 @@ class _Stages:
                 resp = report.responses.get(req.custom_id)
                 result, status, detail = parse(meta, resp)
                 results[i] = result
-                self.log.append({"stage": stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
+                self.log.append({"stage": req.stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
                                  "round": round_, "custom_id": req.custom_id, "status": status, "detail": detail,
                                  "finish_reason": resp.finish_reason if resp else None,
                                  "input_tokens": resp.input_tokens if resp else None,
@@ -156,6 +158,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = settings
+    check_orders(s.orders)
     problems = []
     models = _index_summaries(summaries, "summaries", problems)
     usable_refs = _index_summaries([("human", c, t) for c, t in references.items()], "references", problems)
@@ -192,9 +195,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     # 2. compare
     pairs = [compare.Pair(subj, c, key, values_of(subj, c, key), values_of("human", c, key))
              for (subj, c) in kept for key in items_by_key]
-    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured)
-    judged = st.run("compare", jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
-    compare_rows = pd.DataFrame(gated + judged)
+    compare_rows, judgments = _judge(st, "compare", pairs, s)
 
     # 3. residual: spans (deterministic), facts (extractor), fact matching (judge)
     spans = {}
@@ -218,9 +219,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         facts[k] = tuple(r["fact"] for r in rows)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
                            facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
-    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match")
-    rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
-    residual_rows = pd.DataFrame(rgated + rjudged)
+    residual_rows, residual_judgments = _judge(st, "residual_match", rpairs, s)
 
     # 4. style
     sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
@@ -244,9 +243,11 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     }
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
+    tables["judgments"] = pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS)
     manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
                 "items": [it.key for it in s.items], "provider": getattr(provider, "name", str(provider)),
-                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached}
+                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
+                **({"orders": s.orders} if s.orders != "one" else {})}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     tables["manifest"] = manifest
     return tables
@@ -270,6 +271,27 @@ def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: s
 
 def _with_status(row: dict):
     return row, row["status"], row.get("detail", "")
+
+
+#: one row per judgment of the judge (compare and residual_match, each order): ``judgments.csv``, docs/orders.md
+JUDGMENT_COLUMNS = ["stage", "subject", "case_id", "item", "gate", "order", "model_is_a", "n_model", "n_reference",
+                    "status", "answer_ab", "relation", "pairs", "only_in_model", "only_in_reference", "score", "detail"]
+
+
+def check_orders(orders: str) -> None:
+    if orders not in ORDERS:
+        raise InputError(f"--orders is one of {', '.join(ORDERS)}, got {orders!r}")
+
+
+def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFrame, list[dict]]:
+    """The judge's verdicts on ``pairs``: the table of ``stage`` (order 1, gated pairs included: today's
+    ``compare.csv`` / ``residual_match.csv``) and every judgment (both orders with ``--orders both``)."""
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured, stage=stage)
+    if s.orders == "both":
+        jobs += compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured, stage=stage, order=2)[0]
+    judged = st.run(stage, jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
+    first = compare.table_rows([r for r in judged if r["order"] == 1])
+    return pd.DataFrame(gated + first), [{**r, "stage": stage} for r in judged]
 
 
 def _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, alpha) -> pd.DataFrame:
@@ -419,8 +441,13 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     table = pd.concat(tables, ignore_index=True)
     table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
     print(table.to_string(index=False))
-    print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
-          f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
+    check_orders(s.orders)
+    k = 2 if s.orders == "both" else 1  # --orders both: every judged pair is asked twice
+    table.attrs["compare_max"], table.attrs["residual_match_max"] = k * len(kept) * len(s.items), k * len(kept)
+    print(f"compare: at most {table.attrs['compare_max']} requests; residual: at most {len(texts)} fact requests and "
+          f"{table.attrs['residual_match_max']} matchings (they depend on the extracted values"
+          + ("; --orders both: each judged pair in both orders, twice the requests of one order" if k == 2 else "")
+          + "). Nothing was sent.")
     if too_long:
         print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
               f"send them):")
@@ -499,7 +526,8 @@ class NotebookRun:
 
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1) -> NotebookRun:
+                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1,
+                 orders: str = "one") -> NotebookRun:
     from gavel.core.items import item as item_named
 
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
@@ -512,7 +540,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
         refs, bins = release_references(load_release())
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
-                        items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
+                        items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode, orders=orders)
     return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 
