@@ -373,7 +373,7 @@ def order_figure(order: pd.DataFrame, title: str = "Is the judge fair to both si
     right.errorbar(t["first_preference"], y, xerr=err("first_preference"), fmt="none", ecolor="#333333")
     right.scatter(t["first_preference"], y, c=colors, zorder=3)
     right.axvline(0.5, color="#888888", linestyle="--")
-    right.set_xlim(0, 1)
+    right.set_xlim(-0.03, 1.03)
     right.set_xlabel("first-position preference (first side called the container)")
     left.invert_yaxis()
     fig.suptitle(title)
