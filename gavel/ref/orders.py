@@ -24,6 +24,7 @@ a 0; in the order-aware score it is bounded by 0 and 1 as everywhere else.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -88,13 +89,19 @@ def _true(x) -> bool:
     return x is True or str(x) == "True"
 
 
+@functools.lru_cache(maxsize=8)
+def _resamples(size: int, seed: int) -> np.ndarray:
+    """``stats.resamples`` from a fresh generator of ``seed`` (the same draw for every item of one size)."""
+    return stats.resamples(size, np.random.default_rng(seed))
+
+
 def _ratio_interval(num: np.ndarray, den: np.ndarray, seed: int) -> tuple[float, float]:
     """Percentile 95% interval of sum(num) / sum(den) over resamples of the clusters (rows)."""
     keep = den > 0
     num, den = num[keep], den[keep]
     if not len(den):
         return math.nan, math.nan
-    picks = stats.resamples(len(den), np.random.default_rng(seed))
+    picks = _resamples(len(den), seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratios = num[picks].sum(axis=1) / den[picks].sum(axis=1)
     return float(np.nanpercentile(ratios, 2.5)), float(np.nanpercentile(ratios, 97.5))
@@ -136,11 +143,13 @@ def report(judgments: pd.DataFrame, runs: list[dict], seed: int = 0) -> dict[str
     pairs = order_pairs(j)
     majority = majority_table(j, seed)
     rows = []
-    for (stage, item, gate), g in j.groupby(["stage", "item", "gate"], sort=True):
-        p = pairs[(pairs["stage"] == stage) & (pairs["item"] == item) & (pairs["gate"] == gate)]
+    by = ["stage", "item", "gate"]
+    pair_groups, majority_groups = dict(list(pairs.groupby(by))), dict(list(majority.groupby(by)))
+    for (stage, item, gate), g in j.groupby(by, sort=True):
+        p = pair_groups.get((stage, item, gate), pairs.iloc[:0])
         cons, c_lo, c_hi, n_usable = _share(p, "agree", ["subject", "case_id"], seed)
         pref, p_lo, p_hi, n_cont = _share(g, "first", ["subject", "case_id"], seed)
-        m = majority[(majority["stage"] == stage) & (majority["item"] == item) & (majority["gate"] == gate)]
+        m = majority_groups.get((stage, item, gate), majority.iloc[:0])
         rows.append({
             "stage": stage, "item": item, "gate": gate, "pairs": len(p), "usable_pairs": n_usable,
             "unusable_pairs": len(p) - n_usable, "consistency": cons, "consistency_ci_low": c_lo,
@@ -179,14 +188,16 @@ def swap_matrix(pairs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         cells = [(a, b) for a in SINGLE_OUTCOMES for b in SINGLE_OUTCOMES]
         code = {c: i for i, c in enumerate(cells)}
         which = np.array([code[(a, b)] for a, b in zip(g["order_1"], g["order_2"])])
-        onehot = np.zeros((len(which), len(cells)))
-        onehot[np.arange(len(which)), which] = 1
-        means = onehot[stats.resamples(len(which), np.random.default_rng(seed))].mean(axis=1)
-        lo, hi = np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
+        drawn = which[_resamples(len(which), seed)]  # resamples x pairs: each drawn pair's cell
+        per_draw = np.bincount((drawn + len(cells) * np.arange(len(drawn))[:, None]).ravel(),
+                               minlength=len(drawn) * len(cells)).reshape(len(drawn), len(cells)) / len(which)
+        lo, hi = np.percentile(per_draw, 2.5, axis=0), np.percentile(per_draw, 97.5, axis=0)
+        counts = np.bincount(which, minlength=len(cells))
         for i, (a, b) in enumerate(cells):
             rows.append({"stage": stage, "item": item, "order_1": a.removeprefix("relation:"),
-                         "order_2": b.removeprefix("relation:"), "count": int(onehot[:, i].sum()),
-                         "share": float(onehot[:, i].mean()), "share_ci_low": float(lo[i]), "share_ci_high": float(hi[i])})
+                         "order_2": b.removeprefix("relation:"), "count": int(counts[i]),
+                         "share": float(counts[i] / len(which)), "share_ci_low": float(lo[i]),
+                         "share_ci_high": float(hi[i])})
     return pd.DataFrame(rows, columns=["stage", "item", "order_1", "order_2", "count", "share", "share_ci_low",
                                        "share_ci_high"])
 

@@ -424,6 +424,7 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     from gavel.llm.runner import StageRunner
 
     s = settings
+    check_orders(s.orders)
     kept = [(subj, c, t) for subj, c, t in summaries if c in references]
     texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
     tables = []
@@ -441,7 +442,6 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     table = pd.concat(tables, ignore_index=True)
     table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
     print(table.to_string(index=False))
-    check_orders(s.orders)
     k = 2 if s.orders == "both" else 1  # --orders both: every judged pair is asked twice
     table.attrs["compare_max"], table.attrs["residual_match_max"] = k * len(kept) * len(s.items), k * len(kept)
     print(f"compare: at most {table.attrs['compare_max']} requests; residual: at most {len(texts)} fact requests and "
