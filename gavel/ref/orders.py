@@ -261,7 +261,7 @@ def model_scores(summaries: pd.DataFrame, repeats: int, seed: int = 0) -> pd.Dat
     for subject, g in summaries.groupby("subject", sort=True):
         row = {"subject": subject, "cases": g["case_id"].nunique(), "repeats": repeats}
 
-        def matrix(col):
+        def matrix(col, g=g):  # cases x repeats
             wide = g.pivot_table(index="case_id", columns="repeat", values=col, aggfunc="first", dropna=False)
             return wide.reindex(columns=range(1, repeats + 1)).to_numpy(float)
         for col in ("s_checklist_order_1", "s_checklist_order_2", "s_checklist_order_aware"):
