@@ -302,7 +302,7 @@ def golden_run(out: Path) -> dict:
 
 
 def test_order_one_is_todays_run_byte_for_byte(tmp_path):
-    """The golden file was written by the code before --orders existed (golden_run on commit 8e0a037)."""
+    """The golden file was written by main without --orders (golden_run's steps on main at f494945)."""
     golden = json.loads(GOLDEN.read_text())
     assert golden_run(tmp_path / "now") == golden
     # through the repeats machinery (what the CLI and notebooks call): the same, plus judgments.csv
