@@ -123,6 +123,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def _stage(args: argparse.Namespace) -> int:
+    from .llm import estimate, ledger
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
     from .llm.runner import StageRunner
@@ -149,12 +150,14 @@ def _stage(args: argparse.Namespace) -> int:
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
     if args.dry_run:
-        runner.dry_run(requests, mode=args.mode)
+        runner.dry_run(requests, mode=args.mode, allow_unserved=args.allow_unserved)
         return 0
     report = runner.run(requests, mode=args.mode)
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
+    print(ledger.closing_line(runner.cost_table(args.mode), runner.workdir / "cost.csv",
+                              estimate.read_estimate(runner.workdir)))
     for cid in report.failed[:20]:
         print(scrub(f"  failed {cid}: {report.responses[cid].error}"))  # this output goes to SLURM job logs
     return 1 if report.failed else 0
@@ -201,7 +204,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     roles = pipeline.default_roles()
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
-                                 max_tokens=args.max_tokens, progress=True)
+                                 max_tokens=args.max_tokens, progress=True, allow_unserved=args.allow_unserved)
     provider = pipeline.provider(args.provider, args.base_url)
     if args.repeats < 1:
         raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
@@ -219,6 +222,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     answers = tables["answers"]
     print(f"sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}; unusable answers: "
           f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
+    print(pipeline.cost_line(result, args.out))
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
     per_run = [pipeline.failed_requests(run) for run in result["runs"]]  # every repeat's failures
@@ -284,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stage", default=None)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
+    p.add_argument("--allow-unserved", action="store_true",
+                   help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
     p.add_argument("--poll-interval", type=float, default=30.0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
@@ -310,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
+    p.add_argument("--allow-unserved", action="store_true",
+                   help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("replay-check", help="replay the release's document judgments through compare + score")
