@@ -176,7 +176,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from gavel.core.items import item
-    from gavel.ref import pipeline, stability
+    from gavel.ref import costing, pipeline, stability
 
     from .llm.secrets import scrub
 
@@ -222,7 +222,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     answers = tables["answers"]
     print(f"sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}; unusable answers: "
           f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
-    print(pipeline.cost_line(result, args.out))
+    print(costing.cost_line(result, args.out))
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
     per_run = [pipeline.failed_requests(run) for run in result["runs"]]  # every repeat's failures

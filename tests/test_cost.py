@@ -272,3 +272,28 @@ def test_estimate_beside_actual_after_a_stage_run(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "cost: $" in out and "dry-run estimate $" in out and "actual/estimate" in out
     assert (tmp_path / "w" / "cost.csv").exists()
+
+
+def test_evaluate_dry_run_gives_one_total_and_the_run_its_ledger(tmp_path, fixture_root, monkeypatch, capsys):
+    from test_pipeline import ITEMS, MODEL, REF, scripted
+
+    from gavel.llm.providers.mock import MockProvider
+    from gavel.ref import costing, pipeline
+
+    monkeypatch.setenv("GAVEL_RELEASE", str(fixture_root))
+    settings = pipeline.Settings(extractor=GPT41, judge=GPT41, items=ITEMS)
+    summaries, refs = [("model-x", "1", MODEL)], {"1": REF}
+    table = pipeline.dry_run(summaries, refs, MockProvider(answer=scripted), settings, tmp_path)
+    printed = capsys.readouterr().out
+    low, high = table.attrs["total"]
+    ranges = table.attrs["range"].set_index("stage")
+    assert low == pytest.approx(table["cost_usd_est"].sum()) and high == pytest.approx(low + ranges["usd_high"].sum())
+    assert ranges.loc["compare", "requests_high"] == len(ITEMS) and ranges.loc["compare", "requests_low"] == 0
+    assert ranges.loc["compare", "output_from"].startswith("release: ")  # the release's recorded judgments
+    assert set(table.loc[table["stage"] == "extract", "output_from"]) == {costing.recorded_lengths()["extract"][1]}
+    assert f"total: ${low:.2f} to ${high:.2f}, priced as online" in printed
+    tables = pipeline.evaluate(summaries, refs, MockProvider(answer=scripted), tmp_path, settings)
+    cost = pd.read_csv(tmp_path / "cost.csv")
+    assert set(cost["stage"]) >= {"extract", "compare", "style"} and (cost["usd"] > 0).all()
+    line = costing.cost_line({"runs": [tables]}, tmp_path)
+    assert f"cost: ${cost['usd'].sum():.4f}" in line and "dry-run estimate $" in line

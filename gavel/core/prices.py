@@ -244,6 +244,12 @@ def cost(model: str, usage: dict | None, mode: str, when=None, provider: str | N
     prices = prices or table()
     row = prices.row(model, when) or legacy_row(model)
     if row is None:
+        try:
+            own = config.model(model).provider
+        except KeyError:
+            own = None
+        if own in OWN_GPUS:  # an open-weight model served by a stand-in (mock): priced as on your own GPUs
+            return Priced(0.0, f"own GPUs ({own})")
         return Priced(None, f"no price row for {model}")
     usage = usage or {}
     above, rates = row.tier(usage.get("input"))

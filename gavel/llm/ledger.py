@@ -115,7 +115,12 @@ def closing_line(cost_table, where: str | Path | None = None, estimate: float | 
             f"cache ($0 new)")
     if t["unknown"]:
         line += f"; {t['unknown']} without the usage their price needs (not in the total: see unknown_fields)"
-    if estimate is not None:
+    if isinstance(estimate, tuple):  # a range: compare and residual from none to all of their requests
+        low, high = estimate
+        where_in = "below" if t["usd"] < low else "above" if t["usd"] > high else "within"
+        line += (f"; dry-run estimate ${low:.4f} to ${high:.4f}, the actual {where_in} it (actual/estimate "
+                 f"{t['usd'] / high if high else math.nan:.2f} of the high end)")
+    elif estimate is not None:
         ratio = t["usd"] / estimate if estimate else math.nan
         line += f"; dry-run estimate ${estimate:.4f} (actual/estimate {ratio:.2f})"
     if where:

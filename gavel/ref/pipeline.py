@@ -32,6 +32,7 @@ import pandas as pd
 from gavel import answers
 from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
+from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
@@ -68,6 +69,7 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
+    allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
 
 
 def default_roles() -> dict:
@@ -93,12 +95,19 @@ class _Stages:
         self.log: list[dict] = []
         self.sent = {}
         self.cached = {}
+        self.runners: list[StageRunner] = []
+
+    def cost_table(self) -> pd.DataFrame:
+        """Every stage's ledger in one table (cost.csv of the output folder)."""
+        tables = [r.cost_table(self.s.mode) for r in self.runners]
+        return pd.concat(tables, ignore_index=True) if tables else ledger.table([])
 
     def run(self, stage: str, jobs: list[tuple[Request, object]], parse) -> list:
         """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
         answers. Returns the results in job order."""
         runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
                              **self.s.runner_options)
+        self.runners.append(runner)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
@@ -240,6 +249,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
                                    "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
                                    "facts_ok": fact_ok[k]} for k, v in spans.items()]),
         "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
+        "cost": st.cost_table(),
         "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
     }
     for name, table in tables.items():
@@ -265,6 +275,7 @@ def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: s
     rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
     table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
     table.to_csv(out / "summaries.csv", index=False)
+    st.cost_table().to_csv(out / "cost.csv", index=False)
     return [(model, r["case_id"], r["summary"]) for r in rows if r["status"] == "ok"], table
 
 
@@ -395,38 +406,13 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
-    """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
-    (extract, style); compare and residual depend on the extracted values: their upper bound is printed.
-    Requests too long for their model's context window are listed (stage, subject, case, item, why) and
-    kept in ``table.attrs["too_long"]``."""
-    from gavel.llm.runner import StageRunner
+    """Requests, tokens and estimated cost before anything is sent, printed with one total
+    (gavel.ref.costing): extract and style request by request, compare and residual as a range. Requests too
+    long for their model's context window are listed and kept in ``table.attrs["too_long"]``."""
+    from gavel.ref import costing
 
-    s = settings
-    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
-    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
-    tables = []
-    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
-    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.max_tokens, s.structured)]
-    too_long = []
-    for stage, reqs in (("extract", ex), ("style", sty)):
-        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
-            reqs, mode=s.mode, show=False)
-        tables.append(t.assign(stage=stage))
-        by_id = {r.custom_id: r for r in reqs}
-        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
-                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
-    table = pd.concat(tables, ignore_index=True)
-    table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
-    print(table.to_string(index=False))
-    print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
-          f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
-    if too_long:
-        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
-              f"send them):")
-        for row in too_long:
-            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
-                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
+    table = costing.dry_run(summaries, references, provider, settings, out)
+    costing.show(table)
     return table
 
 
@@ -471,9 +457,11 @@ class NotebookRun:
         return table
 
     def evaluate(self, timeout: float | None = None) -> dict:
-        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables."""
+        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables. The ledger
+        counts as this run's spending every answer received since the first call (batches collected later)."""
         from gavel.ref import stability
 
+        self.settings.runner_options.setdefault("since", ledger.now())
         return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
                                           self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
 
