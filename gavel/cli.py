@@ -123,6 +123,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def _stage(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from .llm import estimate, ledger
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
@@ -156,8 +158,15 @@ def _stage(args: argparse.Namespace) -> int:
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
-    print(ledger.closing_line(runner.cost_table(args.mode), runner.workdir / "cost.csv",
-                              estimate.read_estimate(runner.workdir)))
+    table = runner.cost_table(args.mode)
+    if args.slurm_job:  # your own GPUs: the job's elapsed time, priced per GPU-hour
+        from .llm.slurm import job_usage
+
+        row = ledger.gpu_row(stage, sorted({r.model for r in requests}), args.provider, args.slurm_job,
+                             *job_usage(args.slurm_job))
+        table = ledger.table([row]) if not len(table) else pd.concat([table, ledger.table([row])], ignore_index=True)
+        ledger.write(runner.workdir / "cost.csv", table)
+    print(ledger.closing_line(table, runner.workdir / "cost.csv", estimate.read_estimate(runner.workdir)))
     for cid in report.failed[:20]:
         print(scrub(f"  failed {cid}: {report.responses[cid].error}"))  # this output goes to SLURM job logs
     return 1 if report.failed else 0
@@ -290,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--allow-unserved", action="store_true",
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
+    p.add_argument("--slurm-job", default=None,
+                   help="the SLURM job this stage runs in (vLLM on your GPUs): its elapsed time goes into cost.csv, "
+                        "priced by the price table's gpu_hour_usd")
     p.add_argument("--poll-interval", type=float, default=30.0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)

@@ -297,3 +297,30 @@ def test_evaluate_dry_run_gives_one_total_and_the_run_its_ledger(tmp_path, fixtu
     assert set(cost["stage"]) >= {"extract", "compare", "style"} and (cost["usd"] > 0).all()
     line = costing.cost_line({"runs": [tables]}, tmp_path)
     assert f"cost: ${cost['usd'].sum():.4f}" in line and "dry-run estimate $" in line
+
+
+def test_own_gpus_are_priced_by_the_slurm_jobs_elapsed_time(tmp_path, monkeypatch, capsys):
+    """`stage --slurm-job J` (what the vLLM sbatch template passes): sacct's elapsed time x GPUs at the
+    gpu_hour_usd set in the models file. sacct here is a stand-in script answering as SLURM's does."""
+    from gavel.cli import main
+    from gavel.llm.records import write_requests
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text("#!/bin/sh\necho '5400|billing=8,cpu=8,gres/gpu=2,mem=64G,node=1'\n")
+    (bin_dir / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"gpu_hour_usd": {"vllm": 2.5}}))
+    monkeypatch.setenv("GAVEL_MODELS", str(models))
+    write_requests(tmp_path / "r.jsonl", [request("Qwen3-32B", "t")])
+    code = main(["stage", "--requests", str(tmp_path / "r.jsonl"), "--provider", "mock", "--workdir",
+                 str(tmp_path / "w"), "--mode", "online", "--slurm-job", "4242"])
+    assert code == 0
+    table = pd.read_csv(tmp_path / "w" / "cost.csv").set_index("mode")
+    # 5,400 s = 1.5 h x 2 GPUs = 3 GPU-hours x $2.50
+    assert table.loc["gpu-time", "gpu_hours"] == pytest.approx(3.0)
+    assert table.loc["gpu-time", "usd"] == pytest.approx(7.5)
+    assert "SLURM job 4242: 5400 s x 2 GPU(s)" in table.loc["gpu-time", "price_row"]
+    assert table.loc["online", "usd"] == 0.0  # an open-weight model's tokens cost nothing per token
+    assert "cost: $7.5000" in capsys.readouterr().out

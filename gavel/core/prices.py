@@ -156,9 +156,9 @@ def parse_row(where: str, entry) -> Row:
                rates=_rates(where, entry), batch_discount=discount, tiers=tuple(sorted(tiers, key=lambda t: t[0])))
 
 
-def parse(data, path: str, extra_rows: list | None = None, extra_where: str = "") -> Table:
-    """A checked Table from the YAML ``data`` of ``path``. ``extra_rows`` (the user's models file's ``prices``)
-    replace the package's rows of the models they name."""
+def parse(data, path: str, extra_rows: list | None = None, extra_where: str = "", extra_gpu: dict | None = None) -> Table:
+    """A checked Table from the YAML ``data`` of ``path``. ``extra_rows`` and ``extra_gpu`` (the user's models
+    file's ``prices`` and ``gpu_hour_usd``) replace the package's rows of the models they name, and its rates."""
     if not isinstance(data, dict) or not isinstance(data.get("prices"), list):
         raise PriceTableError(f"{path}: a price table is a mapping with `prices:` (a list of rows), `checked:` and "
                               f"`gpu_hour_usd:`")
@@ -186,10 +186,12 @@ def parse(data, path: str, extra_rows: list | None = None, extra_where: str = ""
         if m.provider in HOSTED and m.release_name not in rows:
             raise PriceTableError(f"{path}: model {m.release_name} (provider {m.provider}) has no price row; add "
                                   f"one (model, since, source, input, output, ...)")
-    gpu = data.get("gpu_hour_usd") or {}
-    if not isinstance(gpu, dict) or set(gpu) - set(OWN_GPUS):
-        raise PriceTableError(f"{path}: 'gpu_hour_usd' maps {', '.join(OWN_GPUS)} to USD per GPU-hour, got {gpu!r}")
-    gpu = {k: _number(f"{path}, gpu_hour_usd", k, v) for k, v in gpu.items()}
+    gpu = {}
+    for where, given in ((path, data.get("gpu_hour_usd") or {}), (extra_where, extra_gpu or {})):
+        if not isinstance(given, dict) or set(given) - set(OWN_GPUS):
+            raise PriceTableError(f"{where}: 'gpu_hour_usd' maps {', '.join(OWN_GPUS)} to USD per GPU-hour, got "
+                                  f"{given!r}")
+        gpu.update({k: _number(f"{where}, gpu_hour_usd", k, v) for k, v in given.items()})
     checked = _date(path, "checked", data["checked"]) if data.get("checked") is not None else None
     return Table(path=path, rows={k: tuple(v) for k, v in rows.items()}, gpu_hour_usd=gpu, checked=checked)
 
@@ -207,14 +209,14 @@ def read(path: str | Path) -> Table:
 def _package(_stamp: int, user_key: str) -> Table:
     data = yaml.safe_load(PATH.read_text(encoding="utf-8"))
     registry = config._registry()
-    extra = registry.get("user_prices") or []
-    return parse(data, "gavel/core/prices.yaml", extra, str(config.models_file() or ""))
+    return parse(data, "gavel/core/prices.yaml", registry.get("user_prices") or [], str(config.models_file() or ""),
+                 registry.get("user_gpu_hour_usd") or {})
 
 
 def table() -> Table:
     """The package's price table with the rows of the user's models file (its ``prices:``) over it."""
     registry = config._registry()
-    return _package(PATH.stat().st_mtime_ns, repr(registry.get("user_prices")))
+    return _package(PATH.stat().st_mtime_ns, repr((registry.get("user_prices"), registry.get("user_gpu_hour_usd"))))
 
 
 def legacy_row(model: str) -> Row | None:

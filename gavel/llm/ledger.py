@@ -18,7 +18,7 @@ from gavel.core import prices
 #: token classes summed in cost.csv (``<class>_tokens``): the parts of input, output and reasoning
 TOKEN_COLUMNS = ("input", "cache_read", "cache_write_5m", "cache_write_1h", "cache_write", "output", "reasoning")
 GROUP = ["stage", "model", "provider", "mode", "cached", "price_row"]
-COLUMNS = GROUP + ["requests", *(f"{c}_tokens" for c in TOKEN_COLUMNS), "usd", "usd_when_answered",
+COLUMNS = GROUP + ["requests", *(f"{c}_tokens" for c in TOKEN_COLUMNS), "gpu_hours", "usd", "usd_when_answered",
                    "unknown", "unknown_fields"]
 
 
@@ -64,6 +64,23 @@ def request_row(stage: str, request, response, provider: str, since: dt.datetime
     return row
 
 
+def gpu_row(stage: str, models: list[str], provider: str, job_id: str, seconds: float, gpus: int) -> dict:
+    """A run on your own GPUs (vllm, local) as one ledger row: the SLURM job's elapsed time x its GPUs at the
+    price table's ``gpu_hour_usd`` of the provider (0 unless set; a stand-in such as the mock takes the rate of
+    the models' own provider, as it takes their token prices)."""
+    from gavel.core import config
+
+    rates = prices.table().gpu_hour_usd
+    own = {m.provider for m in config.models() + config.local_models() if m.release_name in models}
+    rate = rates.get(provider, next((rates[p] for p in sorted(own) if p in rates), 0.0))
+    hours = seconds / 3600 * gpus
+    return {"stage": stage, "model": ";".join(sorted(models)), "provider": provider, "mode": "gpu-time",
+            "cached": False, "price_row": f"gpu_hour_usd[{provider}] = ${rate:g}; SLURM job {job_id}: "
+                                          f"{seconds:.0f} s x {gpus} GPU(s)",
+            "requests": 0, **{f"{c}_tokens": None for c in TOKEN_COLUMNS}, "gpu_hours": hours, "usd": hours * rate, "usd_when_answered": hours * rate,
+            "unknown": 0, "unknown_fields": ""}
+
+
 def table(rows: list[dict]):
     """cost.csv's table from request rows: one line per (stage, model, provider, mode, cached, price row). A token
     sum counts the requests that reported the class; ``unknown`` counts requests whose price needed a class the
@@ -80,6 +97,8 @@ def table(rows: list[dict]):
         for c in TOKEN_COLUMNS:
             known = g[f"{c}_tokens"].dropna()
             rec[f"{c}_tokens"] = int(known.sum()) if len(known) else None
+        hours = g["gpu_hours"].dropna() if "gpu_hours" in g else ()
+        rec["gpu_hours"] = float(sum(hours)) if len(hours) else None
         rec["usd"] = float(g["usd"].dropna().sum())
         rec["usd_when_answered"] = float(g["usd_when_answered"].dropna().sum())
         rec["unknown"] = int(g["unknown"].sum())
