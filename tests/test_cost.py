@@ -324,3 +324,20 @@ def test_own_gpus_are_priced_by_the_slurm_jobs_elapsed_time(tmp_path, monkeypatc
     assert "SLURM job 4242: 5400 s x 2 GPU(s)" in table.loc["gpu-time", "price_row"]
     assert table.loc["online", "usd"] == 0.0  # an open-weight model's tokens cost nothing per token
     assert "cost: $7.5000" in capsys.readouterr().out
+
+
+def test_documents_commands_close_with_their_cost(tmp_path, capsys):
+    from agent_script import MODEL, corpus  # the agent tests' fake case
+
+    from gavel.cli import main
+    from gavel.documents.corpus import write_folder
+
+    case = write_folder(corpus(), tmp_path / "cases" / "fake-1")
+    out = tmp_path / "out"
+    assert main(["documents", "chunked", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
+                 "--items", "judge_name", "--chunk-tokens", "500"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("cost: $") and str(out / MODEL / "fake-1" / "llm" / "cost.csv") in last
+    assert main(["documents", "agent", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
+                 "--config", "grouped/03_judge_info", "--max-steps", "2"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("cost: $")

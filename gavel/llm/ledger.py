@@ -145,3 +145,11 @@ def closing_line(cost_table, where: str | Path | None = None, estimate: float | 
     if where:
         line += f"; ledger {where}"
     return line
+
+
+def read(folders) -> "object":
+    """The cost.csv tables of ``folders`` (runner workdirs) in one; folders without one are left out."""
+    import pandas as pd
+
+    tables = [pd.read_csv(Path(f) / "cost.csv") for f in folders if (Path(f) / "cost.csv").exists()]
+    return pd.concat(tables, ignore_index=True) if tables else table([])
