@@ -162,8 +162,12 @@ def _stage(args: argparse.Namespace) -> int:
     if args.slurm_job:  # your own GPUs: the job's elapsed time, priced per GPU-hour
         from .llm.slurm import job_usage
 
-        row = ledger.gpu_row(stage, sorted({r.model for r in requests}), args.provider, args.slurm_job,
-                             *job_usage(args.slurm_job))
+        try:
+            seconds, gpus = job_usage(args.slurm_job)
+        except RuntimeError as err:  # no accounting on this cluster: the time is unknown, the run stands
+            print(f"warning: {err}; the job's GPU time is not in cost.csv", file=sys.stderr)
+            seconds, gpus = None, 0
+        row = ledger.gpu_row(stage, sorted({r.model for r in requests}), args.provider, args.slurm_job, seconds, gpus)
         table = ledger.table([row]) if not len(table) else pd.concat([table, ledger.table([row])], ignore_index=True)
         ledger.write(runner.workdir / "cost.csv", table)
     print(ledger.closing_line(table, runner.workdir / "cost.csv", estimate.read_estimate(runner.workdir)))

@@ -341,3 +341,28 @@ def test_documents_commands_close_with_their_cost(tmp_path, capsys):
     assert main(["documents", "agent", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
                  "--config", "grouped/03_judge_info", "--max-steps", "2"]) == 0
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("cost: $")
+
+
+def test_document_extraction_in_dollars_from_the_release(shared_rel):
+    """Real data: the release's token statistics priced per case (our computation, labelled and dated)."""
+    from gavel.paper import extraction_cost
+
+    t = extraction_cost.table(shared_rel)
+    key = ["method", "configuration", "tokens_of", "priced_as"]
+    rows = t.set_index(key)
+    qwen = rows.loc[("chunk_by_chunk", "all items per chunk", "Qwen3-32B", GPT41)]
+    # GPT-4.1 has no long-context tier: per case = mean input x $2 + mean output x $8, batch half of it
+    assert qwen["usd_per_case"] == pytest.approx((qwen["input_tokens_per_case"] * 2.0
+                                                  + qwen["output_tokens_per_case"] * 8.0) / 1e6)
+    assert qwen["usd_per_case_batch"] == pytest.approx(qwen["usd_per_case"] / 2)
+    # the paper's 2.80M tokens per case for 26 Qwen agents (release-facts rule 7)
+    agents = rows.loc[("agent", "individual", "Qwen3-30B-A3B-Thinking-2507", GPT41)]
+    assert (agents["input_tokens_per_case"] + agents["output_tokens_per_case"]) / 1e6 == pytest.approx(2.80, abs=0.005)
+    assert pd.isna(agents["usd_per_case_batch"])  # an agent's calls go online
+    # end-to-end requests average ~180K tokens, some batches over 200K: Gemini 2.5 Pro's tier raises the price
+    e2e = rows.loc[("end_to_end", "all items per request", GPT41, PRO)]
+    flat = (e2e["input_tokens_per_case"] * 1.25 + e2e["output_tokens_per_case"] * 10.0) / 1e6
+    assert e2e["usd_per_case"] > flat and ">200000" in e2e["price_row"]
+    assert set(t["prices_checked"]) == {"2026-11-25"} and t["note"].str.startswith("our computation").all()
+    committed = pd.read_csv(prices.PATH.parents[2] / "data" / "results" / "document_extraction_cost.csv")
+    assert len(committed) == len(t)

@@ -60,8 +60,9 @@ def measured_output(runner) -> tuple[float | None, int]:
 
 
 def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, cached_prefix_tokens: int = 0,
-            show: bool = True, allow_unserved: bool = False):
-    """See the module's docstring. ``expected_output_tokens``: one number for every model, or {model: tokens}."""
+            show: bool = True, allow_unserved: bool = False, keep: bool = True):
+    """See the module's docstring. ``expected_output_tokens``: one number for every model, or {model: tokens};
+    ``keep=False`` writes no estimate.json (a caller that keeps the estimate of several stages itself)."""
     import pandas as pd
 
     from gavel.core.tokens import count_tokens
@@ -109,11 +110,13 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
     summary.attrs["too_long"] = too_long
     summary.attrs["mode"] = mode
     total = float(summary["cost_usd_est"].sum())
-    runner.workdir.mkdir(parents=True, exist_ok=True)
-    (runner.workdir / "estimate.json").write_text(json.dumps(
-        {"stage": runner.stage, "mode": mode, "usd": total, "requests": int(len(to_send)),
-         "input_tokens": int(to_send["input_tokens"].sum()), "output_tokens_est": float(to_send["output_tokens_est"].sum()),
-         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
+    if keep:
+        runner.workdir.mkdir(parents=True, exist_ok=True)
+        (runner.workdir / "estimate.json").write_text(json.dumps(
+            {"stage": runner.stage, "mode": mode, "usd": total, "requests": int(len(to_send)),
+             "input_tokens": int(to_send["input_tokens"].sum()),
+             "output_tokens_est": float(to_send["output_tokens_est"].sum()),
+             "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
     if show:
         print(f"dry run of stage {runner.stage!r}, priced as {mode} (the mode the run will use): {len(to_send)} to "
               f"send, {int(df['cached'].sum())} already cached, {len(too_long)} too long for the context window "

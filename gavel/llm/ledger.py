@@ -73,12 +73,13 @@ def gpu_row(stage: str, models: list[str], provider: str, job_id: str, seconds: 
     rates = prices.table().gpu_hour_usd
     own = {m.provider for m in config.models() + config.local_models() if m.release_name in models}
     rate = rates.get(provider, next((rates[p] for p in sorted(own) if p in rates), 0.0))
-    hours = seconds / 3600 * gpus
+    hours = None if seconds is None else seconds / 3600 * gpus
+    usd = None if hours is None else hours * rate
+    took = "elapsed time unknown (sacct did not answer)" if seconds is None else f"{seconds:.0f} s x {gpus} GPU(s)"
     return {"stage": stage, "model": ";".join(sorted(models)), "provider": provider, "mode": "gpu-time",
-            "cached": False, "price_row": f"gpu_hour_usd[{provider}] = ${rate:g}; SLURM job {job_id}: "
-                                          f"{seconds:.0f} s x {gpus} GPU(s)",
-            "requests": 0, **{f"{c}_tokens": None for c in TOKEN_COLUMNS}, "gpu_hours": hours, "usd": hours * rate, "usd_when_answered": hours * rate,
-            "unknown": 0, "unknown_fields": ""}
+            "cached": False, "price_row": f"gpu_hour_usd[{provider}] = ${rate:g}; SLURM job {job_id}: {took}",
+            "requests": 0, **{f"{c}_tokens": None for c in TOKEN_COLUMNS}, "gpu_hours": hours, "usd": usd,
+            "usd_when_answered": usd, "unknown": int(usd is None), "unknown_fields": "" if usd is not None else "gpu_hours"}
 
 
 def table(rows: list[dict]):

@@ -132,8 +132,8 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     for stage, reqs in (("extract", ex), ("style", sty)):
         runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False)
         tokens, source = output_for(runners[stage], measured, stage)
-        t = runners[stage].dry_run(reqs, mode=s.mode, expected_output_tokens=tokens, show=False,
-                                   allow_unserved=s.allow_unserved)
+        t = estimate.dry_run(runners[stage], reqs, s.mode, tokens, show=False, allow_unserved=s.allow_unserved,
+                             keep=False)  # nothing is written in the stages' folders: out/estimate.json holds it
         if tokens is not None:
             t["output_from"] = source
         tables.append(t.assign(stage=stage))
@@ -165,6 +165,7 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
         columns=RANGE_COLUMNS)
     fixed = float(table["cost_usd_est"].sum())
     total = (fixed, fixed + float(ranges["usd_high"].sum()))
+    out.mkdir(parents=True, exist_ok=True)
     (out / "estimate.json").write_text(json.dumps({"usd_low": total[0], "usd_high": total[1], "mode": mode,
                                                    "written_at": ledger.stamp_time()}, indent=1))
     table.attrs.update(too_long=pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id",
