@@ -225,7 +225,7 @@ def test_a_bad_price_row_in_the_models_file_is_one_line_on_the_command_line(tmp_
                  str(tmp_path / "w"), "--mode", "online"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith(f"error: gavel/core/prices.yaml") or err[0].startswith(f"error: {models}")
+    assert err[0].startswith("error: gavel/core/prices.yaml") or err[0].startswith(f"error: {models}")
     assert "prices entry 1 (gpt-4.1-2025-04-14): field 'input' is negative" in err[0]
 
 

@@ -148,7 +148,7 @@ def closing_line(cost_table, where: str | Path | None = None, estimate: float | 
     return line
 
 
-def read(folders) -> "object":
+def read(folders) -> object:
     """The cost.csv tables of ``folders`` (runner workdirs) in one; folders without one are left out."""
     import pandas as pd
 

@@ -36,42 +36,50 @@ def empty() -> dict:
     return dict.fromkeys(USAGE_FIELDS)
 
 
-def openai(body: dict) -> dict | None:
-    """A chat completion's usage (None when it has no ``usage`` object)."""
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        return None
+def made(tier=None, **counts) -> dict:
+    """A usage record: the counts given, every other class unknown, the service tier when it is a word."""
     out = empty()
-    out.update(input=_count(usage, "prompt_tokens"), output=_count(usage, "completion_tokens"),
-               cache_read=_count(usage, "prompt_tokens_details", "cached_tokens"),
-               reasoning=_count(usage, "completion_tokens_details", "reasoning_tokens"))
-    tier = body.get("service_tier")
+    out.update(counts)
     out["service_tier"] = tier if isinstance(tier, str) else None
     return out
+
+
+def _object(container, *keys) -> dict | None:
+    """The first of ``keys`` in ``container`` holding an object, or None."""
+    if not isinstance(container, dict):
+        return None
+    return next((container[k] for k in keys if isinstance(container.get(k), dict)), None)
+
+
+def openai(body: dict) -> dict | None:
+    """A chat completion's usage (None when it has no ``usage`` object)."""
+    usage = _object(body, "usage")
+    if usage is None:
+        return None
+    return made(body.get("service_tier"), input=_count(usage, "prompt_tokens"),
+                 output=_count(usage, "completion_tokens"),
+                 cache_read=_count(usage, "prompt_tokens_details", "cached_tokens"),
+                 reasoning=_count(usage, "completion_tokens_details", "reasoning_tokens"))
 
 
 def anthropic(message: dict) -> dict | None:
     """A message's usage (None when it has no ``usage`` object)."""
-    usage = message.get("usage") if isinstance(message, dict) else None
-    if not isinstance(usage, dict):
+    usage = _object(message, "usage")
+    if usage is None:
         return None
-    out = empty()
     uncached, write, read = (_count(usage, k) for k in ("input_tokens", "cache_creation_input_tokens",
                                                          "cache_read_input_tokens"))
-    out.update(input=None if uncached is None else uncached + (write or 0) + (read or 0), cache_read=read,
-               cache_write=write, output=_count(usage, "output_tokens"),
-               cache_write_5m=_count(usage, "cache_creation", "ephemeral_5m_input_tokens"),
-               cache_write_1h=_count(usage, "cache_creation", "ephemeral_1h_input_tokens"))
-    tier = usage.get("service_tier")
-    out["service_tier"] = tier if isinstance(tier, str) else None
-    return out
+    return made(usage.get("service_tier"), input=None if uncached is None else uncached + (write or 0) + (read or 0),
+                 cache_read=read, cache_write=write, output=_count(usage, "output_tokens"),
+                 cache_write_5m=_count(usage, "cache_creation", "ephemeral_5m_input_tokens"),
+                 cache_write_1h=_count(usage, "cache_creation", "ephemeral_1h_input_tokens"))
 
 
 def gemini(resp: dict) -> dict | None:
     """A generateContent answer's usage, from ``usageMetadata`` (REST) or ``usage_metadata`` (the SDK's
     model_dump); None when it has neither."""
-    meta = (resp.get("usage_metadata") or resp.get("usageMetadata")) if isinstance(resp, dict) else None
-    if not isinstance(meta, dict):
+    meta = _object(resp, "usage_metadata", "usageMetadata")
+    if meta is None:
         return None
 
     def get(snake, camel, absent_is_zero=False):
@@ -80,18 +88,15 @@ def gemini(resp: dict) -> dict | None:
             return 0 if absent_is_zero else None
         return _count(meta, key)
 
-    out = empty()
     candidates = get("candidates_token_count", "candidatesTokenCount")
     thoughts = get("thoughts_token_count", "thoughtsTokenCount", absent_is_zero=True)
-    out.update(input=get("prompt_token_count", "promptTokenCount"),
-               cache_read=get("cached_content_token_count", "cachedContentTokenCount", absent_is_zero=True),
-               output=None if candidates is None or thoughts is None else candidates + thoughts, reasoning=thoughts)
-    out["service_tier"] = None
-    return out
+    return made(input=get("prompt_token_count", "promptTokenCount"),
+                 cache_read=get("cached_content_token_count", "cachedContentTokenCount", absent_is_zero=True),
+                 output=None if candidates is None or thoughts is None else candidates + thoughts, reasoning=thoughts)
 
 
 def stamped(usage: dict | None, mode: str, when: str) -> dict:
     """``usage`` (or an all-unknown one when the answer had none) with how and when it was answered."""
-    out = dict(usage) if usage else {**empty(), "service_tier": None}
+    out = dict(usage) if usage else made()
     out.update(mode=mode, answered_at=when)
     return out

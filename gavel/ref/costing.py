@@ -26,7 +26,7 @@ from gavel.llm import estimate, ledger
 from gavel.llm.providers.base import ProviderError
 from gavel.llm.runner import StageRunner
 from gavel.ref import prompts
-from gavel.ref.stages import compare, extract, residual, style
+from gavel.ref.stages import compare, extract, style
 
 #: sampled answers per stage when measuring the release's answer lengths (every k-th, in a fixed order)
 SAMPLE = 1500
