@@ -159,7 +159,7 @@ def _stage(args: argparse.Namespace) -> int:
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
     table = runner.cost_table(args.mode)
-    if args.slurm_job:  # your own GPUs: the job's elapsed time, priced per GPU-hour
+    if args.slurm_job and args.slurm_job != "local":  # your own GPUs: the job's elapsed time, priced per GPU-hour
         from .llm.slurm import job_usage
 
         try:
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
     p.add_argument("--slurm-job", default=None,
                    help="the SLURM job this stage runs in (vLLM on your GPUs): its elapsed time goes into cost.csv, "
-                        "priced by the price table's gpu_hour_usd")
+                        "priced by the price table's gpu_hour_usd ('local': not in a job, nothing added)")
     p.add_argument("--poll-interval", type=float, default=30.0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)

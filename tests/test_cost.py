@@ -366,3 +366,21 @@ def test_document_extraction_in_dollars_from_the_release(shared_rel):
     assert set(t["prices_checked"]) == {"2026-11-25"} and t["note"].str.startswith("our computation").all()
     committed = pd.read_csv(prices.PATH.parents[2] / "data" / "results" / "document_extraction_cost.csv")
     assert len(committed) == len(t)
+
+
+def test_vllm_batch_keeps_its_usage_and_costs_nothing_per_token(tmp_path):
+    """vLLM offline batches (the fake `vllm run-batch` answers OpenAI-format lines with usage 11 in / 7 out):
+    the usage is kept, the mode is batch, and your own GPUs cost $0 a token."""
+    import sys
+    from pathlib import Path
+
+    fake = Path(__file__).parent / "fakes" / "vllm_run_batch.py"
+    p = get_provider("vllm-batch", folder=tmp_path / "batches", command=f"{sys.executable} {fake}")
+    rq = [request("Qwen3-14B", f"u{i}") for i in range(3)]
+    report = StageRunner("judge", p, tmp_path / "run", poll_interval=0.05, progress=False).run(rq)
+    usage = report.responses[rq[0].custom_id].usage
+    assert (usage["input"], usage["output"], usage["mode"]) == (11, 7, "batch")
+    assert usage["cache_read"] is None  # vLLM gave no prompt_tokens_details: unknown, not 0
+    row = cost_csv(tmp_path).iloc[0]
+    assert (row["provider"], row["mode"], row["requests"], row["input_tokens"]) == ("vllm", "batch", 3, 33)
+    assert row["usd"] == 0.0 and row["price_row"] == "own GPUs (vllm)" and row["unknown"] == 0
