@@ -65,7 +65,8 @@ def _price(model: str, usage: pd.DataFrame, mode: str, table: prices.Table, case
     total, rows = 0.0, set()
     for r in usage.itertuples():
         n = max(float(r.requests), 1.0)
-        per = prices.cost(model, {"input": r.input_tokens / n, "output": r.output_tokens / n}, mode, prices=table)
+        per = prices.cost(model, {"input": r.input_tokens / n, "output": r.output_tokens / n}, mode,
+                          when=table.checked, prices=table)  # the rows in effect when the table was checked
         total += (per.usd or 0.0) * n
         rows.add(per.row)
     return total / cases, "; ".join(sorted(rows))
