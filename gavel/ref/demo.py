@@ -217,7 +217,7 @@ def show_ledger(ledgers: list, show: Callable[[str], None]):
 def failures(results: dict) -> list[str]:
     """The requests no answer came back for (the provider failed them): single steps and the GAVEL-REF run.
     Poor answers of a tiny model are not failures; they are parsed or recorded with their reason."""
-    bad = [cid for stage, res in results.items() if stage != "gavel_ref"
+    bad = [cid for stage, res in results.items() if stage not in ("gavel_ref", "cost")
            for cid, o in res["outcomes"].items() if o["status"] == "failed"]
     if "gavel_ref" in results:
         runs = results["gavel_ref"].get("repeats", {}).get("runs") or [results["gavel_ref"]]
