@@ -122,6 +122,9 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
               f"send, {int(df['cached'].sum())} already cached, {len(too_long)} too long for the context window "
               f"(will not be sent); total ${total:.4f}; nothing was sent")
         print(summary.to_string(index=False))
+        if (summary["output_from"] == "cap (no measurement)").any():
+            print("  output at the cap (no answers of this stage measured yet): an upper bound; once a few requests "
+                  "have run, the next dry run measures their answers")
         for cid, why in too_long.items():
             print(f"  too long {cid}: {why}")
     return summary

@@ -63,7 +63,8 @@ class MockProvider(Provider):
             return Response(custom_id=cid, status="errored", error="mock failure", provider=self.name,
                             batch_id=batch_id)
         text = self.answer(r)
-        usage = usage_of.made(input=len(str(r.messages)) // 4, output=len(text) // 4)
+        # the stand-in keeps no prompt cache: it knows it read and wrote none
+        usage = usage_of.made(input=len(str(r.messages)) // 4, output=len(text) // 4, cache_read=0, cache_write=0)
         return Response(custom_id=cid, status="succeeded", text=text, input_tokens=usage["input"],
                         output_tokens=usage["output"], usage=usage, provider=self.name, batch_id=batch_id)
 
