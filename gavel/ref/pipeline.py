@@ -34,6 +34,7 @@ import pandas as pd
 from gavel import answers
 from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
+from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
@@ -72,6 +73,7 @@ class Settings:
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
     orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.ref.orders)
+    allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
 
 
 def default_roles() -> dict:
@@ -97,12 +99,19 @@ class _Stages:
         self.log: list[dict] = []
         self.sent = {}
         self.cached = {}
+        self.runners: list[StageRunner] = []
+
+    def cost_table(self) -> pd.DataFrame:
+        """Every stage's ledger in one table (cost.csv of the output folder)."""
+        tables = [r.cost_table(self.s.mode) for r in self.runners]
+        return pd.concat(tables, ignore_index=True) if tables else ledger.table([])
 
     def run(self, stage: str, jobs: list[tuple[Request, object]], parse) -> list:
         """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
         answers. Returns the results in job order."""
         runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
                              **self.s.runner_options)
+        self.runners.append(runner)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
@@ -243,6 +252,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
         "residual_facts": pd.DataFrame([r for rows, _ in fact_results for r in rows],
                                        columns=["subject", "case_id", "index", "fact", "evidence_spans"]),
+        "cost": st.cost_table(),
         "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
     }
     for name, table in tables.items():
@@ -273,6 +283,7 @@ def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: s
     rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
     table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
     table.to_csv(out / "summaries.csv", index=False)
+    st.cost_table().to_csv(out / "cost.csv", index=False)
     return [(model, r["case_id"], r["summary"]) for r in rows if r["status"] == "ok"], table
 
 
@@ -424,43 +435,14 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
-    """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
-    (extract, style); compare and residual depend on the extracted values: their upper bound is printed.
-    Requests too long for their model's context window are listed (stage, subject, case, item, why) and
-    kept in ``table.attrs["too_long"]``."""
-    from gavel.llm.runner import StageRunner
+    """Requests, tokens and estimated cost before anything is sent, printed with one total
+    (gavel.ref.costing): extract and style request by request, compare and residual as a range. Requests too
+    long for their model's context window are listed and kept in ``table.attrs["too_long"]``."""
+    from gavel.ref import costing
 
-    s = settings
-    check_orders(s.orders)
-    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
-    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
-    tables = []
-    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
-    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.max_tokens, s.structured)]
-    too_long = []
-    for stage, reqs in (("extract", ex), ("style", sty)):
-        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
-            reqs, mode=s.mode, show=False)
-        tables.append(t.assign(stage=stage))
-        by_id = {r.custom_id: r for r in reqs}
-        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
-                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
-    table = pd.concat(tables, ignore_index=True)
-    table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
-    print(table.to_string(index=False))
-    k = 2 if s.orders == "both" else 1  # --orders both: every judged pair is asked twice
-    table.attrs["compare_max"], table.attrs["residual_match_max"] = k * len(kept) * len(s.items), k * len(kept)
-    print(f"compare: at most {table.attrs['compare_max']} requests; residual: at most {len(texts)} fact requests and "
-          f"{table.attrs['residual_match_max']} matchings (they depend on the extracted values"
-          + ("; --orders both: each judged pair in both orders, twice the requests of one order" if k == 2 else "")
-          + "). Nothing was sent.")
-    if too_long:
-        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
-              f"send them):")
-        for row in too_long:
-            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
-                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
+    check_orders(settings.orders)
+    table = costing.dry_run(summaries, references, provider, settings, out)
+    costing.show(table)
     return table
 
 
@@ -505,9 +487,11 @@ class NotebookRun:
         return table
 
     def evaluate(self, timeout: float | None = None) -> dict:
-        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables."""
+        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables. The ledger
+        counts as this run's spending every answer received since the first call (batches collected later)."""
         from gavel.ref import stability
 
+        self.settings.runner_options.setdefault("since", ledger.now())
         return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
                                           self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
 
