@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, unavailable, with_interval
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, cohen_kappa_draws, unavailable, with_draws
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import extraction_metaeval
 from gavel.metrics.metaeval.export import comparison_answers, extraction_rows, style_ratings
@@ -80,10 +80,9 @@ def match_cohen_kappa(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int, 
         return unavailable("empty")
     h_labels, l_labels = m["label_human"].to_numpy(), m["label_llm"].to_numpy()
     stat = cohen_kappa(list(h_labels), list(l_labels), labels=list(RELATIONS))
-    return with_interval(stat, list(range(len(m))),  # resampled by task (its row position)
-                         lambda pick: cohen_kappa(list(h_labels[pick]), list(l_labels[pick]),
-                                                  labels=list(RELATIONS)).value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(stat, len(m), cohen_kappa_draws(list(h_labels), list(l_labels), np.arange(len(m)),
+                                                      list(RELATIONS)),  # resampled by task (its row)
+                      n_resamples=n_resamples, seed=seed)
 
 
 def _row(kind: str, item: str, raters: str, statistic: str, stat: Stat) -> dict:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, unavailable, with_interval
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, mean_draws, unavailable, with_draws
 from gavel.ref import scoring
 from gavel.ref.grounding import locate
 
@@ -136,16 +136,15 @@ def extraction_metaeval(llm_rows: pd.DataFrame, human_rows: pd.DataFrame, texts:
         cover[c] = coverage_agreement(texts[c], sa, sb)
     no_llm = sorted(human_cases - set(cases))
 
-    def mean_of(d):
-        return lambda pick: float(np.mean([d[c] for c in pick if d[c] is not None and not math.isnan(d[c])]))
 
     s = Stat(float(np.mean([v for v in per_case.values() if not math.isnan(v)])), "ok", len(cases),
              detail=f"judge={judge}; human cases without extractor output (left out): {len(no_llm)}; "
                     f"unusable item answers left out: {len(skip)}", extra={"per_case": per_case})
     cv = Stat(100 * float(np.mean([v for v in cover.values() if v is not None])), "ok", len(cases),
               detail=f"evidence strings not found in the summary: {missing}", extra={"per_case": cover})
-    s = with_interval(s, cases, mean_of(per_case), n_resamples=n_resamples, seed=seed)
-    cv = with_interval(cv, cases, lambda pick: 100 * mean_of(cover)(pick), n_resamples=n_resamples, seed=seed)
+    s = with_draws(s, len(cases), mean_draws([per_case[c] for c in cases]), n_resamples=n_resamples, seed=seed)
+    cv = with_draws(cv, len(cases), lambda counts: 100 * mean_draws([cover[c] for c in cases])(counts),
+                    n_resamples=n_resamples, seed=seed)
     return {"S_checklist": s, "Coverage": cv}
 
 

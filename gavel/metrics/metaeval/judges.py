@@ -14,15 +14,19 @@ from gavel.core.stats import (
     BOOTSTRAP_RESAMPLES,
     Stat,
     cohen_kappa,
+    cohen_kappa_draws,
     fleiss_kappa,
+    fleiss_kappa_draws,
     krippendorff_alpha,
+    krippendorff_alpha_draws,
     majority,
     majority_pairs,
     median_rating,
     pair_f1,
     two_agree,
+    mean_draws,
     unavailable,
-    with_interval,
+    with_draws,
 )
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import exact_compare, item_lists, s_checklist_case
@@ -68,18 +72,17 @@ def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int
                    extra={"confusion": pd.DataFrame(confusion_matrix(y_true, y_pred, labels=list(RELATIONS)),
                                                      index=[f"{names[0]} {r}" for r in RELATIONS],
                                                      columns=[f"{names[1]} {r}" for r in RELATIONS])})
-        pairs = list(zip(y_true, y_pred))
-        acc = with_interval(acc, pairs, lambda pick: float(np.mean([x == y for x, y in pick])),
-                            n_resamples=n_resamples, seed=seed)
+        acc = with_draws(acc, len(y_true), mean_draws([float(x == y) for x, y in zip(y_true, y_pred)]),
+                         n_resamples=n_resamples, seed=seed)
     else:
         acc = unavailable("empty")
     multi = merged[merged["mode"] == "multi"]
     f1s = [pair_f1(p, g) for p, g in zip(multi["pairs_llm"], multi["pairs_human"])]
     f1s = [f for f in f1s if f is not None]
     if f1s:
-        f1 = with_interval(Stat(float(np.mean(f1s)), "ok", len(f1s),
-                                detail=f"pairs where neither side matched anything: {len(multi) - len(f1s)}"),
-                           f1s, lambda pick: float(np.mean(pick)), n_resamples=n_resamples, seed=seed)
+        f1 = with_draws(Stat(float(np.mean(f1s)), "ok", len(f1s),
+                             detail=f"pairs where neither side matched anything: {len(multi) - len(f1s)}"),
+                        len(f1s), mean_draws(f1s), n_resamples=n_resamples, seed=seed)
     else:
         f1 = unavailable("empty" if not len(multi) else "no_pairs", len(multi))
     return {"Single": acc, "Multi": f1}
@@ -95,15 +98,12 @@ def style_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = BO
         return {"Style kappa": unavailable("empty"), "Style kappa (quadratic)": unavailable("empty")}
     out = {}
     tasks = sorted(m["task"].unique())
+    unit = m["task"].map({t: i for i, t in enumerate(tasks)}).to_numpy()  # resampled by task
     for name, w in (("Style kappa", None), ("Style kappa (quadratic)", "quadratic")):
         stat = cohen_kappa(list(m["human"]), list(m["llm"]), weights=w, labels=[1, 2, 3, 4, 5])
-
-        def statistic(pick, w=w):
-            sub = pd.concat([m[m["task"] == t] for t in pick])
-            k = cohen_kappa(list(sub["human"]), list(sub["llm"]), weights=w, labels=[1, 2, 3, 4, 5])
-            return k.value
-
-        out[name] = with_interval(stat, tasks, statistic, n_resamples=n_resamples, seed=seed)
+        out[name] = with_draws(stat, len(tasks), cohen_kappa_draws(list(m["human"]), list(m["llm"]), unit,
+                                                                   [1, 2, 3, 4, 5], w),
+                               n_resamples=n_resamples, seed=seed)
     return out
 
 
@@ -132,8 +132,8 @@ def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n
     detail = "judge=exact-match" if compare is exact_compare else ""
     if undefined:
         detail += f"; annotator pairs where no item applies (left out): {undefined}"
-    return with_interval(Stat(float(np.mean(scores)), "ok", len(scores), detail=detail.strip("; ")),
-                         scores, lambda pick: float(np.mean(pick)), n_resamples=n_resamples, seed=seed)
+    return with_draws(Stat(float(np.mean(scores)), "ok", len(scores), detail=detail.strip("; ")),
+                      len(scores), mean_draws(scores), n_resamples=n_resamples, seed=seed)
 
 
 def single_label_table(comp: pd.DataFrame) -> pd.DataFrame:
@@ -148,10 +148,8 @@ def single_fleiss(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, s
     if not len(table):
         return unavailable("empty")
     stat = fleiss_kappa(table, categories=list(RELATIONS))
-    cells = table.to_numpy()  # resampled by row position: the same draws as by task, without pandas indexing
-    return with_interval(stat, list(range(len(cells))),
-                         lambda pick: fleiss_kappa(cells[pick], categories=list(RELATIONS)).value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(stat, len(table), fleiss_kappa_draws(table, list(RELATIONS)),  # resampled by task
+                      n_resamples=n_resamples, seed=seed)
 
 
 def single_alpha(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
@@ -161,9 +159,8 @@ def single_alpha(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, se
         return unavailable("empty")
     codes = table.apply(lambda col: col.map(lambda v: RELATIONS.index(v) if isinstance(v, str) else np.nan))
     stat = krippendorff_alpha(codes.T, "nominal")
-    cells = codes.to_numpy(dtype=float)
-    return with_interval(stat, list(range(len(cells))), lambda pick: krippendorff_alpha(cells[pick].T, "nominal").value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(stat, len(codes), krippendorff_alpha_draws(codes.T, "nominal"),  # resampled by task
+                      n_resamples=n_resamples, seed=seed)
 
 
 def pairwise_f1(comp: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
@@ -176,8 +173,8 @@ def pairwise_f1(comp: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed
                 f1s.append(f)
     if not f1s:
         return unavailable("one_rater")
-    return with_interval(Stat(float(np.mean(f1s)), "ok", len(f1s)), f1s, lambda pick: float(np.mean(pick)),
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(Stat(float(np.mean(f1s)), "ok", len(f1s)), len(f1s), mean_draws(f1s),
+                      n_resamples=n_resamples, seed=seed)
 
 
 def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
@@ -185,10 +182,8 @@ def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = BOO
     if st.empty:
         return unavailable("empty")
     table = st.pivot_table(index="annotator", columns="task", values="rating", aggfunc="first")
-    cells = table.to_numpy(dtype=float)
-    return with_interval(krippendorff_alpha(table, level), list(range(cells.shape[1])),
-                         lambda pick: krippendorff_alpha(cells[:, pick], level).value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(krippendorff_alpha(table, level), table.shape[1], krippendorff_alpha_draws(table, level),
+                      n_resamples=n_resamples, seed=seed)  # resampled by task
 
 
 def style_two_agree(st: pd.DataFrame) -> Stat:
