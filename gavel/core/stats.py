@@ -1,8 +1,7 @@
 """Statistics used across gavel, defined once: agreement between raters (percent agreement, Cohen's and
 Fleiss' kappa, Krippendorff's alpha), the majority/median aggregation of several raters, matching F1 of
 pairs, and the bootstrap. Every statistic is a :class:`Stat` whose status says why a value is missing
-(``empty``, ``one_rater``, ``no_variance``, ``unequal_raters``, ``no_pairs``): degenerate input never becomes
-a silent 0, 1 or NaN. The computations are scikit-learn's, statsmodels' and krippendorff's."""
+(:data:`STATUSES`): degenerate input never becomes a silent 0, 1 or NaN. The computations are scikit-learn's, statsmodels' and krippendorff's."""
 
 from __future__ import annotations
 
@@ -17,6 +16,20 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
+
+
+#: Why a statistic has no value: the one vocabulary of every table and page that shows one.
+STATUSES = {
+    "ok": "computed",
+    "empty": "no answers yet",
+    "one_rater": "no unit has two raters",
+    "one_unit": "a single unit: chance agreement cannot be estimated from one unit",
+    "too_few_raters": "no unit has as many raters as the statistic needs (three for the two-of-three share)",
+    "no_variance": "every rating is the same (chance agreement is 1)",
+    "unequal_raters": "units have different numbers of raters (Fleiss' κ needs the same number)",
+    "no_pairs": "no matches on either side",
+    "no_majority": "no label was given by two of three annotators",
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ def cohen_kappa(a: Sequence, b: Sequence, weights: str | None = None, labels: Se
     if n == 0:
         return unavailable("empty")
     agreement = percent_agreement(a, b)
+    if n < 2:
+        return Stat(None, "one_unit", n, agreement, detail=STATUSES["one_unit"])
     if len(set(a) | set(b)) < 2:
         return Stat(None, "no_variance", n, agreement, detail="both raters used one and the same category "
                     "throughout: chance agreement is 1 and kappa is undefined")
@@ -96,6 +111,8 @@ def fleiss_from_counts(table) -> Stat:
         return unavailable("one_rater", len(t))
     if len(set(m)) != 1:
         return unavailable("unequal_raters", len(t))
+    if len(t) < 2:
+        return Stat(None, "one_unit", 1, agree, detail=STATUSES["one_unit"])
     agree = float(np.mean((np.sum(t * t, axis=1) - m) / (m * (m - 1))))
     p = t.sum(axis=0) / t.sum()
     if np.isclose(np.sum(p * p), 1.0):
@@ -119,6 +136,8 @@ def krippendorff_alpha(reliability: pd.DataFrame | Sequence[Sequence], level: st
             total_pairs += 1
             agree_pairs += x == y
     agreement = agree_pairs / total_pairs
+    if pairable.sum() < 2:
+        return Stat(None, "one_unit", 1, agreement, detail=STATUSES["one_unit"])
     if len(np.unique(cols[~np.isnan(cols)])) < 2:
         return Stat(None, "no_variance", int(pairable.sum()), agreement,
                     detail="all pairable ratings are the same value: alpha is undefined")
@@ -133,7 +152,8 @@ def two_agree(ratings: pd.DataFrame | Sequence[Sequence]) -> Stat:
     if df.empty:
         return unavailable("empty")
     if df.shape[1] != 3:
-        return unavailable("unequal_raters", len(df), f"the two-agree share needs three ratings per unit, got {df.shape[1]}")
+        return unavailable("too_few_raters" if df.shape[1] < 3 else "unequal_raters", len(df),
+                           f"the two-agree share needs three ratings per unit, got {df.shape[1]}")
     any_two = float(np.mean([len(set(r)) < 3 for r in df.itertuples(index=False)]))
     return Stat(any_two, "ok", len(df), detail=f"all three differ: {1 - any_two:.3f}",
                 extra={"all_differ": 1 - any_two})
@@ -296,6 +316,7 @@ def krippendorff_alpha_draws(reliability, level: str = "ordinal") -> Callable[[n
     n_val = len(domain)
     vc = (data.T[..., None] == domain[None, None, :]).sum(axis=1).astype(float)  # unit x value
     pairs = np.maximum(vc.sum(axis=1), 2) - 1
+    pairable_unit = (vc.sum(axis=1) >= 2).astype(float)
     coinc = (vc[:, :, None] * vc[:, None, :] - vc[:, None, :] * np.eye(n_val)[None]) / pairs[:, None, None]
     idx = np.arange(n_val)
     lo, hi = np.minimum(idx[:, None], idx[None, :]), np.maximum(idx[:, None], idx[None, :])
@@ -321,8 +342,8 @@ def krippendorff_alpha_draws(reliability, level: str = "ordinal") -> Callable[[n
         d = distances(n_v)
         num, den = (o * d).sum(axis=(1, 2)), (e * d).sum(axis=(1, 2))
         alpha = 1 - np.divide(num, den, out=np.full(len(counts), math.nan), where=den != 0)
-        pairable_values = (n_v > 0).sum(axis=1)
-        return np.where(pairable_values >= 2, alpha, math.nan)
+        defined = ((n_v > 0).sum(axis=1) >= 2) & (counts @ pairable_unit >= 2)
+        return np.where(defined, alpha, math.nan)
     return draws
 
 

@@ -3,6 +3,7 @@ extractor's Table 1 columns."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -18,8 +19,16 @@ from gavel.ref.grounding import locate
 
 # --- checklists ---------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1 << 16)
+def _normalised(value: str) -> str:
+    return _NON_WORD.sub(" ", value.lower()).strip()
+
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
 def normalise(value: str) -> str:
-    return re.sub(r"[\W_]+", " ", str(value).lower()).strip()
+    return _normalised(str(value))
 
 
 def exact_compare(a: Sequence[str], b: Sequence[str]) -> dict:
@@ -35,8 +44,11 @@ def item_lists(rows: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
     out: dict = {}
     if rows is None or rows.empty:
         return out
-    for (case, item), g in rows.sort_values("index").groupby(["case_id", "item"]):
-        out[(str(case), gitems.item(item).key)] = [str(v) for v in g["value"]]
+    keys: dict = {}
+    for _index, case, item, value in sorted(zip(rows["index"], rows["case_id"], rows["item"], rows["value"]),
+                                            key=lambda r: r[0]):
+        key = keys.get(item) or keys.setdefault(item, gitems.item(item).key)
+        out.setdefault((str(case), key), []).append(str(value))
     return out
 
 

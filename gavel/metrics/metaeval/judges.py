@@ -116,11 +116,15 @@ def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n
     """Mean over (case, annotator pair) of the symmetrised S_checklist between two annotators' value rows
     (``extraction_rows``); interval over those pairs. Pairs where no item applies are left out and counted."""
     scores, undefined = [], 0
-    for case, g in ext.groupby("case_id"):
-        who = sorted(g["annotator"].unique())
-        for x, y in itertools.combinations(who, 2):
-            a, b = item_lists(g[g["annotator"] == x]), item_lists(g[g["annotator"] == y])
-            v = float(np.mean([s_checklist_case(a, b, case, compare), s_checklist_case(b, a, case, compare)]))
+    lists = {who: item_lists(g) for who, g in ext.groupby("annotator")} if len(ext) else {}
+    raters: dict = {}
+    for case, who in zip(ext["case_id"], ext["annotator"]):
+        raters.setdefault(case, set()).add(who)
+    for case in sorted(raters):  # groupby's order: the resamples draw by position
+        for x, y in itertools.combinations(sorted(raters[case]), 2):
+            a, b = lists[x], lists[y]
+            v = float(np.mean([s_checklist_case(a, b, str(case), compare),
+                               s_checklist_case(b, a, str(case), compare)]))
             if math.isnan(v):
                 undefined += 1
             else:
@@ -165,14 +169,16 @@ def single_alpha(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, se
 
 def pairwise_f1(comp: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
     """Mean matching F1 over annotator pairs of the multi-value comparison answers; interval over pairs."""
-    f1s = []
-    for _task, g in comp[comp["mode"] == "multi"].groupby("task"):
+    f1s, two = [], False
+    multi = comp[comp["mode"] == "multi"]
+    for _task, g in multi.groupby("task"):
+        two = two or len(g) >= 2
         for x, y in itertools.combinations(list(g["pairs"]), 2):
             f = pair_f1(x, y)
             if f is not None:
                 f1s.append(f)
-    if not f1s:
-        return unavailable("one_rater")
+    if not f1s:  # the same statuses as the single-value rows: no answers, one rater, nothing matched
+        return unavailable("empty" if multi.empty else "no_pairs" if two else "one_rater")
     return with_draws(Stat(float(np.mean(f1s)), "ok", len(f1s)), len(f1s), mean_draws(f1s),
                       n_resamples=n_resamples, seed=seed)
 
@@ -191,7 +197,8 @@ def style_two_agree(st: pd.DataFrame) -> Stat:
     wide = st.pivot_table(index=["task", "aspect"], columns="annotator", values="rating", aggfunc="first")
     rows = [sorted(r.dropna().tolist()) for _, r in wide.iterrows()] if len(wide) else []
     rows = [r for r in rows if len(r) == 3]
-    return two_agree(rows) if rows else unavailable("unequal_raters" if len(wide) else "empty")
+    return two_agree(rows) if rows else unavailable("too_few_raters" if len(wide) else "empty", len(wide),
+                                                    "no unit has three ratings")
 
 
 def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, compare: Callable = exact_compare,

@@ -1,0 +1,121 @@
+"""The agreement page's computation on the release's full annotation sample at the default resamples.
+
+Builds an SQLite annotation database from the release (``annotate load-release`` defaults: every human.json
+review, the 50 single-value and 100 multi-value pairs, the 25 style pairs), three annotators on every task,
+each answering every field (a seeded mix of agreeing and disagreeing answers), then times one load of the
+page's table (database read + ``agreement_table``) on this checkout and, with ``--before REV``, on the
+``gavel/`` of git revision REV (extracted to a temporary folder, same database), and prints the ratio.
+
+    GAVEL_RELEASE=... .venv/bin/python benchmarks/agreement_page.py [--before 8e0a037] [--loads 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEOPLE = ("ann1", "ann2", "ann3")
+
+
+def build(db: Path) -> None:
+    from gavel.annotation.db import Assignment, Store, Task
+    from gavel.annotation.tasks import COMPARISON_LABELS, PREFERENCES, release_tasks
+    from gavel.core.vocab import STYLE_RUBRIC
+    from gavel.release import load_release
+    from sqlalchemy import select
+
+    store = Store(f"sqlite:///{db}")
+    tasks = release_tasks(load_release(None))
+    store.add_tasks(tasks)
+    for p in PEOPLE:
+        store.add_user(p, f"{p}-password-x")
+    store.assign([(t["key"], p, "annotate") for t in tasks for p in PEOPLE])
+    rng = random.Random(0)
+    with store.sessions() as s:
+        rows = s.execute(select(Assignment.id, Assignment.user_id, Task.kind, Task.payload)
+                         .join(Task, Assignment.task_id == Task.id)).all()
+    import json
+
+    for aid, uid, kind, payload in rows:
+        data = json.loads(payload)
+        if kind == "style":
+            for aspect in STYLE_RUBRIC:
+                store.save(aid, uid, f"aspect:{aspect}", rng.choice([2, 3, 3, 4, 4, 5]))
+            store.save(aid, uid, "preference", rng.choice(PREFERENCES))
+        elif kind == "comparison" and data["mode"] == "single":
+            store.save(aid, uid, "label", rng.choice(["equal", "equal", "equal", *COMPARISON_LABELS]))
+        elif kind == "comparison":
+            pairs = [[i, i] for i in range(1, min(len(data["a"]), len(data["b"])) + 1) if rng.random() < 0.7]
+            store.save(aid, uid, "matches", pairs)
+        else:
+            for key, values in data["prefill"].items():
+                kept = [v for v in values if rng.random() < 0.85]
+                store.save(aid, uid, f"item:{key}", kept)
+
+
+def time_loads(db: Path, loads: int) -> float:
+    """Median seconds of one load of the page's table (database read and computation)."""
+    import pandas as pd
+
+    from gavel.annotation.db import Store
+    from gavel.metrics.metaeval import agreement_table
+
+    store = Store(f"sqlite:///{db}")
+    times = []
+    for _ in range(loads):
+        t0 = time.perf_counter()
+        table = agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()))
+        times.append(time.perf_counter() - t0)
+    table.to_csv(db.with_suffix(f".{os.getpid()}.csv"), index=False)
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", default=None, help="git revision to compare with (its gavel/ on the same database)")
+    ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--db", default=None, help=argparse.SUPPRESS)  # the timing child of --before
+    args = ap.parse_args()
+    if args.db:
+        print(f"{time_loads(Path(args.db), args.loads):.4f}")
+        return 0
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "agreement.db"
+        t0 = time.perf_counter()
+        build(db)
+        print(f"database built in {time.perf_counter() - t0:.1f} s")
+        after = time_loads(db, args.loads)
+        print(f"this checkout: {after:.3f} s per load (median of {args.loads})")
+        if args.before:
+            old = Path(tmp) / "before"
+            old.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "gavel"], check=True,
+                                     capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+            out = subprocess.run([sys.executable, __file__, "--db", str(db), "--loads", str(args.loads)],
+                                 env={**os.environ, "PYTHONPATH": str(old)}, check=True, capture_output=True,
+                                 text=True, cwd=old).stdout
+            before = float(out.split()[-1])
+            print(f"{args.before}: {before:.3f} s per load (median of {args.loads})")
+            print(f"ratio before/after: {before / after:.1f}x")
+            tables = sorted(Path(tmp).glob("agreement.*.csv"))
+            if len(tables) == 2:
+                import pandas as pd
+
+                a, b = (pd.read_csv(t) for t in tables)
+                cols = ["value", "agreement", "low", "high"]
+                same = a[cols].round(4).equals(b[cols].round(4)) and a["status"].equals(b["status"])
+                print(f"the two tables agree to 4 dp: {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
