@@ -479,3 +479,134 @@ def test_password_guessing_waits_but_the_owner_still_logs_in(store, tmp_path, mo
                                       "new": "a-new-password-1", "repeat": "a-new-password-1"})
     assert r.status_code == 429
     assert _post_login(client("10.0.7.7"), "bob", "bob-password").status_code == 302  # unchanged
+
+
+def test_every_save_carries_its_base_and_a_beacon_never_overwrites_a_newer_answer(store, tmp_path):
+    """Issue 27 (4): a save without the revision it edited (what the page-close beacon sent) is refused; a
+    beacon based on an older revision is kept in the history, not made current; one based on the page's own
+    save still under way applies whether it arrives after that save or before it."""
+    from gavel.annotation.db import Revision
+
+    app, keys = _hardening_app(store, tmp_path)
+    alice = _client_login(app, "alice", "alice-password")
+    aid = _aid(store, keys["single"], "alice")
+    tok = _csrf_of(alice, f"/a/{aid}")
+
+    def save(value, token, base=None, after=None):
+        data = {"csrf_token": tok, "field": "label", "value": f'"{value}"', "token": token}
+        data.update({k: v for k, v in (("base", base), ("after", after)) if v is not None})
+        return alice.post(f"/a/{aid}/save", data=data, headers={"X-Requested-With": "fetch"})
+
+    assert save("equal", "t1", base="0").json["revision"] == 1
+    assert save("different", "t2", base="1").json["revision"] == 2  # another tab's newer answer
+    r = save("a_contains_b", "beacon-1")  # no base: refused, nothing stored
+    assert r.status_code == 400 and "base" in r.json["error"]
+    r = save("a_contains_b", "beacon-2", base="0", after="t1")  # based on revision 1, which is no longer current
+    assert r.status_code == 409 and r.json["conflict"] is True
+    assert store.answers(aid)["label"] == "different"
+    # the page's own save (t3, based on 2) is under way when the page closes; its beacon says so
+    assert save("b_contains_a", "t3", base="2").json["revision"] == 4  # (3: the stale beacon, kept)
+    assert save("equal", "beacon-3", base="2", after="t3").json["saved"] is True  # arrives after t3
+    assert store.answers(aid)["label"] == "equal"
+    assert save("different", "beacon-4", base="5", after="t5").json["saved"] is True  # arrives before t5 ...
+    assert save("b_contains_a", "t5", base="5").status_code == 409  # ... which then is the stale one
+    assert store.answers(aid)["label"] == "different"
+    with store.sessions() as s:
+        assert s.query(Revision).filter_by(client_token="beacon-1").count() == 0
+        assert s.query(Revision).filter_by(client_token="beacon-2").one().stale
+
+
+def test_the_history_of_an_answer_is_bounded(store):
+    """Issue 27 (4): saving one field again and again keeps the newest MAX_REVISIONS revisions (the current
+    one always), so an annotator cannot grow the database without bound; numbering goes on."""
+    from gavel.annotation.db import MAX_REVISIONS, Revision
+
+    aid, uid = _one_task(store)
+    for i in range(MAX_REVISIONS + 15):
+        result = store.save(aid, uid, "label", ["equal", "different"][i % 2], base_revision=i)
+    assert result.revision == MAX_REVISIONS + 15 and not result.stale
+    with store.sessions() as s:
+        kept = sorted(r for (r,) in s.query(Revision.revision))
+    assert kept == list(range(16, MAX_REVISIONS + 16))
+    # a stale save far behind keeps the current revision even when it is the oldest one
+    for i in range(MAX_REVISIONS + 5):
+        assert store.save(aid, uid, "label", "equal", base_revision=0).stale
+    with store.sessions() as s:
+        kept = sorted(r for (r,) in s.query(Revision.revision))
+    assert len(kept) <= MAX_REVISIONS + 1 and MAX_REVISIONS + 15 in kept
+
+
+def test_exports_neutralise_formula_cells_and_keep_numbers(store, tmp_path):
+    """Issue 27 (4): user names such as ``+A1`` and values starting with = + - @ (or a tab or CR) reach a
+    spreadsheet as text; numbers, including negative ones, are written as they are. The exports stream."""
+    import csv as _csv
+    import io as _io
+
+    from gavel.annotation.app import export_csv_lines
+    from gavel.core.spreadsheet import safe_cell
+
+    assert [safe_cell(v) for v in ("=1+1", "+A1", "-cmd", "@SUM(A1)", "\tx", "\rx", "-3", "+0.5", "-1e-3", 7, -2.5,
+                                   None, "plain")] == [
+        "'=1+1", "'+A1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx", "-3", "+0.5", "-1e-3", 7, -2.5, None, "plain"]
+    store.add_user("+A1", "plus-password-1")
+    aid, _ = _one_task(store)
+    store.assign([(store.task_rows()[0]["task"], "+A1", "annotate")])
+    with store.sessions() as s:
+        from sqlalchemy import select
+
+        from gavel.annotation.db import Assignment, User
+        plus = s.scalar(select(Assignment.id).join(User, Assignment.user_id == User.id).where(User.username == "+A1"))
+    store.save(plus, store.user("+A1").id, "label", "equal")
+    lines = export_csv_lines(store.iter_export_rows())
+    assert not isinstance(lines, (list, str))  # a generator: the web and CLI exports stream it
+    rows = list(_csv.DictReader(_io.StringIO("".join(lines))))
+    assert [r["annotator"] for r in rows] == ["'+A1"]
+    assert rows[0]["revision"] == "1" and rows[0]["value"] == '"equal"'
+    app, _ = _hardening_app(store, tmp_path)
+    bob = _client_login(app, "bob", "bob-password")
+    r = bob.get("/admin/export.csv")
+    assert r.is_streamed and "'+A1" in r.text and ",+A1," not in r.text
+
+
+def test_assign_takes_the_names_the_admin_form_takes_and_bad_input_is_one_error_line(tmp_path, capsys):
+    """Issue 27 (4) / 28: ``annotate assign`` accepts every name the admin form accepts (``+A1``, ``-bob``
+    after ``--``, ``é.b@c``), and bad input (unknown names, names the form refuses, fewer annotators than
+    --k or --k-long, negative counts) is one ``error:`` line, never a traceback; the README's flags work."""
+    import pandas as pd
+
+    from gavel.cli import main as gavel_main
+
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    store = Store(db)
+    names = ["+A1", "-bob", "é.b@c", "lead"]
+    for n in names:
+        store.add_user(n, f"{n}-password-long")
+    ext = T.extraction_tasks(pd.DataFrame([{"case_id": "3", "text": "one two three", "model": "human"}]), None, "t")
+    single = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
+    store.add_tasks(ext + T.comparison_tasks([single], "t"))
+
+    def run(*argv):
+        capsys.readouterr()
+        code = gavel_main(["annotate", "--db", db, "assign", *argv])
+        return code, capsys.readouterr()
+
+    for argv, words in [(("ann1", "ann2"), "no user 'ann1'"),
+                        (("+A1", "--k", "2"), "--k 2"),
+                        (("+A1", "é.b@c", "--k-long", "3"), "3 annotators wanted"),
+                        (("+A1", "--n-long", "-1"), "--n-long must be at least 0"),
+                        (("+A1", "--k", "0"), "--k must be at least 1"),
+                        (("+A1", "two words"), "a user name is"),
+                        (("+A1", "--adjudicator", "nobody"), "no user 'nobody'")]:
+        code, out = run(*argv)
+        assert code == 2 and out.err.startswith("error: ") and out.err.count("\n") == 1, (argv, out)
+        assert words in out.err and "Traceback" not in out.err, (argv, out.err)
+    assert store.assign([]) == 0 and not store.export_rows()
+    code, out = run("--k", "1", "--k-long", "2", "--n-long", "1", "--adjudicator=lead", "--", "+A1", "é.b@c", "-bob")
+    assert code == 0 and "assignments added" in out.out, out
+    with store.sessions() as s:
+        from sqlalchemy import select
+
+        from gavel.annotation.db import Assignment, User
+        who = {u for (u,) in s.execute(select(User.username).join(Assignment, Assignment.user_id == User.id))}
+    assert who == {"+A1", "é.b@c", "-bob", "lead"}
+    store.engine.dispose()

@@ -96,7 +96,7 @@ def test_degenerate_inputs_have_explicit_statuses():
     assert S.fleiss_kappa([["a", "a", None], ["a", "b", "b"]]).status == "unequal_raters"
     assert S.krippendorff_alpha([[1, 2, 3]]).status == "one_rater"
     assert S.krippendorff_alpha([[2, 2, N], [2, 2, 4]]).status == "no_variance"
-    assert S.two_agree([[1, 2]]).status == "unequal_raters"
+    assert S.two_agree([[1, 2]]).status == "too_few_raters"
     assert S.majority(["equal", "different", "model_contains_reference"]) == (None, "no_majority")
     assert S.majority(["equal"]) == ("equal", "one_rater")
     assert S.pair_f1([], []) is None

@@ -72,11 +72,11 @@ def cohen_kappa(a: Sequence, b: Sequence, weights: str | None = None, labels: Se
     if n == 0:
         return unavailable("empty")
     agreement = percent_agreement(a, b)
-    if n < 2:
-        return Stat(None, "one_unit", n, agreement, detail=STATUSES["one_unit"])
     if len(set(a) | set(b)) < 2:
         return Stat(None, "no_variance", n, agreement, detail="both raters used one and the same category "
                     "throughout: chance agreement is 1 and kappa is undefined")
+    if n < 2:
+        return Stat(None, "one_unit", n, agreement, detail=STATUSES["one_unit"])
     value = cohen_kappa_score(a, b, weights=weights, labels=labels)
     return Stat(float(value), "ok", n, agreement)
 
@@ -111,12 +111,12 @@ def fleiss_from_counts(table) -> Stat:
         return unavailable("one_rater", len(t))
     if len(set(m)) != 1:
         return unavailable("unequal_raters", len(t))
-    if len(t) < 2:
-        return Stat(None, "one_unit", 1, agree, detail=STATUSES["one_unit"])
     agree = float(np.mean((np.sum(t * t, axis=1) - m) / (m * (m - 1))))
     p = t.sum(axis=0) / t.sum()
     if np.isclose(np.sum(p * p), 1.0):
         return Stat(None, "no_variance", len(t), agree, detail="every rating is in one category")
+    if len(t) < 2:  # one unit: kappa is -1/(m-1) or so whatever the ratings, never a measure of agreement
+        return Stat(None, "one_unit", 1, agree, detail=STATUSES["one_unit"])
     return Stat(float(_sm_fleiss(t, method="fleiss")), "ok", len(t), agree)
 
 
@@ -136,13 +136,23 @@ def krippendorff_alpha(reliability: pd.DataFrame | Sequence[Sequence], level: st
             total_pairs += 1
             agree_pairs += x == y
     agreement = agree_pairs / total_pairs
-    if pairable.sum() < 2:
-        return Stat(None, "one_unit", 1, agreement, detail=STATUSES["one_unit"])
     if len(np.unique(cols[~np.isnan(cols)])) < 2:
         return Stat(None, "no_variance", int(pairable.sum()), agreement,
                     detail="all pairable ratings are the same value: alpha is undefined")
+    if pairable.sum() < 2:  # one unit: alpha is 0 whatever the ratings
+        return Stat(None, "one_unit", 1, agreement, detail=STATUSES["one_unit"])
     value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
     return Stat(float(value), "ok", int(pairable.sum()), agreement, detail=f"level={level}")
+
+
+def mean_of(stats: Sequence[Stat], detail: str = "") -> Stat:
+    """The mean of the statistics that have a value (e.g. alpha over style aspects); without any, the status
+    most of them give (``empty`` when there are none)."""
+    values = [s.value for s in stats if s.ok]
+    if values:
+        return Stat(float(np.mean(values)), "ok", len(values), detail=detail)
+    statuses = Counter(s.status for s in stats if s.status != "empty")
+    return unavailable(statuses.most_common(1)[0][0] if statuses else "empty")
 
 
 def two_agree(ratings: pd.DataFrame | Sequence[Sequence]) -> Stat:

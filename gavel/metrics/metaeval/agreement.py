@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, cohen_kappa_draws, unavailable, with_draws
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, cohen_kappa_draws, mean_of, unavailable, with_draws
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import extraction_metaeval
 from gavel.metrics.metaeval.export import comparison_answers, extraction_rows, style_ratings
@@ -134,16 +134,14 @@ def _style_rows(export, tasks, n_resamples, seed, level) -> list[dict]:
         a = style_alpha(sub, level, **kw)
         if sub.empty and lsub.empty:
             continue  # an aspect nobody rated yet: the (all) rows say so
-        if a.ok:
-            alphas.append(a.value)
+        alphas.append(a)
         vs = style_metaeval(lsub, sub, **kw) if len(lsub) else None
         per_aspect += [_row("style", aspect, HH, f"Krippendorff α ({level})", a),
                        _row("style", aspect, HL, "Cohen's κ against the median",
                             vs["Style kappa"] if vs else unavailable("empty", detail=NOT_STORED)),
                        _row("style", aspect, HL, "Cohen's κ (quadratic) against the median",
                             vs["Style kappa (quadratic)"] if vs else unavailable("empty", detail=NOT_STORED))]
-    mean = (Stat(float(np.mean(alphas)), "ok", len(alphas), detail=f"level={level}") if alphas
-            else unavailable("no_variance" if len(st) else "empty"))
+    mean = mean_of(alphas, detail=f"level={level}")
     vs = style_metaeval(llm, st, **kw) if len(llm) else None
     rows += [_row("style", ALL, HH, f"Krippendorff α ({level}), mean of aspects", mean),
              _row("style", ALL, HH, "share where two of three agree", style_two_agree(st)),

@@ -20,6 +20,7 @@ from gavel.core.stats import (
     krippendorff_alpha,
     krippendorff_alpha_draws,
     majority,
+    mean_of,
     majority_pairs,
     median_rating,
     pair_f1,
@@ -213,13 +214,10 @@ def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, c
     out["single-value Fleiss kappa"] = single_fleiss(single_label_table(comp), **kw)
     out["multi-value pairwise F1"] = pairwise_f1(comp, **kw)
     st = style_ratings(export)
-    alphas = []
     for aspect in STYLE_ASPECTS:
-        out[f"style alpha {aspect}"] = a = style_alpha(st[st["aspect"] == aspect], level, **kw)
-        if a.ok:
-            alphas.append(a.value)
-    out["style alpha (mean of aspects)"] = (Stat(float(np.mean(alphas)), "ok", len(alphas), detail=f"level={level}")
-                                           if alphas else unavailable("no_variance" if len(st) else "empty"))
+        out[f"style alpha {aspect}"] = style_alpha(st[st["aspect"] == aspect], level, **kw)
+    out["style alpha (mean of aspects)"] = mean_of([out[f"style alpha {a}"] for a in STYLE_ASPECTS],
+                                                   detail=f"level={level}")
     out["style two-agree share"] = style_two_agree(st)
     return out
 
