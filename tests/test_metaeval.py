@@ -326,3 +326,24 @@ def test_one_pass_bootstrap_equals_the_per_draw_library_calls(seed):
     _same_interval(_per_draw(stat, n, lambda pick: float(np.mean([vals[i] for i in pick if vals[i] is not None]))
                              if any(vals[i] is not None for i in pick) else None),
                    _one_pass(stat, n, S.mean_draws(vals)))
+
+
+def test_coverage_agreement_is_the_word_overlap_rule_in_linear_time():
+    """The coverage agreement counts a word as covered when any span overlaps it (start < word end, end > word
+    start), as the direct check of every word against every span does; computed per character position, so
+    thousands of spans over a long summary cost linear time (an annotator's long review made it quadratic)."""
+    rng = np.random.default_rng(5)
+    words = [("w" * int(rng.integers(1, 8))) for _ in range(300)]
+    text = " ".join(words)
+    bounds = [(m.start(), m.end()) for m in __import__("re").finditer(r"\S+", text)]
+
+    def direct(spans_a, spans_b):
+        cov = lambda spans: [any(s < we and e > ws for s, e in spans) for ws, we in bounds]  # noqa: E731
+        return float(np.mean([x == y for x, y in zip(cov(spans_a), cov(spans_b))]))
+    for _ in range(30):
+        spans = [[(int(s), int(s + rng.integers(-3, 40))) for s in rng.integers(-5, len(text) + 5, rng.integers(0, 12))]
+                 for _ in range(2)]
+        assert M.coverage_agreement(text, *spans) == pytest.approx(direct(*spans))
+    long_text = "word " * 20_000
+    many = [(i, i + 3) for i in range(0, len(long_text), 7)]
+    assert 0 <= M.coverage_agreement(long_text, many, many[::2]) <= 1

@@ -115,13 +115,30 @@ def coverage_agreement(text: str, spans_a: Iterable[tuple[int, int]], spans_b: I
     words = _words(text)
     if not words:
         return None
+    starts = np.array([w[0] for w in words])
+    ends = np.array([w[1] for w in words])
 
-    def covered(spans):
-        spans = sorted(spans)
-        return [any(s < we and e > ws for s, e in spans) for ws, we in words]
+    def covered(spans) -> np.ndarray:
+        # linear in the text and the spans: a word is covered when a span starts before its end and ends
+        # after its start; marks per character position, summed up to each word's start and end
+        n = len(text) + 2
+        begin, finish = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        odd = np.zeros(len(words), dtype=bool)
+        for s, e in spans:
+            if e <= s:  # an empty or reversed span: the overlap rule word by word
+                odd |= (s < ends) & (e > starts)
+                continue
+            begin[min(max(int(s), 0), n - 1)] += 1
+            finish[min(max(int(e), 0), n - 1)] += 1
+        started = np.cumsum(begin)  # started[p]: spans with start <= p
+        ended = np.cumsum(finish)  # ended[p]: spans with end <= p
+        # spans with start < we and end > ws = (start <= we - 1) - (those with end <= ws), when start < end
+        before_end = started[np.clip(ends - 1, 0, n - 1)]
+        ended_by_start = ended[np.clip(starts, 0, n - 1)]
+        return ((before_end - ended_by_start) > 0) | odd
 
     ca, cb = covered(spans_a), covered(spans_b)
-    return float(np.mean([x == y for x, y in zip(ca, cb)]))
+    return float(np.mean(ca == cb))
 
 
 def extraction_metaeval(llm_rows: pd.DataFrame, human_rows: pd.DataFrame, texts: dict[str, str],
