@@ -25,11 +25,12 @@ PEOPLE = ("ann1", "ann2", "ann3")
 
 
 def build(db: Path) -> None:
+    from sqlalchemy import select
+
     from gavel.annotation.db import Assignment, Store, Task
     from gavel.annotation.tasks import COMPARISON_LABELS, PREFERENCES, release_tasks
     from gavel.core.vocab import STYLE_RUBRIC
     from gavel.release import load_release
-    from sqlalchemy import select
 
     store = Store(f"sqlite:///{db}")
     tasks = release_tasks(load_release(None))

@@ -510,10 +510,11 @@ def _bulk_answers(store, n_single: int = 150, n_style: int = 60) -> None:
     to take a while at many resamples."""
     import random
 
+    from sqlalchemy import select
+
     from gavel.annotation import tasks as T
     from gavel.annotation.db import Answer, Assignment, Revision, Task, User
     from gavel.core.vocab import STYLE_ASPECTS
-    from sqlalchemy import select
 
     pairs = [{"case_id": f"h{i}", "item": "filing_date", "a": [f"a{i}"], "b": [f"b{i}"], "origin": "heavy",
               "judge": {"relation": "equal"}} for i in range(n_single)]

@@ -401,7 +401,6 @@ def test_password_guessing_waits_but_the_owner_still_logs_in(store, tmp_path, mo
     from datetime import datetime
 
     from gavel.annotation import guard
-
     from gavel.annotation.app import create_app
     from gavel.annotation.db import LoginGuard
     from gavel.annotation.guard import wait_after
@@ -529,7 +528,7 @@ def test_the_history_of_an_answer_is_bounded(store):
         kept = sorted(r for (r,) in s.query(Revision.revision))
     assert kept == list(range(16, MAX_REVISIONS + 16))
     # a stale save far behind keeps the current revision even when it is the oldest one
-    for i in range(MAX_REVISIONS + 5):
+    for _ in range(MAX_REVISIONS + 5):
         assert store.save(aid, uid, "label", "equal", base_revision=0).stale
     with store.sessions() as s:
         kept = sorted(r for (r,) in s.query(Revision.revision))

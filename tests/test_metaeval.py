@@ -287,7 +287,7 @@ def test_one_pass_bootstrap_equals_the_per_draw_library_calls(seed):
         stat = S.cohen_kappa(a, b, weights=w, labels=cats)
         if not stat.ok:
             continue
-        per = _per_draw(stat, n, lambda pick: S.cohen_kappa([a[i] for i in pick], [b[i] for i in pick],
+        per = _per_draw(stat, n, lambda pick, w=w: S.cohen_kappa([a[i] for i in pick], [b[i] for i in pick],
                                                             weights=w, labels=cats).value)
         _same_interval(per, _one_pass(stat, n, S.cohen_kappa_draws(a, b, np.arange(n), cats, w)))
     # grouped: rows of a group come together into a resample (style kappa resampled by task)
@@ -318,7 +318,7 @@ def test_one_pass_bootstrap_equals_the_per_draw_library_calls(seed):
         stat = S.krippendorff_alpha(data, level)
         if not stat.ok:
             continue
-        _same_interval(_per_draw(stat, n, lambda pick: S.krippendorff_alpha(data[:, pick], level).value),
+        _same_interval(_per_draw(stat, n, lambda pick, level=level: S.krippendorff_alpha(data[:, pick], level).value),
                        _one_pass(stat, n, S.krippendorff_alpha_draws(data, level)))
     # means with undefined values left out of each resample
     vals = [None if rng.random() < 0.2 else float(v) for v in rng.random(n)]

@@ -3,7 +3,7 @@
 Every page needs a login (argon2-hashed passwords). The signed session cookie (HttpOnly, SameSite=Lax, its
 key from the environment or a private file, never the database) holds only a random session id; the session
 itself lives in the database, so logging out or changing the password ends it even for a copied cookie.
-Failed logins are limited per account and per address (Flask-Limiter); ``next`` after a login is followed
+Failed password tries make further tries wait (gavel.annotation.guard, counted in the database); ``next`` after a login is followed
 only to a path of this site. Every POST needs the CSRF token (Flask-WTF). An annotator reaches only their own
 assignments; the admin page lists people and progress and exports every revision. A save is validated field
 by field (a clear 400 otherwise, the same on SQLite and PostgreSQL), answers only after the database commit,

@@ -17,7 +17,6 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
 
-
 #: Why a statistic has no value: the one vocabulary of every table and page that shows one.
 STATUSES = {
     "ok": "computed",

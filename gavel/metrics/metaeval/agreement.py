@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, cohen_kappa_draws, mean_of, unavailable, with_draws
+from gavel.core.stats import (
+    BOOTSTRAP_RESAMPLES,
+    Stat,
+    cohen_kappa,
+    cohen_kappa_draws,
+    mean_of,
+    unavailable,
+    with_draws,
+)
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import extraction_metaeval
 from gavel.metrics.metaeval.export import comparison_answers, extraction_rows, style_ratings
