@@ -45,7 +45,6 @@ ENVIRONMENT = {
     "GAVEL_ANNOTATION_SECRET_KEY_FILE": "the file (mode 0600) holding that key",
     "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed password tries per account and address before each further try waits (default 5)",
     "GAVEL_LOGIN_LIMIT_ADDRESS": "failed password tries per address, from unknown browsers, before tries wait (default 50)",
-    "GAVEL_RATELIMIT_STORAGE": "no longer read: failed password tries are counted in the annotation database",
     "GAVEL_ANNOTATOR_PASSWORD": "the password for `annotate adduser` / `passwd` (--password-env names another)",
 }
 HOME_ENV = "GAVEL_HOME"
