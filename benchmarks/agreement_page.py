@@ -2,7 +2,8 @@
 
 Builds an SQLite annotation database from the release (``annotate load-release`` defaults: every human.json
 review, the 50 single-value and 100 multi-value pairs, the 25 style pairs), three annotators on every task,
-each answering every field (a seeded mix of agreeing and disagreeing answers), then times one load of the
+each answering every field of the value pairs and style pairs (a seeded mix of agreeing and disagreeing
+answers; with ``--with-reviews`` also every item of the 40 extraction reviews), then times one load of the
 page's table (database read + ``agreement_table``) on this checkout and, with ``--before REV``, on the
 ``gavel/`` of git revision REV (extracted to a temporary folder, same database), and prints the ratio.
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PEOPLE = ("ann1", "ann2", "ann3")
 
 
-def build(db: Path) -> None:
+def build(db: Path, reviews: bool = False) -> None:
     from sqlalchemy import select
 
     from gavel.annotation.db import Assignment, Store, Task
@@ -55,7 +56,7 @@ def build(db: Path) -> None:
         elif kind == "comparison":
             pairs = [[i, i] for i in range(1, min(len(data["a"]), len(data["b"])) + 1) if rng.random() < 0.7]
             store.save(aid, uid, "matches", pairs)
-        else:
+        elif reviews:
             for key, values in data["prefill"].items():
                 kept = [v for v in values if rng.random() < 0.85]
                 store.save(aid, uid, f"item:{key}", kept)
@@ -82,6 +83,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", default=None, help="git revision to compare with (its gavel/ on the same database)")
     ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--with-reviews", action="store_true", help="the annotators also answer every extraction review")
     ap.add_argument("--db", default=None, help=argparse.SUPPRESS)  # the timing child of --before
     args = ap.parse_args()
     if args.db:
@@ -91,7 +93,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "agreement.db"
         t0 = time.perf_counter()
-        build(db)
+        build(db, args.with_reviews)
         print(f"database built in {time.perf_counter() - t0:.1f} s")
         after = time_loads(db, args.loads)
         print(f"this checkout: {after:.3f} s per load (median of {args.loads})")

@@ -61,6 +61,8 @@ def s_checklist_case(a: dict, b: dict, case_id: str, compare: Callable = exact_c
         if (case_id, it.key) in skip:
             continue
         va, vb = a.get((case_id, it.key), []), b.get((case_id, it.key), [])
+        if not va and not vb:
+            continue  # not applicable (scoring.item_score: None)
         if va and vb and [normalise(x) for x in va] == [normalise(x) for x in vb]:
             scores.append(1.0)
             continue
