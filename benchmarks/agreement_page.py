@@ -62,7 +62,7 @@ def build(db: Path, reviews: bool = False) -> None:
                 store.save(aid, uid, f"item:{key}", kept)
 
 
-def time_loads(db: Path, loads: int) -> float:
+def time_loads(db: Path, loads: int, label: str) -> float:
     """Median seconds of one load of the page's table (database read and computation)."""
     import pandas as pd
 
@@ -75,7 +75,7 @@ def time_loads(db: Path, loads: int) -> float:
         t0 = time.perf_counter()
         table = agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()))
         times.append(time.perf_counter() - t0)
-    table.to_csv(db.with_suffix(f".{os.getpid()}.csv"), index=False)
+    table.to_csv(db.with_suffix(f".{label}.csv"), index=False)
     return sorted(times)[len(times) // 2]
 
 
@@ -87,7 +87,7 @@ def main() -> int:
     ap.add_argument("--db", default=None, help=argparse.SUPPRESS)  # the timing child of --before
     args = ap.parse_args()
     if args.db:
-        print(f"{time_loads(Path(args.db), args.loads):.4f}")
+        print(f"{time_loads(Path(args.db), args.loads, 'before'):.4f}")
         return 0
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,7 +95,7 @@ def main() -> int:
         t0 = time.perf_counter()
         build(db, args.with_reviews)
         print(f"database built in {time.perf_counter() - t0:.1f} s")
-        after = time_loads(db, args.loads)
+        after = time_loads(db, args.loads, "after")
         print(f"this checkout: {after:.3f} s per load (median of {args.loads})")
         if args.before:
             old = Path(tmp) / "before"
@@ -109,14 +109,20 @@ def main() -> int:
             before = float(out.split()[-1])
             print(f"{args.before}: {before:.3f} s per load (median of {args.loads})")
             print(f"ratio before/after: {before / after:.1f}x")
-            tables = sorted(Path(tmp).glob("agreement.*.csv"))
-            if len(tables) == 2:
+            tables = [db.with_suffix(".after.csv"), db.with_suffix(".before.csv")]
+            if all(t.exists() for t in tables):
                 import pandas as pd
 
                 a, b = (pd.read_csv(t) for t in tables)
-                cols = ["value", "agreement", "low", "high"]
-                same = a[cols].round(4).equals(b[cols].round(4)) and a["status"].equals(b["status"])
-                print(f"the two tables agree to 4 dp: {same}")
+                keys = ["kind", "item", "raters", "statistic"]
+                m = a.merge(b, on=keys, suffixes=("_a", "_b"))
+                both = m[(m["status_a"] == "ok") & (m["status_b"] == "ok")]
+                same = all(both[f"{c}_a"].round(4).fillna(-9).equals(both[f"{c}_b"].round(4).fillna(-9))
+                           for c in ("value", "agreement", "low", "high"))
+                changed = m[m["status_a"] != m["status_b"]]
+                print(f"rows with a value in both: {len(both)}, equal to 4 dp (value, agreement, interval): {same}")
+                print(f"rows whose status changed (now, before): {len(changed)} "
+                      f"{sorted(set(zip(changed['status_a'], changed['status_b'])))}")
     return 0
 
 
