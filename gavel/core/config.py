@@ -179,7 +179,9 @@ def _merged_registry(path: str, _stamp: int) -> dict:
     import copy
 
     base = copy.deepcopy(_package_registry())
-    for entry in _read_user_models(Path(path)):
+    entries, prices, gpu = _read_user_models(Path(path))
+    base["user_prices"], base["user_gpu_hour_usd"] = prices, gpu  # one's own prices (gavel.core.prices)
+    for entry in entries:
         name = entry["release_name"]
         for group in ("models", "local_models"):
             found = next((m for m in base.get(group, []) if m["release_name"] == name), None)
@@ -194,7 +196,7 @@ def _merged_registry(path: str, _stamp: int) -> dict:
     return base
 
 
-def _read_user_models(path: Path) -> list[dict]:
+def _read_user_models(path: Path) -> tuple[list[dict], list, dict]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
@@ -203,10 +205,13 @@ def _read_user_models(path: Path) -> list[dict]:
         raise ModelsFileError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
     except OSError as err:
         raise ModelsFileError(f"{path}: cannot read the models file named by {MODELS_ENV} ({err})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or set(data) - {"models"}:
-        raise ModelsFileError(f"{path}: a models file is a mapping with one key, `models:`, holding a list of "
+    if not isinstance(data, dict) or not isinstance(data.get("models", []), list) or set(data) - {"models", "prices", "gpu_hour_usd"} \
+            or not isinstance(data.get("prices", []), list) or not isinstance(data.get("gpu_hour_usd", {}), dict):
+        raise ModelsFileError(f"{path}: a models file is a mapping with the key `models:`, holding a list of "
                               f"entries like gavel/core/models.yaml's (release_name, provider, llm: {{model_id, "
-                              f"context_window, max_output_tokens, ...}})")
+                              f"context_window, max_output_tokens, ...}}), and optionally `prices:`, a list of "
+                              f"price rows like gavel/core/prices.yaml's, and `gpu_hour_usd:`")
+    data.setdefault("models", [])
     for n, entry in enumerate(data["models"], 1):
         where = f"{path}, models entry {n}"
         if not isinstance(entry, dict) or not isinstance(entry.get("release_name"), str):
@@ -233,7 +238,7 @@ def _read_user_models(path: Path) -> list[dict]:
                 raise ModelsFileError(f"{where}: field 'llm.{key}' must be a mapping, got {llm[key]!r}")
         if "model_id" in llm and not (isinstance(llm["model_id"], str) and llm["model_id"]):
             raise ModelsFileError(f"{where}: field 'llm.model_id' must be the provider's model id (a string)")
-    return data["models"]
+    return data["models"], data.get("prices") or [], data.get("gpu_hour_usd") or {}
 
 
 def _check_new_model(path: str, entry: dict) -> None:
