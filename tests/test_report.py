@@ -92,6 +92,8 @@ def test_optional_tables_show_where_present_and_hide_where_missing(runs, tmp_pat
     import shutil
 
     run = shutil.copytree(runs["b"], tmp_path / "run")
+    assert set(report.run_data(run)["optional"]) == {"cost"}  # every run writes its cost ledger (docs/cost.md)
+    (run / "cost.csv").unlink()
     assert report.run_data(run)["optional"] == {}
     # judgments.csv (docs/orders.md): model-x's decree dates answered alike in both orders after mapping, model-y's
     # filing date not

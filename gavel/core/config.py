@@ -43,9 +43,8 @@ ENVIRONMENT = {
     "GAVEL_ANNOTATION_DB": "the annotation app's database (a file path or a SQLAlchemy URL)",
     "GAVEL_ANNOTATION_SECRET_KEY": "the annotation app's session signing key",
     "GAVEL_ANNOTATION_SECRET_KEY_FILE": "the file (mode 0600) holding that key",
-    "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed logins allowed per account (a Flask-Limiter rate, e.g. '5 per minute')",
-    "GAVEL_LOGIN_LIMIT_ADDRESS": "failed logins allowed per address (a Flask-Limiter rate)",
-    "GAVEL_RATELIMIT_STORAGE": "where the login limits are counted (a Flask-Limiter storage URI)",
+    "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed password tries per account and address before each further try waits (default 5)",
+    "GAVEL_LOGIN_LIMIT_ADDRESS": "failed password tries per address, from unknown browsers, before tries wait (default 50)",
     "GAVEL_ANNOTATOR_PASSWORD": "the password for `annotate adduser` / `passwd` (--password-env names another)",
 }
 HOME_ENV = "GAVEL_HOME"
