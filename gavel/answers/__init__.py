@@ -17,10 +17,10 @@ or, failing that, by a small tolerant reader (trailing commas, Python literals, 
 
 from __future__ import annotations
 
-import jsonschema
-
-from gavel.answers.stages import _agent, _compare_multi, _compare_single, _extract, _residual, _style
+from gavel.answers.agent import _agent
+from gavel.answers.stages import _compare_multi, _compare_single, _extract, _residual, _style
 from gavel.answers.text import (  # noqa: F401 (the public surface)
+    COMPLETE,
     MAX_REASKS,
     REASONS,
     STAGES,
@@ -29,6 +29,7 @@ from gavel.answers.text import (  # noqa: F401 (the public surface)
     _prepare,
     _read_each,
     harmony_messages,
+    is_cut,
     json_candidates,
     scan_objects,
     visible_text,
@@ -38,11 +39,19 @@ from gavel.answers.text import (  # noqa: F401 (the public surface)
 # ====================================================================== the reader
 def read(stage: str, text: str | None, finish_reason: str | None = "stop", **context) -> dict:
     """The reading of one answer for ``stage`` (see module doc and ``docs/ANSWERS.md``), or ``Unusable``."""
-    truncated = finish_reason == "length"
-    if stage == "agent_action":
-        return _agent(text, truncated)
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    try:
+        return _read(stage, text, is_cut(finish_reason), context)
+    except Unusable as err:
+        if err.reason == "truncated" and str(finish_reason).lower() != "length":
+            raise Unusable("truncated", f"finish_reason {finish_reason!r} (read as a cut): {err.detail}") from None
+        raise
+
+
+def _read(stage: str, text: str | None, truncated: bool, context: dict) -> dict:
+    if stage == "agent_action":
+        return _agent(text, truncated)
     body, _ = _prepare(text, truncated)
     if not body.strip():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
@@ -63,7 +72,7 @@ def read(stage: str, text: str | None, finish_reason: str | None = "stop", **con
 def read_object(text: str | None, finish_reason: str | None = "stop", *, keys, schema: dict | None = None) -> dict:
     """The one answer object carrying one of ``keys`` (same scanning and rules as :func:`read`), checked
     against a JSON Schema; for stages outside the paper's six (pointwise metric, CaseGen judge)."""
-    truncated = finish_reason == "length"
+    truncated = is_cut(finish_reason)
     body, _ = _prepare(text, truncated)
     if not body.strip():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
@@ -71,6 +80,8 @@ def read_object(text: str | None, finish_reason: str | None = "stop", *, keys, s
 
     def check(obj):
         if schema is not None:
+            import jsonschema  # here, not at import: every gavel process would pay for it
+
             errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
             if errors:
                 where = "/".join(str(p) for p in errors[0].path) or "(top)"
