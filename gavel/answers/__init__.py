@@ -18,6 +18,7 @@ or, failing that, by a small tolerant reader (trailing commas, Python literals, 
 from __future__ import annotations
 
 from gavel.answers.agent import _agent
+from gavel.answers.stages import placeholder_why  # noqa: F401 (the public surface)
 from gavel.answers.stages import _compare_multi, _compare_single, _extract, _residual, _style
 from gavel.answers.text import (  # noqa: F401 (the public surface)
     COMPLETE,
