@@ -4,7 +4,8 @@ Read are gpt-oss Harmony ``commentary`` calls, Qwen/Hermes ``<tool_call>`` block
 (a JSON array of calls, or ``name[ARGS]{...}``), Llama 3.x ``<|python_tag|>`` and ``{"name", "parameters"}``
 objects, OpenAI ``tool_calls`` arrays (``function.arguments`` a JSON string), and bare or fenced
 ``{tool, args}`` / ``{name, arguments}`` / ``{decision, reason}`` objects. A call is read when its arguments
-object is complete; the closing tag or end token may be missing, in every dialect.
+object is complete; the closing tag or end token may be missing, in every dialect. Arguments are the tools'
+to check: a lone surrogate in them is left for the checklist tool to refuse (and the ledger writes it escaped).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _args_of(value, tool: str):
             raise Unusable("schema", f"arguments of {tool} are not a JSON object") from None
     if not isinstance(value, dict):
         raise Unusable("schema", f"arguments of {tool} are a {type(value).__name__}, not an object")
-    sound(value)
+    sound(value, text=False)
     return value
 
 
@@ -111,7 +112,7 @@ def _one_object(content: str, what: str, truncated: bool):
         raise Unusable("truncated" if truncated else "no_json", f"the object of {what} never closes")
     if len(objs) != 1:
         raise Unusable("schema" if objs else "no_json", f"{what} holds {len(objs)} objects")
-    sound(objs[0][2])
+    sound(objs[0][2], text=False)
     return objs[0][2]
 
 
@@ -128,7 +129,7 @@ def _mistral(text: str, truncated: bool) -> tuple[str, list[dict]]:
         body = part[m.end():]
         objs, unclosed = scan_objects(body)
         if objs and not body[:objs[0][0]].strip():
-            sound(objs[0][2])
+            sound(objs[0][2], text=False)
             actions.append(_action(m.group(1), objs[0][2]))
             rest.append(body[objs[0][1]:])
         elif unclosed is not None and not body[:unclosed].strip():
@@ -158,7 +159,7 @@ def _agent(raw: str | None, truncated: bool) -> dict:
             raise Unusable("no_json", f"<tool_call> block {n + 1} is empty")
         actions += _actions_of(obj)
     rest = _TOOL_CALL.sub(" ", text) if blocks else text
-    found, _ = _candidates(rest, _ACTION_KEYS, truncated, required=False)
+    found, _ = _candidates(rest, _ACTION_KEYS, truncated, required=False, text_only=False)
     for obj in found:
         actions += _actions_of(obj)
     if not actions:

@@ -130,10 +130,10 @@ def _with_signature(value, keys) -> dict | None:
     return inner[0] if len(inner) == 1 else None
 
 
-def sound(value) -> None:
+def sound(value, text: bool = True) -> None:
     """Raises ``Unusable`` for an answer object no stage may read: one with a key given twice with different
-    values (``ambiguous``), or a lone surrogate in a key or string (``schema``: not text). Walked without
-    recursion; objects are at most ``MAX_DEPTH`` deep."""
+    values (``ambiguous``), or (``text``) a lone surrogate in a key or string (``schema``: not text). Walked
+    without recursion; objects are at most ``MAX_DEPTH`` deep."""
     stack = [value]
     while stack:
         v = stack.pop()
@@ -141,12 +141,12 @@ def sound(value) -> None:
             raise Unusable("ambiguous", f"key {v.conflicts[0]!r} given twice with different values in one object")
         if isinstance(v, dict):
             for k, x in v.items():
-                if isinstance(k, str) and has_lone_surrogate(k):
+                if text and isinstance(k, str) and has_lone_surrogate(k):
                     raise Unusable("schema", f"a lone surrogate in the key {k.encode('utf-8', 'replace')[:40]!r}")
                 stack.append(x)
         elif isinstance(v, list):
             stack.extend(v)
-        elif isinstance(v, str) and has_lone_surrogate(v):
+        elif text and isinstance(v, str) and has_lone_surrogate(v):
             raise Unusable("schema", f"a lone surrogate (not text) in {v.encode('utf-8', 'replace')[:40]!r}")
 
 
@@ -161,9 +161,11 @@ def quoted_key(keys) -> re.Pattern:
     return _KEY_PATTERNS[keys]
 
 
-def _candidates(text: str, keys, truncated: bool, required: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
+def _candidates(text: str, keys, truncated: bool, required: bool = True,
+                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
     """Objects carrying a signature key (unwrapped one level) and the spans of all complete objects. A closed
-    ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read."""
+    ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
+    ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`)."""
     objs, broken, unclosed = scan(text)
     if unclosed is not None:
         tail = text[unclosed:].lower()
@@ -175,7 +177,7 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True) -> tupl
     for _, _, v in objs:
         c = _with_signature(v, keys)
         if c is not None:
-            sound(v)
+            sound(v, text_only)
             found.append(c)
     key = quoted_key(keys)
     bad = next((s for s, e in broken if key.search(text, s, e)), None)
