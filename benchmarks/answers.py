@@ -13,8 +13,9 @@ extractor answer of ``summary_checklists/`` (``{"reasoning", "extracted"}``) as 
 The hostile shapes are what a runaway or adversarial model writes, each read at 1 MB and 10 MB of text
 (``finish_reason`` "stop" and, for the cut shapes, "length"): a runaway extraction list (distinct and repeated
 entries), a runaway matching list, prose full of brace fragments, a ``Scores`` line padded with spaces,
-thousands of tool calls, deep nesting. Each size runs in a subprocess with a time limit; the growth ratio
-(time at 10 MB / time at 1 MB) must be at most 12.
+thousands of tool calls, deep nesting. Each size runs in a subprocess with a time limit and is timed in CPU
+seconds (a busy machine does not skew the ratio); the growth ratio (time at 10 MB / time at 1 MB) must be at
+most 12.
 """
 
 from __future__ import annotations
@@ -145,18 +146,19 @@ HOSTILE = {
 def _time_one(name: str, size: int) -> float:
     stage, finish, context, make = HOSTILE[name]
     text = make(size)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: on a shared machine, other processes' load does not count
     try:
         read(stage, text, finish, **context)
     except Unusable:
         pass
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def hostile(names: list[str], sizes: list[int], timeout: float, repeat: int = 1) -> bool:
     """Reads each shape at each size (MB) in a subprocess (the fastest of ``repeat`` runs: a shared machine's
     load only ever adds time); prints seconds, s/MB and the growth ratio."""
     ok = True
+    print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts)")
     print(f"{'shape':<26} " + " ".join(f"{str(s) + ' MB':>10}" for s in sizes) + f" {'s/MB (max)':>11} {'growth':>8}")
     for name in names:
         times = []
