@@ -30,8 +30,10 @@ class Conflicted(dict):
 
 
 def _pairs(pairs) -> dict:
-    out: dict = {}
-    conflicts = []
+    out = dict(pairs)
+    if len(out) == len(pairs):  # the usual case, at C speed
+        return out
+    out, conflicts = {}, []
     for k, v in pairs:
         if k in out and out[k] != v and k not in conflicts:
             conflicts.append(k)
@@ -218,16 +220,18 @@ def matching_brace(s: str, i: int) -> int | None:
 
 
 def _depth_ok(value) -> bool:
-    """Whether ``value`` nests at most MAX_DEPTH deep (checked without recursion)."""
-    stack = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if d > MAX_DEPTH:
+    """Whether ``value`` nests at most MAX_DEPTH deep (checked level by level, without recursion)."""
+    level, depth = [value], 0
+    while level:
+        if depth > MAX_DEPTH:
             return False
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
+        below = []
+        for v in level:
+            if isinstance(v, dict):
+                below.extend(x for x in v.values() if isinstance(x, (dict, list)))
+            elif isinstance(v, list):
+                below.extend(x for x in v if isinstance(x, (dict, list)))
+        level, depth = below, depth + 1
     return True
 
 
