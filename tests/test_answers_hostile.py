@@ -219,3 +219,20 @@ def test_prompt_placeholder_echoes_are_dropped_with_a_reason_in_documents():
     with pytest.raises(PatchError, match="placeholder"):  # the agent's patches and the chunked merge
         check_value({"value": "<the information>", "evidence": [quote]}, "patch.0.extracted.0")
     assert check_value({"value": "March 3, 2020", "evidence": [quote]}, "patch.0.extracted.0")["value"] == "March 3, 2020"
+
+
+def test_a_long_answer_leaves_the_cycle_collector_as_it_was():
+    import gc
+
+    text = '{"extracted": [' + '{"value": "a", "evidence": []}, ' * 40_000 + '{"value": "b"}]}'
+    assert len(text) > 1_000_000 and gc.isenabled()
+    assert len(read("extract", text)["extracted"]) == 2 and gc.isenabled()
+    with pytest.raises(Unusable):
+        read("extract", text[:-2], "length")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read("extract", text)
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
