@@ -13,6 +13,9 @@ The scanning is shared: text is normalised (BOM, line ends), reasoning is droppe
 Harmony channels), and candidates are the complete top-level ``{...}`` objects of what is left, read as JSON
 or, failing that, by a small tolerant reader (trailing commas, Python literals, curly or single quotes,
 ``\\'``, raw line breaks in strings). Nothing else is repaired: an object that never closes is never read.
+Modules: ``text`` (preparation, candidates, reasons), ``scan`` (finding and decoding objects in linear time),
+``stages`` (the five scoring stages), ``agent`` (the tool-call dialects). For any ``str`` nothing but
+``Unusable`` is raised.
 """
 
 from __future__ import annotations
