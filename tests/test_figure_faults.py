@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.transforms import Bbox  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
 from gavel.paper import figures, results  # noqa: E402
 
