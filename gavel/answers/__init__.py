@@ -13,14 +13,20 @@ The scanning is shared: text is normalised (BOM, line ends), reasoning is droppe
 Harmony channels), and candidates are the complete top-level ``{...}`` objects of what is left, read as JSON
 or, failing that, by a small tolerant reader (trailing commas, Python literals, curly or single quotes,
 ``\\'``, raw line breaks in strings). Nothing else is repaired: an object that never closes is never read.
+Modules: ``text`` (preparation, candidates, reasons), ``scan`` (finding and decoding objects in linear time),
+``stages`` (the five scoring stages), ``agent`` (the tool-call dialects). For any ``str`` nothing but
+``Unusable`` is raised.
 """
 
 from __future__ import annotations
 
-import jsonschema
+import gc
 
-from gavel.answers.stages import _agent, _compare_multi, _compare_single, _extract, _residual, _style
+from gavel.answers.agent import _agent
+from gavel.answers.stages import placeholder_why  # noqa: F401 (the public surface)
+from gavel.answers.stages import _compare_multi, _compare_single, _extract, _residual, _style
 from gavel.answers.text import (  # noqa: F401 (the public surface)
+    COMPLETE,
     MAX_REASKS,
     REASONS,
     STAGES,
@@ -29,20 +35,40 @@ from gavel.answers.text import (  # noqa: F401 (the public surface)
     _prepare,
     _read_each,
     harmony_messages,
+    is_cut,
     json_candidates,
     scan_objects,
     visible_text,
 )
 
+#: answers at least this long are read with the cycle collector paused (see :func:`read`)
+GC_PAUSE_CHARS = 1_000_000
+
 
 # ====================================================================== the reader
 def read(stage: str, text: str | None, finish_reason: str | None = "stop", **context) -> dict:
     """The reading of one answer for ``stage`` (see module doc and ``docs/ANSWERS.md``), or ``Unusable``."""
-    truncated = finish_reason == "length"
-    if stage == "agent_action":
-        return _agent(text, truncated)
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    # A long answer is read with the cycle collector paused: a reading holds no cycles, and full collections
+    # over the objects of a runaway answer made 10 MB cost 12-13x what 1 MB costs instead of 10x.
+    pause = isinstance(text, str) and len(text) >= GC_PAUSE_CHARS and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        return _read(stage, text, is_cut(finish_reason), context)
+    except Unusable as err:
+        if err.reason == "truncated" and str(finish_reason).lower() != "length":
+            raise Unusable("truncated", f"finish_reason {finish_reason!r} (read as a cut): {err.detail}") from None
+        raise
+    finally:
+        if pause:
+            gc.enable()
+
+
+def _read(stage: str, text: str | None, truncated: bool, context: dict) -> dict:
+    if stage == "agent_action":
+        return _agent(text, truncated)
     body, _ = _prepare(text, truncated)
     if not body.strip():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
@@ -63,7 +89,7 @@ def read(stage: str, text: str | None, finish_reason: str | None = "stop", **con
 def read_object(text: str | None, finish_reason: str | None = "stop", *, keys, schema: dict | None = None) -> dict:
     """The one answer object carrying one of ``keys`` (same scanning and rules as :func:`read`), checked
     against a JSON Schema; for stages outside the paper's six (pointwise metric, CaseGen judge)."""
-    truncated = finish_reason == "length"
+    truncated = is_cut(finish_reason)
     body, _ = _prepare(text, truncated)
     if not body.strip():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
@@ -71,6 +97,8 @@ def read_object(text: str | None, finish_reason: str | None = "stop", *, keys, s
 
     def check(obj):
         if schema is not None:
+            import jsonschema  # here, not at import: every gavel process would pay for it
+
             errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
             if errors:
                 where = "/".join(str(p) for p in errors[0].path) or "(top)"

@@ -1,25 +1,40 @@
 """What each stage's reading is made of: extract, compare_single, compare_multi, residual_facts, style,
-agent_action (the rules of docs/ANSWERS.md, one section each)."""
+(the rules of docs/ANSWERS.md, one section each; agent_action is in ``gavel.answers.agent``)."""
 
 from __future__ import annotations
 
-import json
+import math
 import re
 
-from gavel.answers.text import Unusable, _candidates, _drop, _lower, _one, _prepare, _read_each, scan_objects
-from gavel.core.checklist import NOT_APPLICABLE
-from gavel.core.vocab import AB_RELATIONS, AGENT_TOOLS, STYLE_ASPECTS, STYLE_RUBRIC, STYLE_SCALE
+from gavel.answers.scan import scan
+from gavel.answers.text import Unusable, _candidates, _drop, _lower, _one, _read_each, quoted_key, sound
+from gavel.core.vocab import AB_RELATIONS, STYLE_ASPECTS, STYLE_RUBRIC, STYLE_SCALE
 
 # ====================================================================== extract
 _PLACEHOLDER = re.compile(r"^(?:not\s+applicable|n/?a|none|not\s+(?:mentioned|specified|stated))\.?$", re.I)
+#: the prompts' own format examples echoed back: "<one distinct piece of information>", "..."
+_ECHO = re.compile(r"^(?:<[^<>]*[A-Za-z][^<>]*>|\.{3}|\u2026)$")
 _SPACES = re.compile(r"\s+")
 
 
+def placeholder_why(text: str) -> str | None:
+    """Why a value text is no information (``placeholder`` or ``prompt_placeholder``), or None."""
+    t = text.strip()
+    if _PLACEHOLDER.match(t):
+        return "placeholder"
+    if _ECHO.match(t):
+        return "prompt_placeholder"
+    return None
+
+
 def _text_of(v) -> str | None:
+    """A value as text: a string, or a finite number written as JSON writes it; else None."""
     if isinstance(v, str):
         return v
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+    if isinstance(v, int) and not isinstance(v, bool):
         return str(v)
+    if isinstance(v, float) and math.isfinite(v):
+        return repr(v)
     return None
 
 
@@ -35,7 +50,7 @@ def _entries(obj: dict) -> list:
 
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
-    out, dropped = [], []
+    out, dropped, seen = [], [], set()
     for n, raw in enumerate(entries):
         where = f"extracted[{n}]"
         if not isinstance(raw, dict):
@@ -50,6 +65,8 @@ def _extract(obj: dict, summary: str | None) -> dict:
             t = _text_of(t)
             if t is None or not t.strip():
                 _drop(dropped, f"{where}.evidence", e, "not_text")
+            elif _ECHO.match(t.strip()):
+                _drop(dropped, f"{where}.evidence", e, "prompt_placeholder")
             else:
                 evidence.append(t)
         if "value" not in entry:
@@ -75,19 +92,21 @@ def _extract(obj: dict, summary: str | None) -> dict:
                 _drop(dropped, field, x, "not_text")
             elif not t.strip():
                 _drop(dropped, field, x, "empty")
-            elif _PLACEHOLDER.match(t.strip()):
-                _drop(dropped, field, x, "placeholder")
+            elif placeholder_why(t):
+                _drop(dropped, field, x, placeholder_why(t))
             else:
-                item = {"value": t.strip(), "evidence": list(evidence)}
-                if item in out:
+                key = (t.strip(), tuple(evidence))
+                if key in seen:
                     _drop(dropped, field, x, "duplicate")
                 else:
-                    out.append(item)
+                    seen.add(key)
+                    out.append({"value": t.strip(), "evidence": list(evidence)})
     reading = {"extracted": out, "dropped": dropped}
     if summary is not None:
-        hay = _SPACES.sub(" ", summary)
-        reading["ungrounded"] = [e for item in out for e in item["evidence"]
-                                 if _SPACES.sub(" ", e).strip() not in hay]
+        hay, found = _SPACES.sub(" ", summary), {}
+        for e in {e for item in out for e in item["evidence"]}:
+            found[e] = _SPACES.sub(" ", e).strip() in hay
+        reading["ungrounded"] = [e for item in out for e in item["evidence"] if not found[e]]
     return reading
 
 
@@ -100,8 +119,8 @@ _REL_PHRASES = [
                    rf"|{_SIDE}a\s+and\s+{_SIDE}b\s+are\s+(?:equal|the\s+same)"),
     ("a_and_b_different", rf"{_SIDE}a\s+and\s+{_SIDE}b\s+are\s+different|{_SIDE}b\s+and\s+{_SIDE}a\s+are\s+different"),
 ]
-_REL = re.compile("|".join(f"(?P<{name}>\\b(?:{pattern})\\b)" for name, pattern in _REL_PHRASES), re.I)
-_NEGATION = re.compile(r"\b(?:not|neither|nor)[\s*_\"'`“”(:,-]*$", re.I)
+_REL = re.compile("|".join(f"(?P<{name}>\\b(?:{pattern}|{name})\\b)" for name, pattern in _REL_PHRASES), re.I)
+_NEGATION = re.compile(r"\b(?:not|neither|nor|never|isn't)[\s*_\"'`\u201c\u201d(:,-]*$", re.I)
 _MARKER = re.compile(r"^[ \t>#*_\-]*final\s+answer\s*[*_]*\s*:?\s*[*_]*[ \t]*:?", re.I | re.M)
 _REL_CODES = {r: r for r in AB_RELATIONS} | {"equal": "a_equals_b", "equals": "a_equals_b",
                                              "different": "a_and_b_different"}
@@ -155,8 +174,14 @@ def _compare_single(text: str, truncated: bool) -> dict:
 
 
 # ====================================================================== indices (compare_multi, residual)
+_DIGITS = re.compile(r"\s*([0-9]+)\s*")
+#: the most pairs one matching may list (repeats dropped first); more is not a matching of two lists
+MAX_PAIRS = 10_000
+
+
 def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
-    """Indices of one index value: a list expands (each element read alone); bad ones go to ``dropped``."""
+    """Indices of one index value: a list expands (each element read alone); bad ones go to ``dropped``.
+    An index is an int or a string of ASCII digits; an integer too long to convert reads as out of range."""
     if isinstance(value, list):
         out = []
         for k, x in enumerate(value):
@@ -165,10 +190,17 @@ def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
     if value is None:
         _drop(dropped, field, value, "null_index")
         return []
+    if isinstance(value, float) and math.isinf(value):  # an integer of thousands of digits
+        _drop(dropped, field, value, "out_of_range")
+        return []
+    m = _DIGITS.fullmatch(value) if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         i = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        i = int(value.strip())
+    elif m and len(m.group(1)) <= 18:
+        i = int(m.group(1))
+    elif m:
+        _drop(dropped, field, value, "out_of_range")
+        return []
     else:
         _drop(dropped, field, value, "not_an_index")
         return []
@@ -178,6 +210,18 @@ def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
     return [i]
 
 
+def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
+    """The distinct indices of one side of a pair; a repeat inside the side is dropped (``duplicate``)."""
+    out, seen = [], set()
+    for i in _index(value, field, n, dropped):
+        if i in seen:
+            _drop(dropped, field, i, "duplicate")
+        else:
+            seen.add(i)
+            out.append(i)
+    return out
+
+
 def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
     obj = _lower(obj)
     common = obj.get("common")
@@ -185,7 +229,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         common = []
     if not isinstance(common, list):
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
-    dropped, pairs = [], []
+    dropped, pairs, seen, size = [], [], set(), 0
     for k, raw in enumerate(common):
         if not isinstance(raw, dict):
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
@@ -194,13 +238,17 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         if "a_index" not in p or "b_index" not in p:
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
             continue
-        side_a = _index(p["a_index"], f"common[{k}].a_index", n_a, dropped)
-        side_b = _index(p["b_index"], f"common[{k}].b_index", n_b, dropped)
+        side_a = _side(p["a_index"], f"common[{k}].a_index", n_a, dropped)
+        side_b = _side(p["b_index"], f"common[{k}].b_index", n_b, dropped)
+        size += len(side_a) * len(side_b)
+        if size > MAX_PAIRS:
+            raise Unusable("schema", f"the matching lists more than {MAX_PAIRS:,} pairs")
         for a in side_a:
             for b in side_b:
-                if [a, b] in pairs:
+                if (a, b) in seen:
                     _drop(dropped, f"common[{k}]", [a, b], "duplicate")
                 else:
+                    seen.add((a, b))
                     pairs.append([a, b])
     reading = {"common": pairs}
     for side, n, pos in (("a", n_a, 0), ("b", n_b, 1)):
@@ -208,14 +256,15 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         raw = obj.get(key)
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
         matched = {p[pos] for p in pairs}
-        kept = []
+        kept, taken = [], set()
         for k, x in enumerate(raw):
             for i in _index(x, f"{key}[{k}]", n, dropped):
-                if i in kept:
+                if i in taken:
                     _drop(dropped, f"{key}[{k}]", x, "duplicate")
                 elif i in matched:
                     _drop(dropped, f"{key}[{k}]", x, "conflict")
                 else:
+                    taken.add(i)
                     kept.append(i)
         reading[key] = kept
     reading["dropped"] = dropped
@@ -225,21 +274,31 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
 # ====================================================================== residual_facts
 def _residual(obj: dict, n_spans: int | None) -> dict:
     entries = _entries(obj)
-    out, dropped = [], []
+    out, dropped, facts = [], [], set()
     for k, raw in enumerate(entries):
         entry = _lower(raw) if isinstance(raw, dict) else {}
         fact = entry.get("fact")
         if not isinstance(fact, str) or not fact.strip():
             _drop(dropped, f"extracted[{k}]", raw, "no_fact")
             continue
+        why = placeholder_why(fact)
+        if why:
+            _drop(dropped, f"extracted[{k}].fact", fact, why)
+            continue
+        norm = _SPACES.sub(" ", fact).strip()
+        if norm in facts:
+            _drop(dropped, f"extracted[{k}]", raw, "duplicate")
+            continue
+        facts.add(norm)
         spans_raw = entry.get("evidence_spans")
         spans_raw = [] if spans_raw is None else spans_raw if isinstance(spans_raw, list) else [spans_raw]
-        spans = []
+        spans, taken = [], set()
         for j, x in enumerate(spans_raw):
             for i in _index(x, f"extracted[{k}].evidence_spans[{j}]", n_spans, dropped):
-                if i in spans:
+                if i in taken:
                     _drop(dropped, f"extracted[{k}].evidence_spans[{j}]", x, "duplicate")
                 else:
+                    taken.add(i)
                     spans.append(i)
         out.append({"fact": fact.strip(), "evidence_spans": spans})
     return {"extracted": out, "dropped": dropped}
@@ -257,15 +316,18 @@ def _key_norm(key) -> str:
 _STYLE_ALIASES = {_key_norm(alias): aspect for aspect, aliases in {
     "readability_jargon": ("readability_jargon", "Readability & Jargon", "Readability and Jargon",
                            "Readability & Jargon Level", "Readability/Jargon Level", "readability", "jargon",
-                           "Readability and jargon level"),
+                           "Readability and jargon level", "readability_jargon_level", "Readability/Jargon"),
     "narrative_order": ("narrative_order", "Narrative Order", "Narrative Order & Structure", "narrative",
-                        "Narrative Structure", "order"),
+                        "Narrative Structure", "order", "Narrative Order and Structure"),
     "sentence_structure": ("sentence_structure", "Sentence Structure & Voice", "Sentence Structure and Voice",
-                           "sentence_structure_voice", "sentences", "Sentence Structure, Voice and Tense"),
+                           "sentence_structure_voice", "sentences", "Sentence Structure, Voice and Tense",
+                           "Sentence Structure/Voice", "Sentence Structure"),
     "formatting_layout": ("formatting_layout", "Formatting & Layout", "Formatting and Layout", "formatting",
-                          "layout", "Formatting/Layout"),
+                          "layout", "Formatting/Layout", "Formatting & Layout Style"),
     "citation_style": ("citation_style", "Citation Style", "Citations & References", "Citations and References",
-                       "citations", "citation", "Citation Practice", "Citations"),
+                       "citations", "citation", "Citation Practice", "Citations", "Citation & Reference Style",
+                       "citation_reference_style", "Citation and Reference Style", "Citation/Reference Style",
+                       "Citation & Reference"),
 }.items() for alias in aliases} | {_key_norm(label): aspect for aspect, (label, _, _) in STYLE_RUBRIC.items()}
 
 
@@ -274,17 +336,23 @@ def style_key(key) -> str | None:
     return _STYLE_ALIASES.get(_key_norm(key))
 
 
-_NUMERIC = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*$")
+#: a rating written as text: "4", "4.5", "4/5", "4 out of 5" (ASCII digits; the scale is 1..5)
+_NUMERIC = re.compile(r"\s*(-?[0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(?:/\s*5|out\s+of\s+5)?\s*\.?\s*", re.I)
 
 
 def _rating(value, aspect: str, dropped: list):
     raw = value
     if isinstance(value, dict):
         inner = _lower(value)
-        value = inner.get("score", inner.get("rating"))
-    if isinstance(value, str) and _NUMERIC.match(value):
-        value = float(value) if "." in value else int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        given = [inner[k] for k in ("score", "rating") if k in inner]
+        if len(given) == 2 and given[0] != given[1]:
+            _drop(dropped, aspect, raw, "two_ratings")
+            return None
+        value = given[0] if given else None
+    if isinstance(value, str):
+        m = _NUMERIC.fullmatch(value)
+        value = (float(m.group(1)) if "." in m.group(1) else int(m.group(1))) if m else value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         _drop(dropped, aspect, raw, "not_a_number")
         return None
     if not STYLE_SCALE[0] <= value <= STYLE_SCALE[1]:
@@ -324,18 +392,42 @@ def _style_object(value) -> dict | None:
 
 
 _SCORES_MARKER = re.compile(r"^[ \t>#*_\-]*scores?\b[^\n]*$", re.I | re.M)
-_SCORE_LINE = re.compile(r"^[ \t>#*_\-•\d.)]*?([A-Za-z][A-Za-z &/_\-]*?)[ \t*_`]*[:=][ \t*_`]*(-?\d+(?:\.\d+)?)"
-                         r"(?:[ \t]*/[ \t]*5)?[ \t*_`.]*$", re.M)
-
-
+_KEY_JUNK = " \t>#*_-\u20220123456789.)"
+_KEY_TEXT = re.compile(r"[A-Za-z][A-Za-z &/_\-]*")
+_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*/[ \t]*5)?")
 _QUOTED_KEY = re.compile(r"[\"'\u201c]([^\"'\u201d\n]{3,60})[\"'\u201d]\s*:")
 
 
+def _score_lines(region: str) -> list[tuple[str, str]]:
+    """``(key, rating)`` of the lines ``key: rating`` (or ``=``) of ``region`` whose key names an aspect: list
+    marks, numbering and bold around the key are allowed, and ``/5`` after the rating. One pass per line."""
+    out = []
+    for line in region.split("\n"):
+        seps = [p for p in (line.find(":"), line.find("=")) if p >= 0]
+        if not seps:
+            continue
+        cut = min(seps)
+        key = line[:cut].lstrip(_KEY_JUNK).rstrip(" \t*_`")
+        m = _LINE_VALUE.fullmatch(line[cut + 1:].rstrip(" \t*_`."))
+        if m and _KEY_TEXT.fullmatch(key) and style_key(key):
+            out.append((key, m.group(1)))
+    return out
+
+
 def _style(text: str, truncated: bool) -> dict:
-    objs, unclosed = scan_objects(text)
-    found = [c for c in (_style_object(v) for _, _, v in objs) if c is not None]
-    if unclosed is not None and (truncated or any(style_key(w) for w in _QUOTED_KEY.findall(text[unclosed:]))):
+    objs, broken, unclosed = scan(text)
+    found = []
+    for _, _, v in objs:
+        c = _style_object(v)
+        if c is not None:
+            sound(v)
+            found.append(c)
+    if unclosed is not None and (truncated or any(style_key(w) for w in _QUOTED_KEY.findall(text, unclosed))):
         raise Unusable("truncated" if truncated else "no_json", f"an object opened at character {unclosed} never closes")
+    bad = next((s for s, e in broken if any(style_key(w) for w in _QUOTED_KEY.findall(text, s, e))), None)
+    if bad is not None:
+        raise Unusable("ambiguous" if found else "no_json",
+                       f"a ratings object at character {bad} is not JSON" + (", beside one that is" if found else ""))
     if found:
         return _read_each(found, lambda o: _style_from(list(o.items())))
     marker = _SCORES_MARKER.search(text)
@@ -343,7 +435,7 @@ def _style(text: str, truncated: bool) -> dict:
         region = text[marker.end():]
         if truncated:  # only complete lines count, and a cut answer must already hold all five
             region = region[:region.rfind("\n") + 1]
-        pairs = [(m.group(1), m.group(2)) for m in _SCORE_LINE.finditer(region) if style_key(m.group(1))]
+        pairs = _score_lines(region)
         if pairs and truncated and {style_key(k) for k, _ in pairs} != set(STYLE_ASPECTS):
             raise Unusable("truncated", "cut inside the score lines")
         if pairs:
@@ -353,107 +445,3 @@ def _style(text: str, truncated: bool) -> dict:
     if not text.strip():
         raise Unusable("empty", "no answer text")
     raise Unusable("no_json", "no ratings object and no 'Scores' lines")
-
-
-# ====================================================================== agent_action
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
-
-
-def _args_of(value, tool: str):
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise Unusable("schema", f"arguments of {tool} are not a JSON object") from None
-    if not isinstance(value, dict):
-        raise Unusable("schema", f"arguments of {tool} are a {type(value).__name__}, not an object")
-    return value
-
-
-def _not_applicable_keys(args: dict) -> list[str]:
-    out = []
-    patch = args.get("patch")
-    for entry in patch if isinstance(patch, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        values = entry.get("extracted")
-        if (isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict)
-                and values[0].get("value") == NOT_APPLICABLE and isinstance(entry.get("key"), str)):
-            out.append(entry["key"])
-    return out
-
-
-def _action(tool: str, args) -> dict:
-    if tool == "stop":
-        reason = _args_of(args, tool).get("reason")
-        return {"decision": "stop", "reason": reason if isinstance(reason, str) else ""}
-    if tool not in AGENT_TOOLS:
-        raise Unusable("unknown_tool", f"{tool!r} is not one of {', '.join(AGENT_TOOLS)}")
-    out = {"tool": tool, "args": _args_of(args, tool)}
-    if tool == "update_checklist":
-        out["not_applicable_keys"] = _not_applicable_keys(out["args"])
-    return out
-
-
-def _actions_of(obj: dict) -> list[dict]:
-    o = _lower(obj)
-    if isinstance(o.get("tool_calls"), list):
-        return [a for call in o["tool_calls"] for a in _actions_of(call if isinstance(call, dict) else {"name": None})]
-    if isinstance(o.get("function"), dict) and "name" not in o and "tool" not in o:
-        return _actions_of(o["function"])
-    tool = o.get("tool", o.get("name"))
-    has_decision = "decision" in o
-    if tool is not None and has_decision:
-        raise Unusable("ambiguous", "one object holds both a tool call and a decision")
-    if has_decision:
-        if not (isinstance(o["decision"], str) and o["decision"].strip().lower() == "stop"):
-            raise Unusable("schema", f"decision {o['decision']!r} (only 'stop' is a decision)")
-        reason = o.get("reason")
-        return [{"decision": "stop", "reason": reason if isinstance(reason, str) else ""}]
-    if not isinstance(tool, str) or not tool.strip():
-        raise Unusable("schema", f"tool name {tool!r}")
-    return [_action(tool.strip(), o["args"] if "args" in o else o.get("arguments"))]
-
-
-_ACTION_KEYS = {"tool", "name", "decision", "tool_calls", "function"}
-
-
-def _agent(raw: str, truncated: bool) -> dict:
-    text, messages = _prepare(raw, truncated)
-    actions = []
-    for channel, to, content, closed in messages or []:
-        if channel == "commentary" and to:
-            if truncated and not closed:
-                raise Unusable("truncated", f"cut inside the call of {to}")
-            args = None
-            if content.strip():
-                objs, unclosed = scan_objects(content)
-                if unclosed is not None or len(objs) != 1:
-                    raise Unusable("schema", f"arguments of {to} are not one JSON object")
-                args = objs[0][2]
-            actions.append(_action(to, args))
-    blocks = list(_TOOL_CALL.finditer(text))
-    for n, m in enumerate(blocks):
-        objs, unclosed = scan_objects(m.group(1))
-        if unclosed is not None:
-            raise Unusable("truncated" if truncated else "no_json", "a <tool_call> object never closes")
-        if len(objs) != 1:
-            raise Unusable("schema" if objs else "no_json", f"<tool_call> block {n + 1} holds {len(objs)} objects")
-        actions += _actions_of(objs[0][2])
-    rest = _TOOL_CALL.sub(" ", text) if blocks else text
-    found, _ = _candidates(rest, _ACTION_KEYS, truncated, required=False)
-    for obj in found:
-        actions += _actions_of(obj)
-    if not actions:
-        if truncated:
-            raise Unusable("truncated", "cut before an action")
-        if not (text.strip() or messages):
-            raise Unusable("empty", "no answer text")
-        raise Unusable("no_json", "no action (a tool call or a stop decision)")
-    return _one(actions) if len(actions) > 1 else actions[0]
-
-

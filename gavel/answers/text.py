@@ -4,14 +4,23 @@ signature keys, one candidate or ambiguous. Also the reasons and :class:`Unusabl
 
 from __future__ import annotations
 
-import json
 import re
+
+from gavel.answers.scan import Conflicted, has_lone_surrogate, scan, scan_objects
 
 STAGES = ("extract", "compare_single", "compare_multi", "residual_facts", "style", "agent_action")
 #: Why an answer is unusable (``Unusable.reason``); stages add ``failed`` (no answer) and ``indices``.
 REASONS = ("failed", "empty", "truncated", "no_json", "ambiguous", "schema", "unknown_label", "unknown_tool",
            "no_rating", "indices")
 MAX_REASKS = 2
+#: finish reasons of an answer that ended by itself (our providers' normalised words and the raw ones); any
+#: other (``length``, ``content_filter``, an unknown word) means the answer may be cut: read as truncated
+COMPLETE = frozenset({"stop", "end_turn", "stop_sequence", "tool_calls", "tool_use", "function_call", "eos"})
+
+
+def is_cut(finish_reason) -> bool:
+    """Whether an answer with ``finish_reason`` may have been cut (None: unknown, read as complete)."""
+    return finish_reason is not None and str(finish_reason).strip().lower() not in COMPLETE
 
 
 class Unusable(ValueError):
@@ -89,177 +98,6 @@ def visible_text(text: str | None) -> str:
         return ""
 
 
-# ====================================================================== tolerant object reading
-class _Fail(Exception):
-    def __init__(self, pos: int, eof: bool):
-        self.pos, self.eof = pos, eof
-
-
-_WS = " \t\n\r\u00a0"
-_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d"}
-_ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "'": "'"}
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_LITERALS = (("true", True), ("false", False), ("null", None), ("True", True), ("False", False), ("None", None))
-
-
-def _skip(s: str, i: int) -> int:
-    n = len(s)
-    while i < n and s[i] in _WS:
-        i += 1
-    return i
-
-
-def _value(s: str, i: int, depth: int = 0):
-    if depth > 200:
-        raise _Fail(i, False)
-    i = _skip(s, i)
-    if i >= len(s):
-        raise _Fail(i, True)
-    ch = s[i]
-    if ch == "{":
-        out, i = {}, _skip(s, i + 1)
-        while True:
-            if i >= len(s):
-                raise _Fail(i, True)
-            if s[i] == "}":
-                return out, i + 1
-            if s[i] not in _QUOTES:
-                raise _Fail(i, False)
-            key, i = _string(s, i)
-            i = _skip(s, i)
-            if i >= len(s):
-                raise _Fail(i, True)
-            if s[i] != ":":
-                raise _Fail(i, False)
-            out[key], i = _value(s, i + 1, depth + 1)
-            i = _skip(s, i)
-            if i < len(s) and s[i] == ",":
-                i = _skip(s, i + 1)
-            elif i < len(s) and s[i] != "}":
-                raise _Fail(i, False)
-    if ch == "[":
-        out, i = [], _skip(s, i + 1)
-        while True:
-            if i >= len(s):
-                raise _Fail(i, True)
-            if s[i] == "]":
-                return out, i + 1
-            v, i = _value(s, i, depth + 1)
-            out.append(v)
-            i = _skip(s, i)
-            if i < len(s) and s[i] == ",":
-                i = _skip(s, i + 1)
-            elif i < len(s) and s[i] != "]":
-                raise _Fail(i, False)
-    if ch in _QUOTES:
-        return _string(s, i)
-    m = _NUMBER.match(s, i)
-    if m:
-        end = m.end()
-        if end == len(s):
-            raise _Fail(end, True)  # a number at the very end may be cut
-        text = m.group()
-        return (float(text) if any(c in text for c in ".eE") else int(text)), end
-    for word, val in _LITERALS:
-        if s.startswith(word, i):
-            return val, i + len(word)
-    if any(word.startswith(s[i:]) for word, _ in _LITERALS):
-        raise _Fail(i, True)
-    raise _Fail(i, False)
-
-
-def _string(s: str, i: int) -> tuple[str, int]:
-    close = _QUOTES[s[i]]
-    out, i, n = [], i + 1, len(s)
-    while i < n:
-        ch = s[i]
-        if ch == close:
-            return "".join(out), i + 1
-        if ch == "\\":
-            if i + 1 >= n:
-                raise _Fail(i, True)
-            nxt = s[i + 1]
-            if nxt in _ESC:
-                out.append(_ESC[nxt])
-                i += 2
-                continue
-            if nxt == "u":
-                code = s[i + 2:i + 6]
-                if len(code) < 4:
-                    raise _Fail(i, True)
-                try:
-                    out.append(chr(int(code, 16)))
-                except ValueError:
-                    raise _Fail(i, False) from None
-                i += 6
-                continue
-            raise _Fail(i, False)
-        out.append(ch)
-        i += 1
-    raise _Fail(i, True)
-
-
-_DECODER = json.JSONDecoder(strict=False)
-
-
-def _object_at(s: str, i: int):
-    """(object, end) of the ``{`` at ``i``; raises ``_Fail``."""
-    try:
-        value, end = _DECODER.raw_decode(s, i)
-        return value, end
-    except (json.JSONDecodeError, RecursionError):
-        pass
-    value, end = _value(s, i)
-    return value, end
-
-
-def _matching_brace(s: str, i: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``i`` (string-aware), or None when it never closes."""
-    depth, quote, n = 0, None, len(s)
-    while i < n:
-        ch = s[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch == '"' or ch == "\u201c":
-            quote = _QUOTES[ch]
-        elif ch == "'" and not (i > 0 and s[i - 1].isalnum()):
-            quote = "'"
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
-def scan_objects(text: str) -> tuple[list[tuple[int, int, object]], int | None]:
-    """Complete top-level objects of ``text`` as (start, end, value), and where an object that never
-    closes starts (None when every ``{`` is accounted for). Nested objects are never candidates themselves."""
-    found, i, unclosed = [], 0, None
-    while True:
-        i = text.find("{", i)
-        if i < 0:
-            return found, unclosed
-        try:
-            value, end = _object_at(text, i)
-        except _Fail as fail:
-            close = None if fail.eof else _matching_brace(text, i)
-            if close is None:
-                return found, i
-            i = close + 1
-            continue
-        except RecursionError:
-            return found, i
-        found.append((i, end, value))
-        i = end
-
-
 def json_candidates(text: str | None) -> list[str]:
     """The text of every complete top-level ``{...}`` object of an answer (reasoning dropped)."""
     body = visible_text(text)
@@ -292,16 +130,62 @@ def _with_signature(value, keys) -> dict | None:
     return inner[0] if len(inner) == 1 else None
 
 
-def _candidates(text: str, keys, truncated: bool, required: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
-    """Objects carrying a signature key (unwrapped one level) and the spans of all complete objects."""
-    objs, unclosed = scan_objects(text)
+def sound(value, text: bool = True) -> None:
+    """Raises ``Unusable`` for an answer object no stage may read: one with a key given twice with different
+    values (``ambiguous``), or (``text``) a lone surrogate in a key or string (``schema``: not text). Walked
+    without recursion; objects are at most ``MAX_DEPTH`` deep."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Conflicted):
+            raise Unusable("ambiguous", f"key {v.conflicts[0]!r} given twice with different values in one object")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if text and isinstance(k, str) and has_lone_surrogate(k):
+                    raise Unusable("schema", f"a lone surrogate in the key {k.encode('utf-8', 'replace')[:40]!r}")
+                stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif text and isinstance(v, str) and has_lone_surrogate(v):
+            raise Unusable("schema", f"a lone surrogate (not text) in {v.encode('utf-8', 'replace')[:40]!r}")
+
+
+_KEY_PATTERNS: dict = {}
+
+
+def quoted_key(keys) -> re.Pattern:
+    """A pattern for any of ``keys`` written as a quoted JSON key (``"key":``), any case."""
+    keys = tuple(sorted(keys))
+    if keys not in _KEY_PATTERNS:
+        _KEY_PATTERNS[keys] = re.compile("[\"'\u201c\u201d](?:%s)[\"'\u201c\u201d]\\s*:" % "|".join(map(re.escape, keys)), re.I)
+    return _KEY_PATTERNS[keys]
+
+
+def _candidates(text: str, keys, truncated: bool, required: bool = True,
+                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Objects carrying a signature key (unwrapped one level) and the spans of all complete objects. A closed
+    ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
+    ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`)."""
+    objs, broken, unclosed = scan(text)
     if unclosed is not None:
         tail = text[unclosed:].lower()
         if truncated:
             raise Unusable("truncated", f"cut inside an object opened at character {unclosed}")
         if any(f'{k}' in tail for k in keys):
             raise Unusable("no_json", f"an answer object opened at character {unclosed} never closes")
-    found = [c for c in (_with_signature(v, keys) for _, _, v in objs) if c is not None]
+    found = []
+    for _, _, v in objs:
+        c = _with_signature(v, keys)
+        if c is not None:
+            sound(v, text_only)
+            found.append(c)
+    key = quoted_key(keys)
+    bad = next((s for s, e in broken if key.search(text, s, e)), None)
+    if bad is not None:
+        if found:
+            raise Unusable("ambiguous", f"an answer object at character {bad} is not JSON, beside one that is")
+        raise Unusable("no_json", f"the answer object at character {bad} is not JSON "
+                                  f"(comments, unquoted keys or a broken structure): {text[bad:bad + 60]!r}")
     if not found and required:
         if truncated:
             raise Unusable("truncated", "cut before a complete answer object")
@@ -312,12 +196,13 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True) -> tupl
 
 
 def _one(readings: list[dict]) -> dict:
-    distinct = []
+    """The one reading all of ``readings`` agree on, else ``ambiguous`` (at most 10 different ones counted)."""
+    distinct = [readings[0]]
     for r in readings:
-        if r not in distinct:
+        if r != distinct[0] and r not in distinct and len(distinct) < 10:
             distinct.append(r)
     if len(distinct) > 1:
-        raise Unusable("ambiguous", f"{len(distinct)} different answers in one reply")
+        raise Unusable("ambiguous", f"{len(distinct)}{'+' if len(distinct) == 10 else ''} different answers in one reply")
     return distinct[0]
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from gavel.answers import placeholder_why
 from gavel.core import jsonl
 from gavel.core.checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
 
@@ -86,6 +87,8 @@ def check_value(value, where: str, sizes: list | None = None) -> dict:
     if not isinstance(value.get("value"), str) or not value["value"].strip():
         raise PatchError(f"{where}.value: required, a non-empty string")
     sizes.append(_check_text(value["value"], f"{where}.value"))
+    if placeholder_why(value["value"]) == "prompt_placeholder":
+        raise PatchError(f"{where}.value: {value['value'][:80]!r} is the prompt's format placeholder, not a value")
     evidence = value.get("evidence")
     if not isinstance(evidence, list) or not evidence:
         raise PatchError(f"{where}.evidence: required, a non-empty list of evidence objects")

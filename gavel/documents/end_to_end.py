@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from gavel.answers import json_candidates
+from gavel.answers import json_candidates, placeholder_why
 from gavel.core import items as gitems
 from gavel.core.tokens import count_tokens, truncate_proportionally
 from gavel.ref.prompts import render, render_messages
@@ -129,6 +129,10 @@ def parse(response_text: str | None, corpus: Corpus, item: str) -> tuple[list[di
     for i, v in enumerate(obj["extracted"], 1):
         if not isinstance(v, dict) or not isinstance(v.get("value"), str) or not v["value"].strip():
             problems.append(f"case {corpus.case_id}, item {item}, value {i}: no value text")
+            continue
+        if placeholder_why(v["value"]) == "prompt_placeholder":  # an echo of the prompt's format example
+            problems.append(f"case {corpus.case_id}, item {item}, value {i}: {v['value'][:80]!r} dropped "
+                            f"(an echo of the prompt's placeholder)")
             continue
         evidence = [e for e in v.get("evidence") or [] if isinstance(e, dict) and isinstance(e.get("text"), str)]
         if not evidence:

@@ -1,0 +1,287 @@
+"""Finding the complete top-level ``{...}`` objects of an answer, in time linear in its length.
+
+Each ``{`` is first matched to its closing ``}`` by a string-aware scan (double, single and curly quotes);
+only that span is then decoded, as JSON (the C decoder) or, failing that, by a small tolerant reader
+(trailing commas, Python literals, curly or single quotes, ``\\'``, raw line breaks in strings). A span that
+reads as neither is skipped as a whole, so no character is looked at more than a few times (a failed decode
+of the whole text would count its lines from the start: quadratic over many brace fragments).
+
+Values are made safe for every later step: an integer of more than ``MAX_DIGITS`` digits (Python refuses to
+convert it) reads as an infinite float, which no stage accepts; an object nested deeper than ``MAX_DEPTH``
+is not read; a key given twice with different values marks its object (``conflicts``) instead of the last
+value winning silently; a ``\\uD83D\\uDE00`` surrogate pair becomes its character.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+MAX_DEPTH = 64  # deeper objects are not read (no answer of any stage nests beyond 6)
+MAX_DIGITS = 4000  # Python's int() refuses more than 4,300 digits
+
+
+class Conflicted(dict):
+    """A JSON object in which some key was given twice with different values (``conflicts`` names them);
+    the last value is kept, as JSON decoders do, but no stage reads such an object (ambiguous)."""
+
+    conflicts: list = []
+
+
+def _pairs(pairs) -> dict:
+    out = dict(pairs)
+    if len(out) == len(pairs):  # the usual case, at C speed
+        return out
+    out, conflicts = {}, []
+    for k, v in pairs:
+        if k in out and out[k] != v and k not in conflicts:
+            conflicts.append(k)
+        out[k] = v
+    if conflicts:
+        out = Conflicted(out)
+        out.conflicts = conflicts
+    return out
+
+
+def _int(text: str):
+    if len(text) > MAX_DIGITS:
+        return -math.inf if text.startswith("-") else math.inf
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_pairs, parse_int=_int)
+
+
+class _Fail(Exception):
+    def __init__(self, pos: int, eof: bool):
+        self.pos, self.eof = pos, eof
+
+
+_WS = " \t\n\r\u00a0"
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d"}
+_ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "'": "'"}
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_LITERALS = (("true", True), ("false", False), ("null", None), ("True", True), ("False", False), ("None", None))
+_PLAIN = {q: re.compile(f"[^{re.escape(q)}\\\\]*") for q in set(_QUOTES.values())}
+
+
+def _skip(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in _WS:
+        i += 1
+    return i
+
+
+def _value(s: str, i: int, depth: int = 0):
+    if depth > MAX_DEPTH:
+        raise _Fail(i, False)
+    i = _skip(s, i)
+    if i >= len(s):
+        raise _Fail(i, True)
+    ch = s[i]
+    if ch == "{":
+        pairs, i = [], _skip(s, i + 1)
+        while True:
+            if i >= len(s):
+                raise _Fail(i, True)
+            if s[i] == "}":
+                return _pairs(pairs), i + 1
+            if s[i] not in _QUOTES:
+                raise _Fail(i, False)
+            key, i = _string(s, i)
+            i = _skip(s, i)
+            if i >= len(s):
+                raise _Fail(i, True)
+            if s[i] != ":":
+                raise _Fail(i, False)
+            value, i = _value(s, i + 1, depth + 1)
+            pairs.append((key, value))
+            i = _skip(s, i)
+            if i < len(s) and s[i] == ",":
+                i = _skip(s, i + 1)
+            elif i < len(s) and s[i] != "}":
+                raise _Fail(i, False)
+    if ch == "[":
+        out, i = [], _skip(s, i + 1)
+        while True:
+            if i >= len(s):
+                raise _Fail(i, True)
+            if s[i] == "]":
+                return out, i + 1
+            v, i = _value(s, i, depth + 1)
+            out.append(v)
+            i = _skip(s, i)
+            if i < len(s) and s[i] == ",":
+                i = _skip(s, i + 1)
+            elif i < len(s) and s[i] != "]":
+                raise _Fail(i, False)
+    if ch in _QUOTES:
+        return _string(s, i)
+    m = _NUMBER.match(s, i)
+    if m:
+        end = m.end()
+        if end == len(s):
+            raise _Fail(end, True)  # a number at the very end may be cut
+        text = m.group()
+        return (float(text) if any(c in text for c in ".eE") else _int(text)), end
+    for word, val in _LITERALS:
+        if s.startswith(word, i):
+            return val, i + len(word)
+    if any(word.startswith(s[i:i + 5]) for word, _ in _LITERALS) and i + 5 > len(s):
+        raise _Fail(i, True)
+    raise _Fail(i, False)
+
+
+def _string(s: str, i: int) -> tuple[str, int]:
+    close = _QUOTES[s[i]]
+    plain = _PLAIN[close]
+    out, i, n = [], i + 1, len(s)
+    while i < n:
+        m = plain.match(s, i)
+        if m.end() > i:
+            out.append(m.group())
+            i = m.end()
+            if i >= n:
+                break
+        ch = s[i]
+        if ch == close:
+            return _join_surrogates("".join(out)), i + 1
+        # a backslash
+        if i + 1 >= n:
+            raise _Fail(i, True)
+        nxt = s[i + 1]
+        if nxt in _ESC:
+            out.append(_ESC[nxt])
+            i += 2
+            continue
+        if nxt == "u":
+            code = s[i + 2:i + 6]
+            if len(code) < 4:
+                raise _Fail(i, True)
+            if not re.fullmatch(r"[0-9a-fA-F]{4}", code):
+                raise _Fail(i, False)
+            out.append(chr(int(code, 16)))
+            i += 6
+            continue
+        raise _Fail(i, False)
+    raise _Fail(i, True)
+
+
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _join_surrogates(text: str) -> str:
+    if not _SURROGATE.search(text):
+        return text
+    return _PAIR.sub(lambda m: m.group().encode("utf-16", "surrogatepass").decode("utf-16"), text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+#: what the brace matcher stops at: a brace or a quote that may open a string
+_STOPS = re.compile("[{}\"'\u201c\u201d]")
+
+
+def matching_brace(s: str, i: int) -> int | None:
+    """Index of the ``}`` closing the ``{`` at ``i`` (string-aware), or None when it never closes. A ``'`` right
+    after a letter or digit is an apostrophe, not a quote."""
+    depth, n = 0, len(s)
+    while True:
+        m = _STOPS.search(s, i)
+        if m is None:
+            return None
+        i = m.start()
+        ch = s[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif ch != "'" or not (i > 0 and s[i - 1].isalnum()):
+            close = _PLAIN[_QUOTES[ch]]
+            j = i + 1
+            while True:
+                j = close.match(s, j).end()
+                if j >= n:
+                    return None
+                if s[j] == "\\":
+                    j += 2
+                    continue
+                break
+            i = j
+        i += 1
+
+
+def _depth_ok(value) -> bool:
+    """Whether ``value`` nests at most MAX_DEPTH deep (checked level by level, without recursion)."""
+    level, depth = [value], 0
+    while level:
+        if depth > MAX_DEPTH:
+            return False
+        below = []
+        for v in level:
+            if isinstance(v, dict):
+                below.extend(x for x in v.values() if isinstance(x, (dict, list)))
+            elif isinstance(v, list):
+                below.extend(x for x in v if isinstance(x, (dict, list)))
+        level, depth = below, depth + 1
+    return True
+
+
+def _object_in(span: str):
+    """The object that is exactly ``span`` (a ``{...}`` whose braces match), or raises ``_Fail``."""
+    try:
+        value, end = _DECODER.raw_decode(span)
+        if end == len(span) and _depth_ok(value):
+            return value
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    value, end = _value(span, 0)
+    if end != len(span):
+        raise _Fail(end, False)
+    return value
+
+
+def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None]:
+    """(complete top-level objects as (start, end, value), spans of closed ``{...}`` that are not objects,
+    where an object that never closes starts or None). Nested objects are never candidates themselves."""
+    found, broken, i = [], [], 0
+    while True:
+        i = text.find("{", i)
+        if i < 0:
+            return found, broken, None
+        close = matching_brace(text, i)
+        if close is None:
+            return found, broken, i
+        try:
+            found.append((i, close + 1, _object_in(text[i:close + 1])))
+        except (_Fail, RecursionError):
+            broken.append((i, close + 1))
+        i = close + 1
+
+
+def scan_objects(text: str) -> tuple[list[tuple[int, int, object]], int | None]:
+    """Complete top-level objects of ``text`` as (start, end, value), and where an object that never
+    closes starts (None when every ``{`` is accounted for). Nested objects are never candidates themselves."""
+    found, _, unclosed = scan(text)
+    return found, unclosed
+
+
+def loads(text: str):
+    """The one JSON value ``text`` holds (blanks around it allowed), with the same safe values; ValueError
+    when it is not exactly one JSON value."""
+    text = text.strip()
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise ValueError("not a JSON value") from None
+    if end != len(text) or not _depth_ok(value):
+        raise ValueError("not one JSON value")
+    return value

@@ -1,0 +1,238 @@
+"""``gavel.answers.read`` raises nothing but ``Unusable`` for any ``str``: property tests over what breaks
+readers (every Unicode digit category, integers Python refuses to convert, NaN/Infinity, lone surrogates,
+100,000-deep nesting, the agent's tool-call dialects) and the bounds that keep reading linear (a
+``compare_multi`` answer cannot multiply its pairs; a runaway list is read once). Timings are the
+benchmark's (benchmarks/answers.py hostile), never asserted here."""
+
+import json
+import math
+import re
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gavel.answers import STAGES, Unusable, placeholder_why, read, scan_objects
+from gavel.answers.stages import MAX_PAIRS
+
+CONTEXT = {"n_a": 3, "n_b": 3, "n_spans": 3, "summary": "The mayor resigned in 2022."}
+FINISH = ["stop", "length", None, "content_filter", "tool_calls", "weird"]
+
+#: one character of each kind that has tripped a reader: every digit a str method or regex accepts
+DIGITS = sorted({c for c in map(chr, range(0x110000))
+                 if unicodedata.category(c) in ("Nd", "No", "Nl") or c.isdigit() or c.isnumeric()}
+                - {chr(x) for x in range(0xD800, 0xE000)})
+
+
+def _reads_or_unusable(stage, text, finish="stop"):
+    try:
+        got = read(stage, text, finish, **CONTEXT)
+    except Unusable as err:
+        assert err.reason and isinstance(err.detail, str)
+        return None
+    assert isinstance(got, dict)
+    json.dumps(got)  # a reading is plain data (NaN and Infinity only where dropped values hold them)
+    return got
+
+
+def _shapes(value: str) -> list[tuple[str, str]]:
+    """``value`` in every place each stage reads a number or a text."""
+    v = json.dumps(value)
+    return [("compare_multi", f'{{"common": [{{"A_index": {v}, "B_index": 1}}], "only_in_A": [{v}], "only_in_B": []}}'),
+            ("compare_multi", f'{{"common": [{{"A_index": {value}, "B_index": 1}}], "only_in_A": [], "only_in_B": []}}'),
+            ("residual_facts", f'{{"extracted": [{{"fact": {v}, "evidence_spans": [{v}, {value}]}}]}}'),
+            ("extract", f'{{"extracted": [{{"value": {v}, "evidence": [{v}]}}, {{"value": {value}}}]}}'),
+            ("style", f'{{"readability_jargon": {v}, "narrative_order": {value}, "citation_style": 3}}'),
+            ("style", f"**Scores:**\nReadability & Jargon: {value}\nNarrative Order: 3"),
+            ("compare_single", f'{{"relation": {v}}}'),
+            ("agent_action", f'{{"name": "get_checklist", "arguments": "{{\\"item\\": {value}}}"}}'),
+            ("agent_action", f'{{"tool": {v}, "args": {{"item": {v}}}}}')]
+
+
+@pytest.mark.parametrize("chunk", range(0, len(DIGITS), 400))
+def test_every_unicode_digit_reads_or_is_unusable(chunk):
+    for c in DIGITS[chunk:chunk + 400]:
+        for stage, text in _shapes(c) + _shapes(c * 3) + _shapes("1" + c):
+            _reads_or_unusable(stage, text)
+
+
+def test_unicode_digits_are_never_indices_or_ratings():
+    for c in ("\u00b2", "\uff11", "\u0661", "\u0967", "\u2460"):
+        got = read("compare_multi", f'{{"common": [{{"A_index": "{c}", "B_index": 1}}], "only_in_A": ["{c}"], "only_in_B": []}}',
+                   n_a=3, n_b=3)
+        assert got["common"] == [] and got["only_in_a"] == [] and {d["why"] for d in got["dropped"]} == {"not_an_index"}
+        got = read("style", f'{{"readability_jargon": "{c}", "narrative_order": 3}}')
+        assert got["scores"]["readability_jargon"] is None
+
+
+@pytest.mark.parametrize("digits", [4300, 4301, 5000, 100_000])
+def test_integers_python_refuses_to_convert(digits):
+    big = "9" * digits
+    for value in (big, "-" + big, f'"{big}"'):
+        for stage, text in _shapes(value):
+            _reads_or_unusable(stage, text)
+    got = read("compare_multi", f'{{"common": [{{"A_index": {big}, "B_index": 1}}], "only_in_A": [], "only_in_B": []}}',
+               n_a=3, n_b=3)
+    assert got["common"] == [] and got["dropped"][0]["why"] == "out_of_range"
+    got = read("compare_multi", f'{{"common": [{{"A_index": {big}, "B_index": 1}}], "only_in_A": [], "only_in_B": []}}')
+    assert got["common"] == []  # no n given: still never an index
+
+
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
+def test_nan_and_infinity_are_never_read_as_numbers(word):
+    for stage, text in _shapes(word):
+        got = _reads_or_unusable(stage, text)
+        if got and stage == "style":
+            assert all(v is None or math.isfinite(v) for v in got["scores"].values())
+        if got and stage == "extract":
+            assert all(e["value"] not in ("nan", "inf", "-inf") for e in got["extracted"])
+        if got and stage in ("compare_multi", "residual_facts"):
+            assert all(isinstance(i, int) for p in got.get("common", []) for i in p)
+
+
+@pytest.mark.parametrize("surrogate", ["\\ud800", "\\udfff", "\\ude00\\ud83d", "\ud800", "\udc00x"])
+def test_lone_surrogates_are_no_text(surrogate):
+    for stage, text in _shapes("a" + surrogate):
+        got = _reads_or_unusable(stage, text)
+        if got is not None and stage != "agent_action":  # whatever a scoring stage reads can be written as UTF-8
+            json.dumps(got, ensure_ascii=False).encode("utf-8")
+    with pytest.raises(Unusable) as err:
+        read("extract", '{"extracted": [{"value": "a%sb"}]}' % surrogate)
+    assert err.value.reason == "schema"
+    # the agent's arguments are the tools' to check (the checklist tool refuses them, the ledger escapes them)
+    assert read("agent_action", '{"decision": "stop", "reason": "done %s"}' % surrogate)["decision"] == "stop"
+
+
+@pytest.mark.parametrize("depth", [100, 1000, 100_000])
+@pytest.mark.parametrize("opener,closer", [("[", "]"), ('{"a": ', "}")])
+def test_deep_nesting(depth, opener, closer):
+    deep = opener * depth + "1" + closer * depth
+    limit = sys.getrecursionlimit()
+    texts = [deep, opener * depth, f'{{"extracted": {deep}}}', f'{{"common": [{{"A_index": {deep}, "B_index": 1}}]}}',
+             f'{{"readability_jargon": {deep}}}', f'{{"tool": "get_checklist", "args": {{"x": {deep}}}}}',
+             f'{{"name": "get_checklist", "arguments": {json.dumps(deep)}}}', f"<tool_call>{deep}</tool_call>"]
+    for stage in STAGES:
+        for text in texts if depth < 10_000 else texts[:1]:  # the deepest: one shape per stage (linear, but long)
+            for finish in ("stop", "length") if depth < 10_000 else ("stop",):
+                _reads_or_unusable(stage, text, finish)
+    assert sys.getrecursionlimit() == limit
+    assert scan_objects("{" * depth)[1] == 0
+
+
+_json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+                            | st.sampled_from(["9" * 4400, "\ud800", "\u00b2", "\uff13", "<one atomic fact>", "4/5"]),
+                            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                            max_leaves=16)
+_keys = st.sampled_from(["extracted", "common", "relation", "readability_jargon", "Citation & Reference Style", "tool",
+                         "name", "decision", "tool_calls", "function", "parameters", "a_index", "value", "fact"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(stage=st.sampled_from(STAGES), key=_keys, value=_json_values, finish=st.sampled_from(FINISH),
+       wrap=st.sampled_from(["{}", "[{}]", "**Final Answer:** {}", "<tool_call>{}", "<|python_tag|>{}<|eom_id|>",
+                             "[TOOL_CALLS]{}", "[TOOL_CALLS]get_checklist[ARGS]{}", "Scores:\n{}", "<think>x</think>{}",
+                             "<|start|>assistant<|channel|>commentary to=functions.get_checklist<|message|>{}"]))
+def test_any_json_value_in_any_dialect_reads_or_is_unusable(stage, key, value, finish, wrap):
+    body = json.dumps({key: value}, allow_nan=True)
+    for text in (wrap.format(body), wrap.format(repr({key: value})), wrap.format(body)[:-3]):
+        _reads_or_unusable(stage, text, finish)
+
+
+@settings(max_examples=400, deadline=None)
+@given(stage=st.sampled_from(STAGES), text=st.text(alphabet=st.characters(codec=None), max_size=200)
+       | st.text(alphabet='{}[]"\':,\\ 0123456789aeNIn\u201c\u201d\n<>|/tT', max_size=200), finish=st.sampled_from(FINISH))
+def test_any_str_reads_or_is_unusable(stage, text, finish):
+    _reads_or_unusable(stage, text, finish)
+
+
+def test_compare_multi_repeats_cannot_multiply_pairs():
+    """A 16 kB answer of repeated list-valued indices once made 4 million pairs (5.4 GB, 41 s): repeats inside
+    a side are dropped before the product, so pairs never outnumber n_a x n_b."""
+    side = json.dumps([1] * 2000)
+    text = f'{{"common": [{{"A_index": {side}, "B_index": {side}}}], "only_in_A": [], "only_in_B": []}}'
+    got = read("compare_multi", text, n_a=3, n_b=3)
+    assert got["common"] == [[1, 1]] and len(got["dropped"]) == 2 * 1999
+    many = json.dumps(list(range(1, 1001)))
+    with pytest.raises(Unusable) as err:  # without n, distinct indices are bounded by MAX_PAIRS
+        read("compare_multi", f'{{"common": [{{"A_index": {many}, "B_index": {many}}}]}}')
+    assert err.value.reason == "schema" and f"{MAX_PAIRS:,}" in err.value.detail
+    entries = ", ".join([f'{{"A_index": {json.dumps(list(range(1, 41)))}, "B_index": {json.dumps(list(range(1, 41)))}}}'] * 10)
+    with pytest.raises(Unusable):  # the bound counts every entry's product, repeated entries included
+        read("compare_multi", f'{{"common": [{entries}]}}', n_a=40, n_b=40)
+
+
+def test_runaway_list_keeps_each_distinct_entry_once():
+    entries = ", ".join(f'{{"value": "v{i % 500}", "evidence": ["e{i % 500}"]}}' for i in range(20_000))
+    got = read("extract", f'{{"extracted": [{entries}]}}')
+    assert len(got["extracted"]) == 500 and len(got["dropped"]) == 19_500
+
+
+def test_brace_fragments_before_the_answer_are_skipped():
+    prose = "The court {held} that {x: y} and {'a': [1, 2} were moot.\n" * 2000
+    got = read("extract", prose + '{"extracted": [{"value": "a", "evidence": []}]}')
+    assert got["extracted"] == [{"value": "a", "evidence": []}]
+
+
+def test_score_line_padded_with_spaces():
+    text = "Scores:\nReadability & Jargon" + " " * 30_000 + ": 4\nNarrative Order" + " " * 30_000 + "\n"
+    got = read("style", text)
+    assert got["scores"]["readability_jargon"] == 4 and got["scores"]["narrative_order"] is None
+
+
+def test_thousands_of_tool_calls():
+    call = '<tool_call>{{"name": "read_document", "arguments": {{"doc_name": "D{}", "start_token": 0, "end_token": 9}}}}</tool_call>\n'
+    with pytest.raises(Unusable) as err:
+        read("agent_action", "".join(call.format(i) for i in range(5000)))
+    assert err.value.reason == "ambiguous"
+    got = read("agent_action", call.format(1) * 5000)
+    assert got["args"]["doc_name"] == "D1"
+
+
+PROMPTS = Path(__file__).resolve().parent.parent / "gavel" / "prompts"
+
+
+def test_every_placeholder_the_prompts_show_is_dropped_when_echoed():
+    shown = {m for p in PROMPTS.glob("*.txt") for m in re.findall(r'"(<[^"<>]+>)"', p.read_text(encoding="utf-8"))}
+    assert "<one distinct piece of information>" in shown and len(shown) >= 10
+    for placeholder in sorted(shown):
+        assert placeholder_why(placeholder) == "prompt_placeholder", placeholder
+        got = read("extract", json.dumps({"extracted": [{"value": placeholder, "evidence": [placeholder]}]}))
+        assert got["extracted"] == [] and {d["why"] for d in got["dropped"]} == {"prompt_placeholder"}
+    assert placeholder_why("Doe <counsel>") is None and placeholder_why("<5") is None
+
+
+def test_prompt_placeholder_echoes_are_dropped_with_a_reason_in_documents():
+    from gavel.documents import end_to_end
+    from gavel.documents.checklist import PatchError, check_value
+    from gavel.documents.corpus import Corpus, Document
+
+    corpus = Corpus("c1", [Document("Complaint", "The ACLU sued the city on March 3, 2020.")])
+    quote = {"text": "March 3, 2020", "source_document": "Complaint", "location": "p. 1"}
+    text = json.dumps({"reasoning": "r", "extracted": [{"value": "<one distinct piece of information>", "evidence": [quote]},
+                                                        {"value": "March 3, 2020", "evidence": [quote]}]})
+    rows, problems = end_to_end.parse(text, corpus, "Filing_Date")
+    assert [r["value"] for r in rows] == ["March 3, 2020"]
+    assert len(problems) == 1 and "placeholder" in problems[0] and "value 1" in problems[0]
+    with pytest.raises(PatchError, match="placeholder"):  # the agent's patches and the chunked merge
+        check_value({"value": "<the information>", "evidence": [quote]}, "patch.0.extracted.0")
+    assert check_value({"value": "March 3, 2020", "evidence": [quote]}, "patch.0.extracted.0")["value"] == "March 3, 2020"
+
+
+def test_a_long_answer_leaves_the_cycle_collector_as_it_was():
+    import gc
+
+    text = '{"extracted": [' + '{"value": "a", "evidence": []}, ' * 40_000 + '{"value": "b"}]}'
+    assert len(text) > 1_000_000 and gc.isenabled()
+    assert len(read("extract", text)["extracted"]) == 2 and gc.isenabled()
+    with pytest.raises(Unusable):
+        read("extract", text[:-2], "length")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read("extract", text)
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
