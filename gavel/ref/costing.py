@@ -118,6 +118,7 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     from gavel.llm.registry import llm_model
 
     out = Path(out)
+    llm_model(s.extractor), llm_model(s.judge)  # an unknown model is named before anything else is said of it
     problems = sorted({why for m in (s.extractor, s.judge) if (why := estimate.unserved(provider, m))})
     if problems and not s.allow_unserved:
         raise ProviderError("; ".join(problems) + ": choose the provider that serves them, or --extractor and "
@@ -198,7 +199,8 @@ def show(table: pd.DataFrame) -> None:
               f"send them):")
         for row in too_long.to_dict("records"):
             print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
-                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
+                  + (f" item {row['item']}" if isinstance(row["item"], str) and row["item"] else "")
+                  + f": {row['why']}")  # a request of no item (style) reads NaN from the table
 
 
 def read_estimate(out: str | Path) -> tuple[float, float] | None:
