@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
-from gavel.core import config
+from gavel.core import config, options
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 
@@ -109,7 +109,7 @@ def one_line_errors(label: str, run, expected: tuple = ()) -> int:
             raise
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
-    except config.ReleaseNotFoundError:
+    except (config.ReleaseNotFoundError, config.SettingsFileError):
         raise  # main() prints it
     except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
         print(scrub(f"{label}: {type(err).__name__}: {err}"), file=sys.stderr)
@@ -192,7 +192,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not summaries:
         raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
     if args.references:
-        references = {c: t for _, c, t in pipeline.read_summaries(args.references, "human")}
+        references = {c: t for _, c, t in
+                      pipeline.read_summaries(args.references, pipeline.REFERENCE, reference=True)}
         bins = {}
     else:
         from .release import load_release
@@ -203,8 +204,6 @@ def _evaluate(args: argparse.Namespace) -> int:
                                  items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
     provider = pipeline.provider(args.provider, args.base_url)
-    if args.repeats < 1:
-        raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
@@ -262,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
-    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--timeout", type=options.positive_int, default=600)
     p.set_defaults(func=cmd_data)
     p = sub.add_parser("audit", help="print every defect of the release")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
@@ -284,10 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stage", default=None)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
-    p.add_argument("--poll-interval", type=float, default=30.0)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--max-attempts", type=int, default=3)
-    p.add_argument("--lock-timeout", type=float, default=60.0,
+    p.add_argument("--poll-interval", type=options.positive_float, default=30.0)
+    p.add_argument("--concurrency", type=options.positive_int, default=8)
+    p.add_argument("--max-attempts", type=options.positive_int, default=3)
+    p.add_argument("--lock-timeout", type=options.non_negative_float, default=60.0,
                    help="seconds to wait for another runner using the same workdir before giving up")
     p.set_defaults(func=cmd_stage)
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
@@ -302,11 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
     p.add_argument("--items", nargs="*", default=None, help="item names (default: all 26)")
-    p.add_argument("--alpha", type=float, default=0.9)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alpha", type=options.fraction, default=0.9)
+    p.add_argument("--seed", type=options.seed, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])
-    p.add_argument("--max-tokens", type=int, default=None)
-    p.add_argument("--repeats", type=int, default=1,
+    p.add_argument("--max-tokens", type=options.positive_int, default=None)
+    p.add_argument("--repeats", type=options.positive_int, default=1,
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
@@ -326,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except config.ReleaseNotFoundError as err:
         print(err, file=sys.stderr)
+        return 2
+    except config.SettingsFileError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
 
 

@@ -17,8 +17,6 @@ or, failing that, by a small tolerant reader (trailing commas, Python literals, 
 
 from __future__ import annotations
 
-import jsonschema
-
 from gavel.answers.stages import _agent, _compare_multi, _compare_single, _extract, _residual, _style
 from gavel.answers.text import (  # noqa: F401 (the public surface)
     MAX_REASKS,
@@ -71,6 +69,8 @@ def read_object(text: str | None, finish_reason: str | None = "stop", *, keys, s
 
     def check(obj):
         if schema is not None:
+            import jsonschema  # here, not at the top: importing it costs every gavel process ~1 s
+
             errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
             if errors:
                 where = "/".join(str(p) for p in errors[0].path) or "(top)"

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from gavel.core import config
+from gavel.core import config, options
 
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
@@ -73,6 +73,16 @@ PENDING_ERROR = "not finished (batch still running)"
 #: the start of the error of a request refused before sending (prompt + max_tokens over the context window)
 TOO_LONG_ERROR = "not sent: too long"
 #: providers that serve any registry model (the registry's own provider is not where it is served)
+
+
+def _same_file(fh, path: Path) -> bool:
+    """Whether the open file ``fh`` is still the file at ``path`` (not removed or replaced meanwhile)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fh.fileno())
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
 class WorkdirBusyError(RuntimeError):
@@ -122,6 +132,8 @@ class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
                  max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
                  namespace: str | None = None):
+        options.check_positive("concurrency", concurrency)
+        options.check_positive("max_attempts", max_attempts)
         self.stage = stage
         # a cache namespace (a repeat of a provider that ignores seeds): enters the key only when set, so a
         # runner without one keeps the keys it had before
@@ -171,15 +183,23 @@ class StageRunner:
     # ---------------- lock ----------------
     @contextmanager
     def locked(self):
-        """Hold ``runner.lock`` of the workdir; wait up to ``lock_timeout`` s for another runner holding it."""
+        """Hold ``runner.lock`` of the workdir; wait up to ``lock_timeout`` s for another runner holding it.
+        The lock is the kernel's (flock): a runner that was killed holds nothing, and the next one takes its
+        file over at once. The holder removes the file when it is done, so a finished run leaves none."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         fh = open(self.lock_path, "a+", encoding="utf-8")
+        held = False
         try:
             deadline, told = time.monotonic() + self.lock_timeout, False
             while True:
                 try:
                     fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
+                    if _same_file(fh, self.lock_path):
+                        break
+                    # the holder we waited for removed the file as it finished: lock the one at the path now
+                    fh.close()
+                    fh = open(self.lock_path, "a+", encoding="utf-8")
+                    continue
                 except BlockingIOError:
                     fh.seek(0)
                     holder = fh.read().strip() or "another runner"
@@ -198,8 +218,14 @@ class StageRunner:
             fh.write(f"runner pid {os.getpid()} on {socket.gethostname()} (stage {self.stage}, provider "
                      f"{self.provider.name}) since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
             fh.flush()
+            held = True
             yield
         finally:
+            if held:  # removed while still held: a runner waiting on this file sees it is gone and retries
+                try:
+                    self.lock_path.unlink()
+                except FileNotFoundError:
+                    pass
             fh.close()  # closing releases the lock
 
     # ---------------- state ----------------
@@ -247,9 +273,16 @@ class StageRunner:
         from gavel.core.tokens import count_tokens
 
         rows, too_long = [], {}
+        counted: dict[str, int] = {}  # a summary shared by its 26 item requests is tokenised once
+
+        def count(text: str) -> int:
+            if text not in counted:
+                counted[text] = count_tokens(text)
+            return counted[text]
+
         for r in requests:
             m = self._registry_model(r.model)
-            n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
+            n_in = sum(count(msg["content"]) for msg in r.messages)
             cap = r.params.get("max_tokens") or m.max_output_tokens
             n_out = min(expected_output_tokens, cap) if expected_output_tokens else cap // 4
             price = m.price or {}

@@ -51,10 +51,37 @@ class Located:
         return self.status != "not_found"
 
 
-@lru_cache(maxsize=512)  # a summary is normalised once for its 26 items and all their snippets
+_SPACE_RUN = re.compile(r"\s+")  # str.isspace's characters, as the character loop below tests them
+
+
+@lru_cache(maxsize=4096)  # a summary is normalised once for its 26 items, all their snippets and every variant
 def normalize(text: str) -> tuple[str, list[int]]:
     """The normalised text and, for each of its characters, the offset of the original character it came
     from (a run of whitespace maps to its first character)."""
+    mapped = text.translate(_CHAR_MAP)  # one character for one: offsets unchanged
+    low = mapped.lower()
+    if len(low) != len(mapped) or "\u03a3" in mapped:  # a character that lower-cases to two, or a Greek
+        return _normalize_chars(text)              # capital sigma (lower() of a whole word is contextual)
+    pieces: list[str] = []
+    offsets: list[int] = []
+    at = 0
+    for m in _SPACE_RUN.finditer(low):
+        if m.start() > at:
+            pieces.append(low[at:m.start()])
+            offsets.extend(range(at, m.start()))
+        if offsets and m.end() < len(low):  # not leading, not trailing: one space at the run's first character
+            pieces.append(" ")
+            offsets.append(m.start())
+        at = m.end()
+    if at < len(low):
+        pieces.append(low[at:])
+        offsets.extend(range(at, len(low)))
+    return "".join(pieces), offsets
+
+
+def _normalize_chars(text: str) -> tuple[str, list[int]]:
+    """``normalize``, one character at a time (texts where lower-casing the whole string would not keep
+    every character in its place)."""
     out: list[str] = []
     offsets: list[int] = []
     in_space = False

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel import answers
-from gavel.core import config, jsonl, stats
+from gavel.core import config, jsonl, options, stats
 from gavel.core.items import ITEMS, Item
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -55,6 +55,22 @@ class InputError(ValueError):
     """Bad input to the pipeline: names the file and record."""
 
 
+REFERENCE = "human"  # the subject of the reference summaries: reserved, no evaluated summary may take it
+#: the longest summary evaluated (characters, ~250k tokens; the release's longest is under 30,000): a longer
+#: one is skipped with a message before any request is built for it
+MAX_SUMMARY_CHARS = 1_000_000
+
+
+def summary_problem(subject: str, text) -> str | None:
+    """Why a summary is not evaluated (a reserved name, an oversize text), or None."""
+    if subject == REFERENCE:
+        return (f"the name {REFERENCE!r} is reserved for the reference summaries; give these summaries another "
+                f"name (--name)")
+    if isinstance(text, str) and len(text) > MAX_SUMMARY_CHARS:
+        return f"summary of {len(text):,} characters, over the limit of {MAX_SUMMARY_CHARS:,}; not evaluated"
+    return None
+
+
 @dataclass
 class Settings:
     extractor: str
@@ -68,6 +84,10 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
+
+    def __post_init__(self):  # checked before anything is built or sent (the command line checks them first)
+        options.check_fraction("alpha", self.alpha)
+        options.check_positive("max_tokens", self.max_tokens, allow_none=True)
 
 
 def default_roles() -> dict:
@@ -131,14 +151,18 @@ class _Stages:
         return results
 
 
-def _index_summaries(rows, where: str, problems: list[dict]) -> dict[tuple[str, str], str]:
+def _index_summaries(rows, where: str, problems: list[dict], evaluated: bool = True) -> dict[tuple[str, str], str]:
     """{(subject, case_id): text}; an empty or non-text summary, or a second summary of the same subject
-    and case, is reported in ``problems`` (naming the record) and left out; the rest goes on."""
+    and case, or (``evaluated``) one ``summary_problem`` refuses, is reported in ``problems`` (naming the
+    record) and left out; the rest goes on."""
     out = {}
     for n, (subject, case_id, text) in enumerate(rows, 1):
         key = (subject, str(case_id))
+        why = summary_problem(subject, text) if evaluated else None
         if not isinstance(text, str) or not text.strip():
             problems.append({"subject": subject, "case_id": str(case_id), "problem": f"{where}, record {n}: empty summary"})
+        elif why:
+            problems.append({"subject": subject, "case_id": str(case_id), "problem": f"{where}, record {n}: {why}"})
         elif key in out:
             problems.append({"subject": subject, "case_id": str(case_id),
                              "problem": f"{where}, record {n}: a second summary of this case; the first is kept"})
@@ -158,7 +182,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     s = settings
     problems = []
     models = _index_summaries(summaries, "summaries", problems)
-    usable_refs = _index_summaries([("human", c, t) for c, t in references.items()], "references", problems)
+    usable_refs = _index_summaries([(REFERENCE, c, t) for c, t in references.items()], "references", problems,
+                                   evaluated=False)
     kept = {}
     for (subject, case_id), text in models.items():
         if ("human", case_id) not in usable_refs:
@@ -314,15 +339,16 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
 
 
 # ---------- inputs ----------
-def read_summaries(path: str | Path, subject: str | None = None,
-                   problems: list[str] | None = None) -> list[tuple[str, str, str]]:
+def read_summaries(path: str | Path, subject: str | None = None, problems: list[str] | None = None,
+                   reference: bool = False) -> list[tuple[str, str, str]]:
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
     ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
     release's files, the file name otherwise, or each JSONL line's ``model``). A file that cannot be read, is
     not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
     raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
-    and the file's other records are kept."""
+    and the file's other records are kept. Summaries to evaluate (``reference=False``) may not be named
+    ``human`` (the file is refused naming it; a JSONL record so named is reported) nor be oversize."""
     path = Path(path)
 
     def bad(message: str) -> None:
@@ -331,6 +357,8 @@ def read_summaries(path: str | Path, subject: str | None = None,
         problems.append(message)
 
     name = subject or path.stem
+    if not reference and subject == REFERENCE:
+        raise InputError(f"{path}: {summary_problem(subject, '')}")
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as err:
@@ -349,23 +377,35 @@ def read_summaries(path: str | Path, subject: str | None = None,
             if not isinstance(body, str) or "case_id" not in rec:
                 bad(f"{path}, line {n}: expected an object with case_id and summary")
                 continue
-            out.append((subject or rec.get("model") or name, str(rec["case_id"]), body))
+            who = subject or rec.get("model") or name
+            why = None if reference else summary_problem(who, body)
+            if why:
+                bad(f"{path}, line {n}: {why}")
+                continue
+            out.append((who, str(rec["case_id"]), body))
         return out
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(f"{path}: not JSON ({err})") from None
+    except RecursionError:
+        raise InputError(f"{path}: {jsonl.TOO_DEEP}") from None
     if isinstance(data, dict) and isinstance(data.get("results"), dict):
         data = data["results"]
         name = subject or path.parent.name  # the release: summaries/<model>/<part>.json
     if not isinstance(data, dict):
         raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
+    if not reference and name == REFERENCE:
+        raise InputError(f"{path}: {summary_problem(name, '')}")
     out = []
     for case_id, body in data.items():
         if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
             body = body.get("summary/long", body.get("summary"))
         if not isinstance(body, str):
             bad(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+            continue
+        if not reference and summary_problem(name, body):
+            bad(f"{path}, case {case_id}: {summary_problem(name, body)}")
             continue
         out.append((name, str(case_id), body))
     return out
@@ -402,8 +442,11 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     from gavel.llm.runner import StageRunner
 
     s = settings
-    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
-    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
+    for subj, c, t in summaries:
+        if summary_problem(subj, t):
+            print(f"skipped {subj} case {c}: {summary_problem(subj, t)}")
+    kept = [(subj, c, t) for subj, c, t in summaries if c in references and not summary_problem(subj, t)]
+    texts = kept + [(REFERENCE, c, references[c]) for c in sorted({c for _, c, _ in kept})]
     tables = []
     ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
@@ -505,7 +548,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
             for row in read_summaries(in_repo(path))]
     if references:
-        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), "human")}, {}
+        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), REFERENCE, reference=True)}, {}
     else:
         from gavel.release import load_release
 
