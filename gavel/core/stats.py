@@ -187,14 +187,19 @@ def endpoint_digits(draws, q: float) -> int:
     return int(min(MAX_ENDPOINT_DIGITS, max(0, math.floor(-math.log10(2 * error)))))
 
 
-def round_interval(draws, low: float = 2.5, high: float = 97.5) -> tuple[float, float]:
-    """The percentile interval of ``draws`` with each endpoint rounded to the decimals it supports
-    (:func:`endpoint_digits`); NaN, NaN for no draws."""
+def endpoint(draws, q: float) -> float:
+    """The ``q``-th percentile of ``draws`` (NaN left out) rounded to the decimals it supports
+    (:func:`endpoint_digits`); NaN for no draws."""
     x = np.asarray(draws, dtype=float)
     x = x[~np.isnan(x)]
     if not len(x):
-        return math.nan, math.nan
-    return tuple(round(float(np.percentile(x, q)), endpoint_digits(x, q)) for q in (low, high))
+        return math.nan
+    return round(float(np.percentile(x, q)), endpoint_digits(x, q))
+
+
+def round_interval(draws, low: float = 2.5, high: float = 97.5) -> tuple[float, float]:
+    """The percentile interval of ``draws``, each endpoint as :func:`endpoint` gives it."""
+    return endpoint(draws, low), endpoint(draws, high)
 
 
 def bootstrap(cases: Sequence, statistic: Callable[[list], float | None], n_resamples: int = BOOTSTRAP_RESAMPLES,
