@@ -355,8 +355,9 @@ def residual_ratio_table(rel) -> pd.DataFrame:
     for m, c, v, e in sel[["model", "case_id", "value", "evidence"]].itertuples(index=False):
         values.setdefault((m, c), []).append((v, list(e)))
     per = None
-    for name, match, first in R_VARIANTS:
-        one = pd.DataFrame(grounding.residual_ratios(texts, values, match=match, values_first=first))
+    every = pd.DataFrame(grounding.residual_ratios(texts, values, variants=[(m, f) for _, m, f in R_VARIANTS]))
+    for n, (name, _, _) in enumerate(R_VARIANTS):
+        one = every[every["variant"] == n].drop(columns="variant").reset_index(drop=True)
         one = one.rename(columns={"r": f"r_{name}", "spans": f"spans_{name}"})
         per = one if per is None else per.merge(one, on=["who", "case_id"], how="outer")
     default = R_VARIANTS[0][0]
