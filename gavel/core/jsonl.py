@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-
 #: what a JSON value nested deeper than Python's parser can follow is called (json.loads raises RecursionError)
 TOO_DEEP = "JSON nested too deeply to read"
 

@@ -21,9 +21,9 @@ summaries of one case (the 12 models' and the human one) treated as that case's 
 from __future__ import annotations
 
 import difflib
-from array import array
 import json
 import re
+from array import array
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property

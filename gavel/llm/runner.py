@@ -32,7 +32,6 @@ Everything is synchronous (threads for online concurrency), so it runs inside Ju
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -40,7 +39,6 @@ import platform
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -51,6 +49,7 @@ from pathlib import Path
 
 from gavel.core import config, options
 
+from .lock import WorkdirBusyError, hold  # noqa: F401 (WorkdirBusyError: the runner's error)
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 from .secrets import scrub
@@ -75,18 +74,6 @@ TOO_LONG_ERROR = "not sent: too long"
 #: providers that serve any registry model (the registry's own provider is not where it is served)
 
 
-def _same_file(fh, path: Path) -> bool:
-    """Whether the open file ``fh`` is still the file at ``path`` (not removed or replaced meanwhile)."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return False
-    own = os.fstat(fh.fileno())
-    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
-
-
-class WorkdirBusyError(RuntimeError):
-    """Another runner holds the workdir's lock."""
 
 
 class ResponseCache:
@@ -183,50 +170,12 @@ class StageRunner:
     # ---------------- lock ----------------
     @contextmanager
     def locked(self):
-        """Hold ``runner.lock`` of the workdir; wait up to ``lock_timeout`` s for another runner holding it.
-        The lock is the kernel's (flock): a runner that was killed holds nothing, and the next one takes its
-        file over at once. The holder removes the file when it is done, so a finished run leaves none."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        fh = open(self.lock_path, "a+", encoding="utf-8")
-        held = False
-        try:
-            deadline, told = time.monotonic() + self.lock_timeout, False
-            while True:
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    if _same_file(fh, self.lock_path):
-                        break
-                    # the holder we waited for removed the file as it finished: lock the one at the path now
-                    fh.close()
-                    fh = open(self.lock_path, "a+", encoding="utf-8")
-                    continue
-                except BlockingIOError:
-                    fh.seek(0)
-                    holder = fh.read().strip() or "another runner"
-                    if time.monotonic() >= deadline:
-                        raise WorkdirBusyError(
-                            f"workdir {self.workdir} is in use by {holder}; gave up after waiting "
-                            f"{self.lock_timeout:g} s. Let it finish (or stop it), or give this run another "
-                            f"workdir") from None
-                    if not told:
-                        print(f"{self.stage}: workdir {self.workdir} is in use by {holder}; waiting up to "
-                              f"{self.lock_timeout:g} s", file=sys.stderr, flush=True)
-                        told = True
-                    time.sleep(0.2)
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"runner pid {os.getpid()} on {socket.gethostname()} (stage {self.stage}, provider "
-                     f"{self.provider.name}) since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-            fh.flush()
-            held = True
+        """Hold ``runner.lock`` of the workdir (``gavel.llm.lock``); wait up to ``lock_timeout`` s for
+        another runner holding it. A killed runner holds nothing; a finished one leaves no lock file."""
+        holder = (f"runner pid {os.getpid()} on {socket.gethostname()} (stage {self.stage}, provider "
+                  f"{self.provider.name}) since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        with hold(self.lock_path, self.lock_timeout, holder, f"{self.stage}: workdir {self.workdir}"):
             yield
-        finally:
-            if held:  # removed while still held: a runner waiting on this file sees it is gone and retries
-                try:
-                    self.lock_path.unlink()
-                except FileNotFoundError:
-                    pass
-            fh.close()  # closing releases the lock
 
     # ---------------- state ----------------
     def load_state(self) -> dict:
