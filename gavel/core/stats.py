@@ -194,7 +194,7 @@ def endpoint(draws, q: float) -> float:
     x = x[~np.isnan(x)]
     if not len(x):
         return math.nan
-    return round(float(np.percentile(x, q)), endpoint_digits(x, q))
+    return round(float(np.percentile(x, q)), endpoint_digits(x, q)) + 0.0  # + 0.0: no -0.0
 
 
 def round_interval(draws, low: float = 2.5, high: float = 97.5) -> tuple[float, float]:

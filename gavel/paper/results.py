@@ -509,7 +509,11 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
     written = []
     for name, df in sorted(tables.items()):
         path = folder / f"{name}.csv"
-        df.to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
+        # interval endpoints carry only the decimals they support (stats.endpoint): written as they are, not
+        # padded to 4 decimals
+        shown = {c: df[c].map(lambda v: "" if pd.isna(v) else repr(float(v)).removesuffix(".0"))
+                 for c in df.columns if str(c).endswith(("ci_low", "ci_high"))}
+        df.assign(**shown).to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
         written.append(path)
     return written
 
