@@ -84,13 +84,24 @@ def cmd_agent(args) -> int:
 
     corpus = corpus_mod.load(args.corpus, args.case_id)
     provider = provider_from_args(args)
+    runs = []
     for cfg in configs.resolve(args.config):
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
         res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
                         tool_mode=args.tool_mode)
+        runs.append(out / "llm")
         print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
                           "resumed": res.resumed}))
+    print(cost_line(runs), file=sys.stderr)  # stdout stays one JSON line per run
     return 0
+
+
+def cost_line(folders: list[Path]) -> str:
+    """The closing line of a documents command: the ledgers (cost.csv) of its runs in one."""
+    from ..llm import ledger
+
+    where = folders[0] / "cost.csv" if len(folders) == 1 else f"cost.csv in each of {len(folders)} runs' llm/ folders"
+    return ledger.closing_line(ledger.read(folders), where)
 
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
@@ -126,6 +137,7 @@ def cmd_end_to_end(args) -> int:
     _write_rows(out / "rows.jsonl", rows)
     (out / "problems.txt").write_text("".join(p + "\n" for p in problems), encoding="utf-8")
     print(f"{len(rows)} values -> {out / 'rows.jsonl'}; {len(problems)} problems -> {out / 'problems.txt'}")
+    print(cost_line([out / "llm"]))
     return 1 if report.failed else 0
 
 
@@ -143,6 +155,7 @@ def cmd_chunked(args) -> int:
     errors = sum(1 for e in res.log if "error" in e)
     print(f"{sum(len(v) for v in res.states.values())} values -> {out / 'rows.jsonl'}; {errors} pieces not "
           f"merged (see merge_log.jsonl)")
+    print(cost_line([out / "llm"]))
     return 0
 
 
