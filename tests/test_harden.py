@@ -70,8 +70,10 @@ def test_the_dry_run_tokenises_each_text_once(tmp_path, monkeypatch, capsys):
     from gavel.core import tokens
 
     calls = []
-    real = tokens.count_tokens
-    monkeypatch.setattr(tokens, "count_tokens", lambda text, *a, **k: calls.append(text) or real(text, *a, **k))
+    enc = tokens.encoding()
+    real = enc.encode
+    monkeypatch.setattr(enc, "encode", lambda text, *a, **k: calls.append(text) or real(text, *a, **k))
+    tokens._count.cache_clear()
     s = tmp_path / "s.jsonl"
     s.write_text("".join(json.dumps({"case_id": "1", "model": m, "summary": f"{SUMMARY} ({m})"}) + "\n"
                          for m in ("a", "b")))

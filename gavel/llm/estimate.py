@@ -76,16 +76,9 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
         print(f"warning: {why}; priced at its list price anyway", file=sys.stderr)
     outputs: dict[str, tuple[float | None, str]] = {}
     rows, too_long = [], {}
-    counted: dict[str, int] = {}  # a summary shared by its 26 item requests is tokenised once
-
-    def count(text: str) -> int:
-        if text not in counted:
-            counted[text] = count_tokens(text)
-        return counted[text]
-
     for r in requests:
         m = runner._registry_model(r.model)
-        n_in = sum(count(msg["content"]) for msg in r.messages)
+        n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
         cap = r.params.get("max_tokens") or m.max_output_tokens
         if r.model not in outputs:
             given = expected_output_tokens.get(r.model) if isinstance(expected_output_tokens, dict) \
