@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
-from gavel.core import config
+from gavel.core import config, options
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 
@@ -102,7 +102,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from .llm.runner import WorkdirBusyError
 
     return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
-            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError)
+            config.ReleaseNotFoundError, config.SettingsFileError, CorpusError, DocumentNotFoundError, AgentError,
+            InputError)
 
 
 def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:
@@ -243,7 +244,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not summaries:
         raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
     if args.references:
-        references = {c: t for _, c, t in pipeline.read_summaries(args.references, "human")}
+        references = {c: t for _, c, t in
+                      pipeline.read_summaries(args.references, pipeline.REFERENCE, reference=True)}
         bins = {}
     else:
         from .release import load_release
@@ -255,8 +257,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
                                  allow_unserved=args.allow_unserved)
     provider = pipeline.provider(args.provider, args.base_url)
-    if args.repeats < 1:
-        raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traceback", action="store_true", help="show the traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
-    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--timeout", type=options.positive_int, default=600)
     p.set_defaults(func=cmd_data)
     p = sub.add_parser("audit", help="print every defect of the release")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
@@ -390,10 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slurm-job", default=None,
                    help="the SLURM job this stage runs in (vLLM on your GPUs): its elapsed time goes into cost.csv, "
                         "priced by the price table's gpu_hour_usd ('local': not in a job, nothing added)")
-    p.add_argument("--poll-interval", type=float, default=30.0)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--max-attempts", type=int, default=3)
-    p.add_argument("--lock-timeout", type=float, default=60.0,
+    p.add_argument("--poll-interval", type=options.positive_float, default=30.0)
+    p.add_argument("--concurrency", type=options.positive_int, default=8)
+    p.add_argument("--max-attempts", type=options.positive_int, default=3)
+    p.add_argument("--lock-timeout", type=options.non_negative_float, default=60.0,
                    help="seconds to wait for another runner using the same workdir before giving up")
     p.set_defaults(func=cmd_stage)
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
@@ -408,12 +408,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
     p.add_argument("--items", nargs="*", default=None, help="item names (default: all 26)")
-    p.add_argument("--alpha", type=float, default=0.9)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alpha", type=options.fraction, default=0.9)
+    p.add_argument("--seed", type=options.seed, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])
-    p.add_argument("--max-tokens", type=int, default=None,
+    p.add_argument("--max-tokens", type=options.positive_int, default=None,
                    help="output cap of every request (default: the model's; --provider local: its measured cap per stage)")
-    p.add_argument("--repeats", type=int, default=1,
+    p.add_argument("--repeats", type=options.positive_int, default=1,
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")
     p.add_argument("--orders", default="one", choices=["one", "both"],

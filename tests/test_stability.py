@@ -220,8 +220,9 @@ def test_cli_repeats_dry_run_prices_n_repeats_and_run_writes_the_report(tmp_path
     assert (tmp_path / "out" / "repeats" / "r2" / "scores.csv").exists()
     with pytest.raises(SystemExit):
         cli.main(base + ["--repeats", "x"])
-    assert cli.main(base + ["--repeats", "0"]) == 2
-    assert "--repeats must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # refused as the command line is read (gavel.core.options)
+        cli.main(base + ["--repeats", "0"])
+    assert stop.value.code == 2 and "--repeats: must be a whole number >= 1, got 0" in capsys.readouterr().err
 
 
 def test_local_model_at_temperature_above_zero_two_repeats(tmp_path):

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from gavel.core import config
+from gavel.core import config, options
 from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 
 DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
@@ -56,10 +56,10 @@ def add_parser(sub) -> None:
     a = sub.add_parser("load-release", help="tasks from the release: human.json reviews, value pairs, style pairs")
     a.add_argument("--release", default=None)
     a.add_argument("--prefill", default="human", choices=["human", "none"])
-    a.add_argument("--single", type=int, default=SAMPLE_SINGLE)
-    a.add_argument("--multi", type=int, default=SAMPLE_MULTI)
-    a.add_argument("--style", type=int, default=SAMPLE_STYLE)
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--single", type=options.non_negative_int, default=SAMPLE_SINGLE)
+    a.add_argument("--multi", type=options.non_negative_int, default=SAMPLE_MULTI)
+    a.add_argument("--style", type=options.non_negative_int, default=SAMPLE_STYLE)
+    a.add_argument("--seed", type=options.seed, default=0)
     a = sub.add_parser("load-extraction", help="review tasks pre-filled from an LLM extraction (value rows)")
     a.add_argument("rows", help="CSV/JSONL/Parquet with case_id,item,index,value,evidence")
     a.add_argument("--release", default=None)
@@ -69,15 +69,15 @@ def add_parser(sub) -> None:
                                    "that starts with '-' goes after '--' (assign --k 2 -- -ann ann2), or as "
                                    "--adjudicator=-lead.")
     a.add_argument("annotators", nargs="+")
-    a.add_argument("--k", type=int, default=1)
-    a.add_argument("--k-long", type=int, default=3)
-    a.add_argument("--n-long", type=int, default=10)
+    a.add_argument("--k", type=options.positive_int, default=1)
+    a.add_argument("--k-long", type=options.positive_int, default=3)
+    a.add_argument("--n-long", type=options.non_negative_int, default=10)
     a.add_argument("--adjudicator", action="append", default=None)
     a.add_argument("--kind", default=None, choices=["extraction", "comparison", "style"])
     a = sub.add_parser("serve", help="run the web app (waitress)")
     a.add_argument("--host", default="127.0.0.1")
-    a.add_argument("--port", type=int, default=8800)
-    a.add_argument("--threads", type=int, default=16)
+    a.add_argument("--port", type=options.port, default=8800)
+    a.add_argument("--threads", type=options.positive_int, default=16)
     a.add_argument("--secure-cookies", action="store_true", help="set when served over HTTPS")
     a.add_argument("--secret-key-file", default=None,
                    help="the session signing key's file (mode 0600; made if missing)")

@@ -23,8 +23,14 @@ from __future__ import annotations
 import gc
 
 from gavel.answers.agent import _agent
-from gavel.answers.stages import placeholder_why  # noqa: F401 (the public surface)
-from gavel.answers.stages import _compare_multi, _compare_single, _extract, _residual, _style
+from gavel.answers.stages import (
+    _compare_multi,
+    _compare_single,
+    _extract,
+    _residual,
+    _style,
+    placeholder_why,  # noqa: F401 (the public surface)
+)
 from gavel.answers.text import (  # noqa: F401 (the public surface)
     COMPLETE,
     MAX_REASKS,

@@ -7,7 +7,7 @@ import math
 import re
 
 from gavel.answers.scan import scan
-from gavel.answers.text import Unusable, _candidates, _drop, _lower, _one, _read_each, quoted_key, sound
+from gavel.answers.text import Unusable, _candidates, _drop, _lower, _one, _read_each, sound
 from gavel.core.vocab import AB_RELATIONS, STYLE_ASPECTS, STYLE_RUBRIC, STYLE_SCALE
 
 # ====================================================================== extract

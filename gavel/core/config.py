@@ -89,14 +89,32 @@ class ReleaseNotFoundError(FileNotFoundError):
     pass
 
 
+class SettingsFileError(ValueError):
+    """``.env`` cannot be read (not UTF-8 text); the message names the file and the line."""
+
+
 @lru_cache(maxsize=1)
 def load_dotenv_once() -> None:
-    """Load ``.env`` from the repository root (values already in the environment win)."""
+    """Load ``.env`` from the repository root (values already in the environment win). A file that is not
+    UTF-8 text raises SettingsFileError naming it and the line."""
     try:
         from dotenv import load_dotenv
     except ImportError:  # python-dotenv is a core dependency; tolerate its absence in odd setups
         return
-    load_dotenv(REPO_ROOT / ".env", override=False)
+    path = REPO_ROOT / ".env"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return  # no .env (or none readable): nothing to load, as python-dotenv does
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise SettingsFileError(f"{path}, line {line}: not UTF-8 text (byte 0x{data[err.start]:02x}); save .env "
+                                f"as UTF-8") from None
+    import io
+
+    load_dotenv(stream=io.StringIO(text), override=False)
 
 
 def release_root(path: str | os.PathLike | None = None) -> Path:

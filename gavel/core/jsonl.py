@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+#: what a JSON value nested deeper than Python's parser can follow is called (json.loads raises RecursionError)
+TOO_DEEP = "JSON nested too deeply to read"
+
 
 class JSONLError(ValueError):
     """A line that is not JSON, named by where it came from and its line number."""
@@ -38,6 +41,8 @@ def scan(text: str, where: str) -> list[Line]:
             out.append(Line(n, line, json.loads(line)))
         except json.JSONDecodeError as err:
             out.append(Line(n, line, problem=f"{where}, line {n}: not JSON ({err})"))
+        except RecursionError:
+            out.append(Line(n, line, problem=f"{where}, line {n}: {TOO_DEEP}"))
     return out
 
 

@@ -185,12 +185,50 @@ def bootstrap_means(values: np.ndarray, rng: np.random.Generator, n: int = BOOTS
 
 
 def mean_interval(values: Iterable, seed: int = 0, n: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
-    """Percentile 95% interval of the mean over the values (None and NaN left out); NaN, NaN when none."""
+    """Percentile 95% interval of the mean over the values (None and NaN left out), each endpoint rounded to
+    the decimals the resampling supports (:func:`round_interval`); NaN, NaN when none."""
     x = np.asarray([v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))], float)
     if len(x) == 0:
         return math.nan, math.nan
-    means = bootstrap_means(x, np.random.default_rng(seed), n)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    return round_interval(bootstrap_means(x, np.random.default_rng(seed), n))
+
+
+#: the most decimals an interval endpoint is given with (the result tables' precision)
+MAX_ENDPOINT_DIGITS = 4
+
+
+def endpoint_digits(draws, q: float) -> int:
+    """Decimals the ``q``-th percentile of ``draws`` supports: its Monte-Carlo standard error (from the order
+    statistics around it: ranks B*q/100 +- sqrt(B p (1-p)), half their spread) must not reach a unit of the
+    last printed digit's half, i.e. 10**-digits >= 2 x the error; at most ``MAX_ENDPOINT_DIGITS``. With 2,000
+    resamples a 95% interval of a mean over 100 cases gets one decimal on the 0-100 scale."""
+    x = np.sort(np.asarray(draws, dtype=float))
+    x = x[~np.isnan(x)]
+    if len(x) < 2:
+        return MAX_ENDPOINT_DIGITS
+    p = q / 100
+    half = math.sqrt(len(x) * p * (1 - p))
+    lo = min(len(x) - 1, max(0, math.floor(p * (len(x) - 1) - half)))
+    hi = min(len(x) - 1, max(0, math.ceil(p * (len(x) - 1) + half)))
+    error = (x[hi] - x[lo]) / 2
+    if error <= 0:
+        return MAX_ENDPOINT_DIGITS
+    return int(min(MAX_ENDPOINT_DIGITS, max(0, math.floor(-math.log10(2 * error)))))
+
+
+def endpoint(draws, q: float) -> float:
+    """The ``q``-th percentile of ``draws`` (NaN left out) rounded to the decimals it supports
+    (:func:`endpoint_digits`); NaN for no draws."""
+    x = np.asarray(draws, dtype=float)
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return math.nan
+    return round(float(np.percentile(x, q)), endpoint_digits(x, q)) + 0.0  # + 0.0: no -0.0
+
+
+def round_interval(draws, low: float = 2.5, high: float = 97.5) -> tuple[float, float]:
+    """The percentile interval of ``draws``, each endpoint as :func:`endpoint` gives it."""
+    return endpoint(draws, low), endpoint(draws, high)
 
 
 def bootstrap(cases: Sequence, statistic: Callable[[list], float | None], n_resamples: int = BOOTSTRAP_RESAMPLES,

@@ -80,6 +80,13 @@ def encoding(name: str = DEFAULT_ENCODING):
 
 
 def count_tokens(text: str, name: str = DEFAULT_ENCODING) -> int:
+    """o200k tokens of ``text``; each text is tokenised once while it is among the last 2,048 counted (a dry
+    run prices a summary in its 26 item requests, the style request and the ranges of the later stages)."""
+    return _count(text, name)
+
+
+@lru_cache(maxsize=2048)
+def _count(text: str, name: str) -> int:
     return len(encoding(name).encode(text, disallowed_special=()))
 
 

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from gavel.core import config
+from gavel.core import config, options
 
 from .agent import MAX_STEPS
 from .chunking import CHUNK_TOKENS
@@ -264,13 +264,13 @@ def add_parser(sub) -> None:
     q.set_defaults(func=cmd_replay)
     q = dsub.add_parser("patterns", help="run the released regex patterns through the search tool")
     q.add_argument("--release", default=None)
-    q.add_argument("--tokens", type=int, default=128_000, help="size of the real-text corpus (release summaries)")
-    q.add_argument("--timeout", type=float, default=2.0, help="time limit per search, seconds")
-    q.add_argument("--limit", type=int, default=0, help="only the first N patterns (0: all)")
+    q.add_argument("--tokens", type=options.positive_int, default=128_000, help="size of the real-text corpus (release summaries)")
+    q.add_argument("--timeout", type=options.positive_float, default=2.0, help="time limit per search, seconds")
+    q.add_argument("--limit", type=options.non_negative_int, default=0, help="only the first N patterns (0: all)")
     q.set_defaults(func=cmd_patterns)
     q = dsub.add_parser("chunk-check", help="chunk every summary and checklist text of the release")
     q.add_argument("--release", default=None)
-    q.add_argument("--sizes", type=int, nargs="+", default=[CHUNK_TOKENS, 256])
+    q.add_argument("--sizes", type=options.positive_int, nargs="+", default=[CHUNK_TOKENS, 256])
     q.set_defaults(func=cmd_chunk_check)
     q = dsub.add_parser("agent", help="run the Gavel-Agent on one case")
     q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
@@ -280,7 +280,7 @@ def add_parser(sub) -> None:
     q.add_argument("--base-url", default=None)
     q.add_argument("--model", required=True, help="registry name (gavel/core/models.yaml)")
     q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"), help="output root: OUT/MODEL/CASE/KIND/NAME/")
-    q.add_argument("--max-steps", type=int, default=MAX_STEPS)
+    q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
     q.add_argument("--tool-mode", default="json", choices=["json", "native"],
                    help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
@@ -299,7 +299,7 @@ def add_parser(sub) -> None:
             q.add_argument("--mode", default="batch", choices=["batch", "online"])
             q.add_argument("--dry-run", action="store_true")
         else:
-            q.add_argument("--chunk-tokens", type=int, default=CHUNK_TOKENS)
+            q.add_argument("--chunk-tokens", type=options.positive_int, default=CHUNK_TOKENS)
         q.set_defaults(func=func)
     q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
     q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
@@ -313,7 +313,7 @@ def add_parser(sub) -> None:
     q.add_argument("--provider", required=True)
     q.add_argument("--base-url", default=None)
     q.add_argument("--judge", default="gemma-3-27b-it", help="registry model of the compare stage")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=options.seed, default=0)
     q.add_argument("--release", default=None)
     q.add_argument("--out", required=True)
     q.set_defaults(func=cmd_evaluate)
@@ -325,11 +325,11 @@ def add_parser(sub) -> None:
     q.add_argument("--base-url", default=None)
     q.add_argument("--model", required=True)
     q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"))
-    q.add_argument("--max-steps", type=int, default=MAX_STEPS)
+    q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
     q.add_argument("--script", default=str(config.INTERIM_DIR / "agent" / "agent_array.sbatch"))
     q.add_argument("--time-limit", default="04:00:00")
-    q.add_argument("--cpus", type=int, default=2)
-    q.add_argument("--max-parallel", type=int, default=32)
+    q.add_argument("--cpus", type=options.positive_int, default=2)
+    q.add_argument("--max-parallel", type=options.positive_int, default=32)
     q.add_argument("--partition", default=None)
     q.add_argument("--python", default=None)
     q.set_defaults(func=cmd_agent_array)

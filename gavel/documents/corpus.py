@@ -24,11 +24,13 @@ import difflib
 import hashlib
 import json
 import re
+from array import array
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
 from pathlib import Path
 
+from gavel.core.jsonl import TOO_DEEP
 from gavel.core.tokens import encoding
 
 
@@ -67,15 +69,19 @@ class Document:
     position: int = 0  # index in the input, before ordering
 
     @cached_property
-    def tokens(self) -> list[int]:
-        return encoding().encode(self.text, disallowed_special=())
+    def tokens(self) -> array:
+        """The o200k token ids, packed (4 bytes each; a list of ints takes 36): a 400 MB corpus's tokens are
+        held in about 0.4 GB instead of 3.6."""
+        return array("I", encoding().encode(self.text, disallowed_special=()))
 
     @cached_property
-    def offsets(self) -> list[int]:
+    def offsets(self) -> array:
         """Character offset where each token starts, plus ``len(text)`` at the end (so token ``i`` spans
-        ``text[offsets[i]:offsets[i + 1]]``)."""
-        _, starts = encoding().decode_with_offsets(self.tokens)
-        return [*starts, len(self.text)]
+        ``text[offsets[i]:offsets[i + 1]]``); packed as ``tokens``."""
+        _, starts = encoding().decode_with_offsets(self.tokens.tolist())
+        out = array("q", starts)
+        out.append(len(self.text))
+        return out
 
     @property
     def token_count(self) -> int:
@@ -228,6 +234,8 @@ def load_full_case_data(path: str | Path, case_ids=None) -> list[Corpus]:
         data = json.loads(_read_text(path, str(path)))
     except json.JSONDecodeError as err:
         raise CorpusError(f"{path}: not JSON ({err})") from None
+    except RecursionError:
+        raise CorpusError(f"{path}: {TOO_DEEP}") from None
     cases = data.get("cases") if isinstance(data, dict) else data
     if not isinstance(cases, list):
         raise CorpusError(f"{path}: expected a list of cases (or {{'cases': [...]}})")
@@ -306,6 +314,8 @@ def load_folder(path: str | Path) -> Corpus:
             meta = json.loads(_read_text(meta_path, str(meta_path)))
         except json.JSONDecodeError as err:
             raise CorpusError(f"{meta_path}: not JSON ({err})") from None
+        except RecursionError:
+            raise CorpusError(f"{meta_path}: {TOO_DEEP}") from None
         if not isinstance(meta, dict):
             raise CorpusError(f"{meta_path}: expected an object with a `documents` list, got "
                               f"{type(meta).__name__}")
@@ -455,6 +465,6 @@ def _read_json(path: Path):
     if key not in _JSON_CACHE:
         try:
             _JSON_CACHE[key] = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size else None
-        except (OSError, json.JSONDecodeError):
+        except (OSError, json.JSONDecodeError, RecursionError):
             _JSON_CACHE[key] = None  # empty or broken release files are the audit's business, not ours
     return _JSON_CACHE[key]

@@ -12,7 +12,8 @@ The worker is a plain ``python -I`` process running this file as a script (stdli
 * matching uses ``regex``'s own ``timeout``; the parent waits at most the search time limit plus
   ``COMPILE_GRACE_S`` for an answer and kills the worker (by its pid) past that.
 
-One worker per workspace holds the corpus texts (sent once); a worker that died or was killed is started
+One worker per workspace holds the corpus texts (sent once, one message per document, so the parent never
+holds a second copy of the corpus); a worker that died or was killed is started
 afresh on the next search. Messages are ``marshal``-ed tuples with a 4-byte length prefix on the worker's
 stdin/stdout.
 """
@@ -44,7 +45,8 @@ class SearchRefused(Exception):
 # ------------------------------------------------------------------ framing (both sides)
 def _send(fh, obj) -> None:
     data = marshal.dumps(obj)
-    fh.write(_HEADER.pack(len(data)) + data)
+    fh.write(_HEADER.pack(len(data)))  # apart, not header + data: that would copy a big message once more
+    fh.write(data)
     fh.flush()
 
 
@@ -90,8 +92,13 @@ def worker_main(memory_bytes: int) -> None:
         msg = _recv_blocking(inp)
         if msg is None:
             return  # the parent closed the pipe (or is gone)
-        if msg[0] == "texts":
-            texts = msg[1]
+        if msg[0] == "texts":  # ("texts", n), then n messages of one text each
+            texts = []
+            for _ in range(msg[1]):
+                text = _recv_blocking(inp)
+                if text is None:
+                    return
+                texts.append(text)
             _send(out, ("ready",))
             continue
         _, pattern, flags, indices, keep, timeout, cpu_budget = msg
@@ -133,7 +140,9 @@ class SearchWorker:
         self.starts += 1
         self._finalizer = weakref.finalize(self, _stop, self.proc)
         try:
-            _send(self.proc.stdin, ("texts", self.texts))
+            _send(self.proc.stdin, ("texts", len(self.texts)))
+            for text in self.texts:  # one at a time: the parent never holds a copy of the whole corpus
+                _send(self.proc.stdin, text)
             answer = self._read(time.monotonic() + 60)
         except OSError:
             answer = None

@@ -337,8 +337,12 @@ def search(docs, pattern: str, flags: int, top_k: int, context_tokens: int, time
     hits, per_doc = [], {}
     for doc in docs:
         ranges = []
+        found = by_index.get(index_of[doc.name])
+        if not found:  # a document without a match is not tokenised for it (a big corpus: seconds and GBs each)
+            per_doc[doc.name] = ranges
+            continue
         offs, n = doc.offsets, doc.token_count
-        for s, e in by_index.get(index_of[doc.name], []):
+        for s, e in found:
             ts = max(0, bisect.bisect_right(offs, s) - 1)
             te = max(ts + 1, bisect.bisect_left(offs, e))
             center = (ts + te) // 2

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import fcntl
 import hashlib
 import json
 import os
@@ -42,7 +41,6 @@ import platform
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -51,10 +49,11 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from gavel.core import config, prices
+from gavel.core import config, options, prices
 
 from . import ledger
 from . import usage as usage_of
+from .lock import WorkdirBusyError, hold  # noqa: F401 (WorkdirBusyError: the runner's error)
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 from .secrets import scrub
@@ -79,8 +78,6 @@ TOO_LONG_ERROR = "not sent: too long"
 #: providers that serve any registry model (the registry's own provider is not where it is served)
 
 
-class WorkdirBusyError(RuntimeError):
-    """Another runner holds the workdir's lock."""
 
 
 class ResponseCache:
@@ -126,6 +123,8 @@ class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
                  max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
                  namespace: str | None = None, since: dt.datetime | None = None):
+        options.check_positive("concurrency", concurrency)
+        options.check_positive("max_attempts", max_attempts)
         self.stage = stage
         # the ledger (cost.csv): answers received from the provider since `since` are this run's spending
         self.since = since or ledger.now()
@@ -178,36 +177,12 @@ class StageRunner:
     # ---------------- lock ----------------
     @contextmanager
     def locked(self):
-        """Hold ``runner.lock`` of the workdir; wait up to ``lock_timeout`` s for another runner holding it."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        fh = open(self.lock_path, "a+", encoding="utf-8")
-        try:
-            deadline, told = time.monotonic() + self.lock_timeout, False
-            while True:
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    fh.seek(0)
-                    holder = fh.read().strip() or "another runner"
-                    if time.monotonic() >= deadline:
-                        raise WorkdirBusyError(
-                            f"workdir {self.workdir} is in use by {holder}; gave up after waiting "
-                            f"{self.lock_timeout:g} s. Let it finish (or stop it), or give this run another "
-                            f"workdir") from None
-                    if not told:
-                        print(f"{self.stage}: workdir {self.workdir} is in use by {holder}; waiting up to "
-                              f"{self.lock_timeout:g} s", file=sys.stderr, flush=True)
-                        told = True
-                    time.sleep(0.2)
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"runner pid {os.getpid()} on {socket.gethostname()} (stage {self.stage}, provider "
-                     f"{self.provider.name}) since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-            fh.flush()
+        """Hold ``runner.lock`` of the workdir (``gavel.llm.lock``); wait up to ``lock_timeout`` s for
+        another runner holding it. A killed runner holds nothing; a finished one leaves no lock file."""
+        holder = (f"runner pid {os.getpid()} on {socket.gethostname()} (stage {self.stage}, provider "
+                  f"{self.provider.name}) since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        with hold(self.lock_path, self.lock_timeout, holder, f"{self.stage}: workdir {self.workdir}"):
             yield
-        finally:
-            fh.close()  # closing releases the lock
 
     # ---------------- state ----------------
     def load_state(self) -> dict:

@@ -122,8 +122,24 @@ class Metrics:
         return d[(d["method"] == method) & (d["model"] == model) & (d["configuration"] == configuration)].iloc[0]
 
     def doc_score(self, method, model, configuration):
+        """S_checklist of a document-extraction run; where some of its cells rest on rule-6 estimates (the
+        model's checklist is not released), the note counts them against the cells with a judge entry."""
         r = self._doc(method, model, configuration)
-        return _nan_none(r["s_checklist"]), _nan_none(r["s_checklist_low"]), _nan_none(r["s_checklist_high"])
+        out = (_nan_none(r["s_checklist"]), _nan_none(r["s_checklist_low"]), _nan_none(r["s_checklist_high"]))
+        st = self.t.get("document_cell_status")
+        if st is None:
+            return out
+        st = st.fillna({"configuration": ""})
+        st = st[(st["method"] == method) & (st["model"] == model) & (st["configuration"] == configuration)]
+        cells = st.groupby("status")["cells"].sum()
+        estimated = int(cells[cells.index.str.startswith("model_unknown")].sum())
+        if not estimated:
+            return out
+        judged, unreadable = int(cells.get("judged", 0)), int(cells.get("unreadable_judgment", 0))
+        note = (f"{judged + unreadable:,} of the {int(cells.sum()):,} cells have a judge entry ({judged:,} "
+                f"readable); the {estimated:,} cells with neither a judge entry nor a released checklist rest on "
+                f"rule-6 estimates")
+        return (*out, note)
 
     def doc_tokens(self, method, model, configuration):
         return _nan_none(self._doc(method, model, configuration)["total_tokens_per_case"] / 1e6), None, None

@@ -20,7 +20,7 @@ from scipy import stats
 
 from gavel.core import config
 from gavel.core.items import GROUPS, ITEMS
-from gavel.core.stats import bootstrap_means, resamples
+from gavel.core.stats import bootstrap_means, endpoint, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
 from gavel.paper import extraction_cost, reconstruct
@@ -102,8 +102,7 @@ def agreement_intervals(scores: pd.DataFrame, metrics_: list[str], rng: np.rando
             for k, name in enumerate(CORRELATIONS):
                 ok = boots[:, k][~np.isnan(boots[:, k])]
                 used.append(len(ok))
-                row[f"{name}_ci_low"] = float(np.percentile(ok, 2.5)) if len(ok) else math.nan
-                row[f"{name}_ci_high"] = float(np.percentile(ok, 97.5)) if len(ok) else math.nan
+                row[f"{name}_ci_low"], row[f"{name}_ci_high"] = endpoint(ok, 2.5), endpoint(ok, 97.5)
             row["resamples"] = min(used)
             rows.append(row)
     return pd.DataFrame(rows)
@@ -191,9 +190,8 @@ def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[
         hi = wide["s_checklist_high"][m].dropna().to_numpy()
         boots, boots_lo, boots_hi = (bootstrap_means(x, rng) for x in (v, lo, hi))
         ci_rows.append({"model": m, "label": labels[m], "s_checklist": v.mean(), "cases": len(v),
-                        "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
-                        "bounds_ci_low": np.percentile(boots_lo, 2.5),
-                        "bounds_ci_high": np.percentile(boots_hi, 97.5)})
+                        "ci_low": endpoint(boots, 2.5), "ci_high": endpoint(boots, 97.5),
+                        "bounds_ci_low": endpoint(boots_lo, 2.5), "bounds_ci_high": endpoint(boots_hi, 97.5)})
     diff_rows = []
     for a, b in zip(order, order[1:]):
         best = wide["s_checklist"][[a, b]].dropna()
@@ -202,12 +200,14 @@ def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[
         d_lo = (wide["s_checklist_low"][a] - wide["s_checklist_high"][b]).reindex(common).dropna().to_numpy()
         d_hi = (wide["s_checklist_high"][a] - wide["s_checklist_low"][b]).reindex(common).dropna().to_numpy()
         boots, boots_lo, boots_hi = (bootstrap_means(x, rng) for x in (d, d_lo, d_hi))
-        lo_all, hi_all = np.percentile(boots_lo, 2.5), np.percentile(boots_hi, 97.5)
+        lo_all, hi_all = endpoint(boots_lo, 2.5), endpoint(boots_hi, 97.5)
         diff_rows.append({"model_a": a, "model_b": b, "common_cases": len(d), "difference": d.mean(),
-                          "ci_low": np.percentile(boots, 2.5), "ci_high": np.percentile(boots, 97.5),
+                          "ci_low": endpoint(boots, 2.5), "ci_high": endpoint(boots, 97.5),
                           "difference_low": d_lo.mean(), "difference_high": d_hi.mean(),
                           "bounds_ci_low": lo_all, "bounds_ci_high": hi_all,
-                          "separated": bool(lo_all > 0 or hi_all < 0)})
+                          # on the exact percentiles: a rounded endpoint of 0.0 must not decide it
+                          "separated": bool(np.percentile(boots_lo, 2.5) > 0
+                                            or np.percentile(boots_hi, 97.5) < 0)})
     return pd.DataFrame(ci_rows), pd.DataFrame(diff_rows)
 
 
@@ -355,8 +355,9 @@ def residual_ratio_table(rel) -> pd.DataFrame:
     for m, c, v, e in sel[["model", "case_id", "value", "evidence"]].itertuples(index=False):
         values.setdefault((m, c), []).append((v, list(e)))
     per = None
-    for name, match, first in R_VARIANTS:
-        one = pd.DataFrame(grounding.residual_ratios(texts, values, match=match, values_first=first))
+    every = pd.DataFrame(grounding.residual_ratios(texts, values, variants=[(m, f) for _, m, f in R_VARIANTS]))
+    for n, (name, _, _) in enumerate(R_VARIANTS):
+        one = every[every["variant"] == n].drop(columns="variant").reset_index(drop=True)
         one = one.rename(columns={"r": f"r_{name}", "spans": f"spans_{name}"})
         per = one if per is None else per.merge(one, on=["who", "case_id"], how="outer")
     default = R_VARIANTS[0][0]
@@ -509,7 +510,11 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
     written = []
     for name, df in sorted(tables.items()):
         path = folder / f"{name}.csv"
-        df.to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
+        # interval endpoints carry only the decimals they support (stats.endpoint): written as they are, not
+        # padded to 4 decimals
+        shown = {c: df[c].map(lambda v: "" if pd.isna(v) else repr(float(v)).removesuffix(".0"))
+                 for c in df.columns if str(c).endswith(("ci_low", "ci_high"))}
+        df.assign(**shown).to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
         written.append(path)
     return written
 

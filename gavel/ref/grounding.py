@@ -51,10 +51,41 @@ class Located:
         return self.status != "not_found"
 
 
-@lru_cache(maxsize=512)  # a summary is normalised once for its 26 items and all their snippets
+_CHAR_PAIRS = tuple((chr(k), v) for k, v in _CHAR_MAP.items())  # no value is also a key: order is free
+_SPACE_RUN = re.compile(r"\s+")  # str.isspace's characters, as the character loop below tests them
+
+
+@lru_cache(maxsize=4096)  # a summary is normalised once for its 26 items, all their snippets and every variant
 def normalize(text: str) -> tuple[str, list[int]]:
     """The normalised text and, for each of its characters, the offset of the original character it came
     from (a run of whitespace maps to its first character)."""
+    mapped = text
+    for old, new in _CHAR_PAIRS:  # = text.translate(_CHAR_MAP), one character for one; str.replace is C-fast
+        if old in mapped:
+            mapped = mapped.replace(old, new)
+    low = mapped.lower()
+    if len(low) != len(mapped) or "\u03a3" in mapped:  # a character that lower-cases to two, or a Greek
+        return _normalize_chars(text)              # capital sigma (lower() of a whole word is contextual)
+    pieces: list[str] = []
+    offsets: list[int] = []
+    at = 0
+    for m in _SPACE_RUN.finditer(low):
+        if m.start() > at:
+            pieces.append(low[at:m.start()])
+            offsets.extend(range(at, m.start()))
+        if offsets and m.end() < len(low):  # not leading, not trailing: one space at the run's first character
+            pieces.append(" ")
+            offsets.append(m.start())
+        at = m.end()
+    if at < len(low):
+        pieces.append(low[at:])
+        offsets.extend(range(at, len(low)))
+    return "".join(pieces), offsets
+
+
+def _normalize_chars(text: str) -> tuple[str, list[int]]:
+    """``normalize``, one character at a time (texts where lower-casing the whole string would not keep
+    every character in its place)."""
     out: list[str] = []
     offsets: list[int] = []
     in_space = False
@@ -161,16 +192,21 @@ def uncovered_spans(text: str, values: list[tuple[str, list[str]]], match: str =
     return out
 
 
-def residual_ratios(summaries, values, match: str = "fuzzy", values_first: bool = True) -> list[dict]:
+def residual_ratios(summaries, values, match: str = "fuzzy", values_first: bool = True,
+                    variants: list[tuple[str, bool]] | None = None) -> list[dict]:
     """r of each summary: ``summaries`` is {(who, case_id): text}, ``values`` {(who, case_id): [(value,
     evidence), ...]} (a summary without values is skipped: its checklist is not known); ``match`` and
-    ``values_first`` as in ``uncovered_spans``."""
+    ``values_first`` as in ``uncovered_spans``. ``variants``: several (match, values_first) at once, each
+    summary under all of them in turn (its text and snippets normalised once, not once per variant); the
+    rows then carry ``variant`` (its index)."""
     out = []
     for key, vals in values.items():
         text = summaries.get(key)
         if not text:
             continue
-        spans = uncovered_spans(text, vals, match=match, values_first=values_first)
-        covered = sum(e - s for s, e in spans)
-        out.append({"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)})
+        for n, (m, first) in enumerate(variants or [(match, values_first)]):
+            spans = uncovered_spans(text, vals, match=m, values_first=first)
+            covered = sum(e - s for s, e in spans)
+            row = {"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)}
+            out.append({**row, "variant": n} if variants else row)
     return out

@@ -25,19 +25,27 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from gavel import answers
-from gavel.core import config, jsonl, stats
+from gavel.core import config, options, stats
 from gavel.core.items import ITEMS, Item
 from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
+from gavel.ref.inputs import (  # noqa: F401 -- the pipeline's names for its inputs
+    MAX_SUMMARY_CHARS,
+    REFERENCE,
+    InputError,
+    read_summaries,
+    release_references,
+    summary_problem,
+    writable_folder,
+)
 from gavel.ref.stages import compare, extract, residual, score, style
 from gavel.ref.stages import summarize as summarize_stage
 from gavel.ref.stand_in import stand_in_answer
@@ -53,10 +61,6 @@ from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
 ORDERS = ("one", "both")  # --orders: each judged pair asked in one order (today's run) or in both
 REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
-
-
-class InputError(ValueError):
-    """Bad input to the pipeline: names the file and record."""
 
 
 @dataclass
@@ -82,6 +86,10 @@ class Settings:
         from gavel.llm.pace import stage_cap
 
         return self.max_tokens or stage_cap(model, stage)
+
+    def __post_init__(self):  # checked before anything is built or sent (the command line checks them first)
+        options.check_fraction("alpha", self.alpha)
+        options.check_positive("max_tokens", self.max_tokens, allow_none=True)
 
 
 def default_roles(provider: str | None = None) -> dict:
@@ -165,14 +173,18 @@ class _Stages:
         return results
 
 
-def _index_summaries(rows, where: str, problems: list[dict]) -> dict[tuple[str, str], str]:
+def _index_summaries(rows, where: str, problems: list[dict], evaluated: bool = True) -> dict[tuple[str, str], str]:
     """{(subject, case_id): text}; an empty or non-text summary, or a second summary of the same subject
-    and case, is reported in ``problems`` (naming the record) and left out; the rest goes on."""
+    and case, or (``evaluated``) one ``summary_problem`` refuses, is reported in ``problems`` (naming the
+    record) and left out; the rest goes on."""
     out = {}
     for n, (subject, case_id, text) in enumerate(rows, 1):
         key = (subject, str(case_id))
+        why = summary_problem(subject, text) if evaluated else None
         if not isinstance(text, str) or not text.strip():
             problems.append({"subject": subject, "case_id": str(case_id), "problem": f"{where}, record {n}: empty summary"})
+        elif why:
+            problems.append({"subject": subject, "case_id": str(case_id), "problem": f"{where}, record {n}: {why}"})
         elif key in out:
             problems.append({"subject": subject, "case_id": str(case_id),
                              "problem": f"{where}, record {n}: a second summary of this case; the first is kept"})
@@ -193,7 +205,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     check_orders(s.orders)
     problems = []
     models = _index_summaries(summaries, "summaries", problems)
-    usable_refs = _index_summaries([("human", c, t) for c, t in references.items()], "references", problems)
+    usable_refs = _index_summaries([(REFERENCE, c, t) for c, t in references.items()], "references", problems,
+                                   evaluated=False)
     kept = {}
     for (subject, case_id), text in models.items():
         if ("human", case_id) not in usable_refs:
@@ -376,86 +389,6 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
 
 
 # ---------- inputs ----------
-def read_summaries(path: str | Path, subject: str | None = None,
-                   problems: list[str] | None = None) -> list[tuple[str, str, str]]:
-    """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
-    ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
-    ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
-    release's files, the file name otherwise, or each JSONL line's ``model``). A file that cannot be read, is
-    not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
-    raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
-    and the file's other records are kept."""
-    path = Path(path)
-
-    def bad(message: str) -> None:
-        if problems is None:
-            raise InputError(message)
-        problems.append(message)
-
-    name = subject or path.stem
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
-                         f"save it as UTF-8") from None
-    if path.suffix == ".jsonl":
-        out = []
-        for read in jsonl.scan(text, str(path)):
-            n, rec = read.number, read.value
-            if not read.ok:
-                bad(read.problem)
-                continue
-            body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
-            if not isinstance(body, str) or "case_id" not in rec:
-                bad(f"{path}, line {n}: expected an object with case_id and summary")
-                continue
-            out.append((subject or rec.get("model") or name, str(rec["case_id"]), body))
-        return out
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not JSON ({err})") from None
-    if isinstance(data, dict) and isinstance(data.get("results"), dict):
-        data = data["results"]
-        name = subject or path.parent.name  # the release: summaries/<model>/<part>.json
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
-    out = []
-    for case_id, body in data.items():
-        if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
-            body = body.get("summary/long", body.get("summary"))
-        if not isinstance(body, str):
-            bad(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
-            continue
-        out.append((name, str(case_id), body))
-    return out
-
-
-def writable_folder(path: str | Path, what: str = "output folder") -> Path:
-    """Make ``path`` (and its parents) and check a file can be written there, before anything is read or
-    sent; :class:`InputError` naming it otherwise."""
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".gavel-write-check-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as err:
-        raise InputError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
-    return path
-
-
-def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
-    """Human summaries (case_id -> text) and length bins of the release's cases."""
-    s = rel.summaries
-    human = s[s["model"] == "human"].drop_duplicates("case_id")
-    bins = rel.cases.drop_duplicates("case_id").set_index("case_id")["length_bin"].dropna().to_dict() \
-        if "length_bin" in rel.cases else {}
-    return dict(zip(human["case_id"], human["text"])), bins
-
-
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
     """Requests, tokens and estimated cost before anything is sent, printed with one total
     (gavel.ref.costing): extract and style request by request, compare and residual as a range. Requests too
@@ -463,6 +396,10 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     from gavel.ref import costing
 
     check_orders(settings.orders)
+    for subj, c, t in summaries:  # a reserved name or an oversize text: said, and not priced
+        if summary_problem(subj, t):
+            print(f"skipped {subj} case {c}: {summary_problem(subj, t)}")
+    summaries = [x for x in summaries if not summary_problem(x[0], x[2])]
     table = costing.dry_run(summaries, references, provider, settings, out)
     costing.show(table)
     return table
@@ -546,7 +483,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
             for row in read_summaries(in_repo(path))]
     if references:
-        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), "human")}, {}
+        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), REFERENCE, reference=True)}, {}
     else:
         from gavel.release import load_release
 

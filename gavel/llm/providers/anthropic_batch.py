@@ -97,6 +97,7 @@ def parse_message(custom_id: str, message: dict, provider: str, batch_id: str | 
 
 class AnthropicBatch(Provider):
     name = "anthropic"
+    base_url_env = "ANTHROPIC_BASE_URL"
     max_batch_requests = 100_000
     max_batch_bytes = 256 * 1024 * 1024
 

@@ -46,6 +46,8 @@ class Provider:
     max_batch_requests = 10_000
     max_batch_bytes = 100 * 1024 * 1024
     supports_batch = True
+    #: the setting (config.ENVIRONMENT) whose address the SDK uses when no base_url is given
+    base_url_env: str | None = None
 
     @property
     def client(self):
@@ -80,9 +82,16 @@ class Provider:
     def identity(self) -> dict:
         """Who answers, beyond the request itself: the runner's cache key covers it, so an answer from one
         provider, server or model file is never served as another's. Default: the provider's name and kind
-        and the base URL it was given (a vLLM server, a proxy)."""
-        return {"provider": self.name, "kind": type(self).__name__,
-                "base_url": (getattr(self, "_client_args", None) or {}).get("base_url")}
+        and the address it sends to: the base URL it was given, else the one its SDK takes from the environment
+        (``base_url_env``: OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GEMINI_BASE_URL), else None (the SDK's own)."""
+        return {"provider": self.name, "kind": type(self).__name__, "base_url": self.endpoint()}
+
+    def endpoint(self) -> str | None:
+        """The address requests go to, or None for the SDK's default."""
+        from gavel.core.config import env
+
+        given = (getattr(self, "_client_args", None) or {}).get("base_url")
+        return given or (env(self.base_url_env) if self.base_url_env else None)
 
     def body(self, request: Request) -> dict:
         """The provider-native request body: registry settings of the request's model, overridden by the

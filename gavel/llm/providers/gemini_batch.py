@@ -103,6 +103,7 @@ def sdk_config(cfg: dict):
 
 class GeminiBatch(Provider):
     name = "gemini"
+    base_url_env = "GEMINI_BASE_URL"
     max_batch_requests = 10_000
     max_batch_bytes = 20 * 1024 * 1024  # inlined requests; larger runs are split
 
@@ -122,7 +123,7 @@ class GeminiBatch(Provider):
         from google import genai
         from google.genai import types
 
-        base_url = self._client_args["base_url"] or config.env("GEMINI_BASE_URL")
+        base_url = self.endpoint()
         api_key = self._client_args["api_key"] or config.env("GEMINI_API_KEY") or config.env("GOOGLE_API_KEY")
         register(api_key)
         retry = types.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=self.retry_delays[0],

@@ -80,14 +80,25 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def verify(path: Path, expected: str) -> None:
-    """Raise ProviderError unless the file's sha256 is ``expected`` (hashed once per file per process)."""
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
+def file_sha256(path: Path) -> str | None:
+    """The file's sha256, hashed once per (path, size, mtime, inode) in this process; None when it is missing."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
     if key not in _VERIFIED:
         _VERIFIED[key] = sha256_of(path)
-    if _VERIFIED[key] != expected.lower():
-        raise ProviderError(f"{path}: sha256 {_VERIFIED[key]} is not the expected {expected}; the model file is "
+    return _VERIFIED[key]
+
+
+def verify(path: Path, expected: str) -> None:
+    """Raise ProviderError unless the file's sha256 is ``expected`` (hashed once per file per process)."""
+    got = file_sha256(path)
+    if got is None:
+        raise ProviderError(f"{path}: the model file does not exist")
+    if got != expected.lower():
+        raise ProviderError(f"{path}: sha256 {got} is not the expected {expected}; the model file is "
                             f"damaged or not the one the registry names (reinstall its package)")
 
 
@@ -308,12 +319,16 @@ class LocalServer(VLLMServer):
 
     # ---------------- the protocol ----------------
     def identity(self) -> dict:
-        # the port changes at every start; what answers is the model file
+        # the port changes at every start; what answers is the model file: a file of one's own enters by its
+        # content (another file copied to the same path is another model), the packaged one by its quirks
         from ..registry import llm_model
 
-        return {"provider": self.name, "kind": type(self).__name__, "model": self.model, "sha256": self.sha256,
-                "model_path": str(self.model_path) if self.model_path else None,
-                "gguf": None if self.model_path else llm_model(self.model, "local").quirks.get("gguf")}
+        out = {"provider": self.name, "kind": type(self).__name__, "model": self.model, "sha256": self.sha256,
+               "model_path": str(self.model_path) if self.model_path else None,
+               "gguf": None if self.model_path else llm_model(self.model, "local").quirks.get("gguf")}
+        if self.model_path is not None:
+            out["file_sha256"] = file_sha256(self.model_path)
+        return out
 
     def check_ready(self) -> None:
         return None  # no key; a server that cannot start says why when it is first used

@@ -154,6 +154,7 @@ def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None =
 
 class OpenAIBatch(Provider):
     name = "openai"
+    base_url_env = "OPENAI_BASE_URL"
     takes_seed = True
     max_batch_requests = 50_000
     max_batch_bytes = 200 * 1024 * 1024

@@ -19,6 +19,7 @@ from .openai_batch import OpenAIBatch, bad_line_responses, parse_chat, read_resu
 
 class VLLMServer(OpenAIBatch):
     name = "vllm"
+    base_url_env = "VLLM_BASE_URL"
     serves_any_model = True
     vllm = True
     supports_batch = False  # no batch endpoint on the server: online calls, or run-batch files
@@ -29,6 +30,18 @@ class VLLMServer(OpenAIBatch):
             raise ProviderError("vllm: give base_url (or VLLM_BASE_URL), e.g. http://127.0.0.1:8000/v1")
         super().__init__(client=client, base_url=base_url, api_key=api_key or config.env("VLLM_API_KEY") or "EMPTY",
                          **kw)
+
+    def identity(self) -> dict:
+        """Who answers: the address, and the models the server there says it serves (one server restarted
+        with another model at the same URL is another identity, so its answers are never the old ones)."""
+        return {**super().identity(), "serves": self.served_models()}
+
+    def served_models(self) -> list[str] | None:
+        """The model ids the server reports (``GET {base_url}/models``), asked once per provider object;
+        None when there is no address or the server does not say (down, no such route)."""
+        if "_served" not in self.__dict__:
+            self._served = served_models(self.endpoint(), self._client_args.get("api_key"))
+        return self._served
 
     def write_run_batch(self, requests: list[Request], path: Path) -> Path:
         """Input file for ``vllm run-batch -i PATH -o OUT --model MODEL``."""
@@ -51,6 +64,22 @@ class VLLMServer(OpenAIBatch):
         responses += bad_line_responses(bad, self.name, None)
         return fill_missing(responses, custom_ids, self.name, str(path),
                             "no line in the run-batch output" + unreadable_note(bad))
+
+
+def served_models(base_url: str | None, api_key: str | None = None, timeout: float = 10.0) -> list[str] | None:
+    """The sorted model ids an OpenAI-compatible server lists at ``/models``, or None when it cannot say."""
+    import urllib.request
+
+    if not base_url:
+        return None
+    req = urllib.request.Request(base_url.rstrip("/") + "/models",
+                                 headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as answer:
+            data = json.loads(answer.read(1 << 20))
+        return sorted(str(m["id"]) for m in data["data"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 class VLLMRunBatch(Provider):

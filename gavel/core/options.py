@@ -1,0 +1,61 @@
+"""Argument types of the command line, defined once: every numeric option of every ``gavel`` command is
+checked by argparse when the command line is read, before anything is read, started or sent. A value out of
+range ends the command with argparse's one-line usage error (exit status 2), naming the option.
+
+    p.add_argument("--concurrency", type=options.positive_int, default=8)
+
+The same checks, as plain functions raising ValueError, guard the library's own entry points
+(``check_positive`` etc.), so a notebook passing ``concurrency=0`` is refused as the command line is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def _number(kind, text: str):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {'a whole number' if kind is int else 'a number'}") \
+            from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _ranged(kind, low=None, high=None, low_open: bool = False, what: str = ""):
+    def parse(text: str):
+        value = _number(kind, text)
+        too_low = low is not None and (value <= low if low_open else value < low)
+        if too_low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return value
+
+    parse.__name__ = what.replace(" ", "_")  # argparse names the type in some messages
+    return parse
+
+
+positive_int = _ranged(int, 1, what="a whole number >= 1")
+non_negative_int = _ranged(int, 0, what="a whole number >= 0")
+positive_float = _ranged(float, 0, low_open=True, what="a number > 0")
+non_negative_float = _ranged(float, 0, what="a number >= 0")
+fraction = _ranged(float, 0, 1, what="a number in [0, 1]")
+port = _ranged(int, 0, 65535, what="a port number in [0, 65535]")
+#: a seed: any whole number numpy and the providers take (0 .. 2**32 - 1)
+seed = _ranged(int, 0, 2**32 - 1, what="a whole number in [0, 4294967295]")
+
+
+def check_positive(name: str, value, allow_none: bool = False) -> None:
+    """ValueError naming ``name`` unless ``value`` is a whole number >= 1 (or None, when allowed)."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def check_fraction(name: str, value) -> None:
+    """ValueError naming ``name`` unless ``value`` is a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")

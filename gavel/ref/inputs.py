@@ -1,0 +1,126 @@
+"""What ``gavel evaluate`` and the GAVEL-REF notebooks are given: summaries files in their three shapes, the
+checks every summary passes before a request is built for it (a reserved name, an oversize text), and the
+output folder. Bad input raises :class:`InputError` naming the file and record."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from gavel.core import jsonl
+
+
+class InputError(ValueError):
+    """Bad input to the pipeline: names the file and record."""
+
+
+REFERENCE = "human"  # the subject of the reference summaries: reserved, no evaluated summary may take it
+#: the longest summary evaluated (characters, ~250k tokens; the release's longest is under 30,000): a longer
+#: one is skipped with a message before any request is built for it
+MAX_SUMMARY_CHARS = 1_000_000
+
+
+def summary_problem(subject: str, text) -> str | None:
+    """Why a summary is not evaluated (a reserved name, an oversize text), or None."""
+    if subject == REFERENCE:
+        return (f"the name {REFERENCE!r} is reserved for the reference summaries; give these summaries another "
+                f"name (--name)")
+    if isinstance(text, str) and len(text) > MAX_SUMMARY_CHARS:
+        return f"summary of {len(text):,} characters, over the limit of {MAX_SUMMARY_CHARS:,}; not evaluated"
+    return None
+
+
+def read_summaries(path: str | Path, subject: str | None = None, problems: list[str] | None = None,
+                   reference: bool = False) -> list[tuple[str, str, str]]:
+    """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
+    ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
+    ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
+    release's files, the file name otherwise, or each JSONL line's ``model``). A file that cannot be read, is
+    not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
+    raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
+    and the file's other records are kept. Summaries to evaluate (``reference=False``) may not be named
+    ``human`` (the file is refused naming it; a JSONL record so named is reported) nor be oversize."""
+    path = Path(path)
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise InputError(message)
+        problems.append(message)
+
+    name = subject or path.stem
+    if not reference and subject == REFERENCE:
+        raise InputError(f"{path}: {summary_problem(subject, '')}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                         f"save it as UTF-8") from None
+    if path.suffix == ".jsonl":
+        out = []
+        for read in jsonl.scan(text, str(path)):
+            n, rec = read.number, read.value
+            if not read.ok:
+                bad(read.problem)
+                continue
+            body = rec.get("summary", rec.get("text")) if isinstance(rec, dict) else None
+            if not isinstance(body, str) or "case_id" not in rec:
+                bad(f"{path}, line {n}: expected an object with case_id and summary")
+                continue
+            who = subject or rec.get("model") or name
+            why = None if reference else summary_problem(who, body)
+            if why:
+                bad(f"{path}, line {n}: {why}")
+                continue
+            out.append((who, str(rec["case_id"]), body))
+        return out
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not JSON ({err})") from None
+    except RecursionError:
+        raise InputError(f"{path}: {jsonl.TOO_DEEP}") from None
+    if isinstance(data, dict) and isinstance(data.get("results"), dict):
+        data = data["results"]
+        name = subject or path.parent.name  # the release: summaries/<model>/<part>.json
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: unknown shape (expected {{case_id: text}}, the release's results file, or JSONL)")
+    if not reference and name == REFERENCE:
+        raise InputError(f"{path}: {summary_problem(name, '')}")
+    out = []
+    for case_id, body in data.items():
+        if isinstance(body, dict):  # the release's human summaries: {"summary/long": ...}
+            body = body.get("summary/long", body.get("summary"))
+        if not isinstance(body, str):
+            bad(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
+            continue
+        if not reference and summary_problem(name, body):
+            bad(f"{path}, case {case_id}: {summary_problem(name, body)}")
+            continue
+        out.append((name, str(case_id), body))
+    return out
+
+
+def writable_folder(path: str | Path, what: str = "output folder") -> Path:
+    """Make ``path`` (and its parents) and check a file can be written there, before anything is read or
+    sent; :class:`InputError` naming it otherwise."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".gavel-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
+    return path
+
+
+def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
+    """Human summaries (case_id -> text) and length bins of the release's cases."""
+    s = rel.summaries
+    human = s[s["model"] == "human"].drop_duplicates("case_id")
+    bins = rel.cases.drop_duplicates("case_id").set_index("case_id")["length_bin"].dropna().to_dict() \
+        if "length_bin" in rel.cases else {}
+    return dict(zip(human["case_id"], human["text"])), bins
