@@ -8,7 +8,7 @@ tree of gavel, e.g. the commit before the change unpacked with ``git archive 8e0
                time of one search after the first (the worker already holds the texts);
 * ``import``   ``import gavel.cli``: time, and whether jsonschema was imported.
 
-    GAVEL_RELEASE=../shared/gavel-release .venv/bin/python benchmarks/hardening.py [--before DIR] [--only NAME]
+    GAVEL_RELEASE=/path/to/gavel .venv/bin/python benchmarks/hardening.py [--before DIR] [--only NAME]
 """
 
 from __future__ import annotations

@@ -102,8 +102,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from .llm.runner import WorkdirBusyError
 
     return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
-            config.ReleaseNotFoundError, config.SettingsFileError, CorpusError, DocumentNotFoundError, AgentError,
-            InputError)
+            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError)
 
 
 def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:
@@ -120,6 +119,9 @@ def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = Fal
         _close_progress_bars()
         print(INTERRUPTED, file=sys.stderr)
         return 130
+    except config.SettingsFileError as err:  # .env itself cannot be read: nothing to scrub with
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except (*user_errors(), *expected) as err:
         print(scrub(f"error: {err}"), file=sys.stderr)
         return 2

@@ -178,7 +178,7 @@ def test_a_missing_score_says_why(tmp_path):
     empty = lambda r: json.dumps({"reasoning": "none", "extracted": []}) if r.stage == "extract" \
         else stand_in_answer(r)  # noqa: E731
     summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")[:1]
-    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}
     settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(gitems.item("filing_date"),))
     tables = pipeline.evaluate(summaries, refs, MockProvider(answer=empty), tmp_path, settings)
     subject, case = summaries[0][0], summaries[0][1]
@@ -326,7 +326,7 @@ def test_figure_2_draws_a_run_whose_cases_fall_in_one_length_bin(tmp_path):
     from gavel.paper import figures
 
     summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")
-    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}
     settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(gitems.item("filing_date"),))
     from gavel.paper import results
 
@@ -388,7 +388,7 @@ def test_the_forecast_counts_at_least_the_requests_a_run_sends(tmp_path):
     from gavel.ref.forecast import forecast
 
     summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")
-    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}
     settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(gitems.item("filing_date"), gitems.item("parties")))
     seconds, n = forecast(summaries, refs, settings, pace.Pace(prompt_s=0.0, generate_s=0.0, request_s=1.0))
     tables = pipeline.evaluate(summaries, refs, MockProvider(answer=stand_in_answer), tmp_path, settings)
@@ -402,7 +402,7 @@ def test_notebook_01_runs_on_a_run_folder_in_one_length_bin(tmp_path):
     import papermill as pm
 
     summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")
-    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+    refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}
     settings = pipeline.Settings(extractor=MODEL, judge=MODEL, items=(gitems.item("filing_date"),))
     pipeline.evaluate(summaries, refs, MockProvider(answer=stand_in_answer), tmp_path / "run", settings,
                       bins={c: "128K" for c in refs})

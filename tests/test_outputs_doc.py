@@ -63,7 +63,7 @@ def test_every_table_and_column_of_an_evaluation_is_documented(tmp_path, monkeyp
     from gavel.ref import pipeline
 
     def with_bins(rel):  # the release's references come with length bins: a `bin` column
-        refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human")}
+        refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}
         return refs, {c: "64K" for c in refs}
 
     monkeypatch.setattr(pipeline, "release_references", with_bins)
