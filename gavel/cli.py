@@ -91,7 +91,7 @@ def one_line_errors(label: str, run, expected: tuple = ()) -> int:
     checklist item that does not exist: ``error: ...``, exit status 2 (``expected``: the command's own
     input errors). Anything else: one line naming the exception, exit status 1. ``stage`` and ``evaluate``
     both report through here."""
-    from gavel.core.items import UnknownItemError
+    from gavel.core.items import ChecklistError, UnknownItemError
 
     from .llm.providers.base import ProviderError
     from .llm.records import RequestError
@@ -100,7 +100,7 @@ def one_line_errors(label: str, run, expected: tuple = ()) -> int:
 
     try:
         return run()
-    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
+    except (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError, ChecklistError,
             *expected) as err:
         print(scrub(f"error: {err}"), file=sys.stderr)
         return 2
@@ -116,6 +116,14 @@ def one_line_errors(label: str, run, expected: tuple = ()) -> int:
         return 1
 
 
+def add_checklist_option(p) -> None:
+    """``--checklist NAME|FILE``, the same on every command that takes one."""
+    from gavel.core.items import DEFAULT_NAME
+
+    p.add_argument("--checklist", default=DEFAULT_NAME,
+                   help=f"a packaged checklist's name or a checklist file (docs/checklists.md); default {DEFAULT_NAME}")
+
+
 def cmd_stage(args: argparse.Namespace) -> int:
     """Run (or dry-run) one stage's requests through a provider with the resumable runner. Bad input, a
     provider that cannot send (no key, no vllm), a busy workdir: one line on stderr, exit status 2."""
@@ -123,16 +131,27 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def _stage(args: argparse.Namespace) -> int:
+    from gavel.core.items import load as load_checklist
+
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
     from .llm.runner import StageRunner
     from .llm.secrets import scrub
 
+    checklist = load_checklist(args.checklist)
     lines: list[int] = []
     requests = read_requests(args.requests, lines)
     if not requests:
         print(f"{args.requests}: no requests", file=sys.stderr)
         return 2
+    from gavel.ref.stages.compare import RESIDUAL_ITEM
+
+    for n, r in zip(lines, requests):  # with a checklist of one's own, every item a request names is one of its
+        if r.item and r.item != RESIDUAL_ITEM and not checklist.is_default:
+            try:
+                checklist.item(r.item)
+            except KeyError as err:
+                raise type(err)(f"{args.requests}, line {n}: {err}") from None
     for i, first in repeats(requests).items():
         print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
               f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
@@ -147,7 +166,8 @@ def _stage(args: argparse.Namespace) -> int:
         kwargs = {"model_path": args.gguf} if args.gguf else {}
     runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
-                         max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
+                         max_attempts=args.max_attempts, lock_timeout=args.lock_timeout,
+                         namespace=checklist.cache_tag)  # a non-default checklist's answers are cached apart
     if args.dry_run:
         runner.dry_run(requests, mode=args.mode)
         return 0
@@ -172,13 +192,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from gavel.core.items import item
+    from gavel.core.items import load as load_checklist
     from gavel.ref import pipeline, stability
 
     from .llm.secrets import scrub
 
     # everything that can be checked before reading or sending anything: a wrong name stops here
-    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
+    checklist = load_checklist(args.checklist)
+    items = checklist.select(args.items)
     pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
@@ -200,7 +221,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         references, bins = pipeline.release_references(load_release(args.release))
     roles = pipeline.default_roles()
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
-                                 items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
+                                 items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True)
     provider = pipeline.provider(args.provider, args.base_url)
     if args.repeats < 1:
@@ -282,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
+    add_checklist_option(p)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--poll-interval", type=float, default=30.0)
@@ -301,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-url", default=None)
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
-    p.add_argument("--items", nargs="*", default=None, help="item names (default: all 26)")
+    p.add_argument("--items", nargs="*", default=None, help="item names (default: every item of the checklist)")
+    add_checklist_option(p)
     p.add_argument("--alpha", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])

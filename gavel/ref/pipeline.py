@@ -32,6 +32,7 @@ import pandas as pd
 from gavel import answers
 from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
+from gavel.core.items import load as load_checklist
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
@@ -59,7 +60,7 @@ class InputError(ValueError):
 class Settings:
     extractor: str
     judge: str
-    items: tuple[Item, ...] = ITEMS
+    items: tuple[Item, ...] | None = None  # None: every item of the checklist
     alpha: float = 0.9
     seed: int = 0
     mode: str = "online"
@@ -68,6 +69,18 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
+    checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
+
+    def __post_init__(self):
+        self.checklist = load_checklist(self.checklist)
+        self.items = tuple(self.items) if self.items is not None else self.checklist.items
+
+    @property
+    def runner_namespace(self) -> dict:
+        """The runners' cache namespace: a non-default checklist's tag joined to a repeat's namespace (the
+        default checklist adds nothing, so the release's keys stay)."""
+        parts = [x for x in (self.checklist.cache_tag, self.runner_options.get("namespace")) if x]
+        return {"namespace": "|".join(parts)} if parts else {}
 
 
 def default_roles() -> dict:
@@ -98,7 +111,7 @@ class _Stages:
         """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
         answers. Returns the results in job order."""
         runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
-                             **self.s.runner_options)
+                             **{**self.s.runner_options, **self.s.runner_namespace})
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
@@ -192,7 +205,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     # 2. compare
     pairs = [compare.Pair(subj, c, key, values_of(subj, c, key), values_of("human", c, key))
              for (subj, c) in kept for key in items_by_key]
-    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured)
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured, checklist=s.checklist)
     judged = st.run("compare", jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     compare_rows = pd.DataFrame(gated + judged)
 
@@ -218,13 +231,14 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         facts[k] = tuple(r["fact"] for r in rows)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
                            facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
-    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match")
+    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match",
+                                           checklist=s.checklist)
     rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     residual_rows = pd.DataFrame(rgated + rjudged)
 
     # 4. style
     sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
-                                 s.max_tokens, s.structured)
+                                 s.max_tokens, s.structured, checklist=s.checklist)
     style_rows = pd.DataFrame(st.run("style", sjobs, lambda meta, resp: _with_status(style.parse_response(meta, resp))))
 
     # 5. scores
@@ -234,6 +248,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         scores["bin"] = scores["case_id"].map(bins)
         by = ["subject", "bin"]
     model_scores = _model_scores(scores, by, s.seed)
+    scores.insert(0, "checklist", s.checklist.name)
+    model_scores.insert(0, "checklist", s.checklist.name)
     tables = {**results_tables(scores, s.seed),
         "values": pd.DataFrame(value_rows), "answers": pd.DataFrame(st.log), "compare": compare_rows,
         "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
@@ -245,7 +261,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
     manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
-                "items": [it.key for it in s.items], "provider": getattr(provider, "name", str(provider)),
+                "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
+                "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
                 "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     tables["manifest"] = manifest
@@ -407,10 +424,10 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     tables = []
     ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.max_tokens, s.structured)]
+                                             s.max_tokens, s.structured, checklist=s.checklist)]
     too_long = []
     for stage, reqs in (("extract", ex), ("style", sty)):
-        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False).dry_run(
+        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False, **s.runner_namespace).dry_run(
             reqs, mode=s.mode, show=False)
         tables.append(t.assign(stage=stage))
         by_id = {r.custom_id: r for r in reqs}
@@ -499,9 +516,10 @@ class NotebookRun:
 
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1) -> NotebookRun:
-    from gavel.core.items import item as item_named
-
+                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1,
+                 checklist=None) -> NotebookRun:
+    """``checklist``: a packaged name or a checklist file (None: the default, the 26 legal items)."""
+    checklist = load_checklist(checklist)
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
             for row in read_summaries(in_repo(path))]
     if references:
@@ -512,7 +530,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
         refs, bins = release_references(load_release())
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
-                        items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode)
+                        items=checklist.select(items), mode=mode, checklist=checklist)
     return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from gavel.answers import Unusable, read
 from gavel.core.checklist import comparable_values
-from gavel.core.items import item as item_named
+from gavel.core.items import load as load_checklist
 from gavel.core.vocab import relation_of
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
@@ -99,9 +99,12 @@ RESIDUAL_LABEL = "Facts outside the checklist"
 
 
 def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_tokens: int | None = None,
-                   structured: bool = True, stage: str = STAGE) -> tuple[list[tuple[Request, dict]], list[dict]]:
+                   structured: bool = True, stage: str = STAGE,
+                   checklist=None) -> tuple[list[tuple[Request, dict]], list[dict]]:
     """(jobs, gated rows). A job is (request, meta): ``meta`` is what ``parse_response`` needs to map the
-    answer back (sides, lengths). Gated pairs get their score without a request."""
+    answer back (sides, lengths). Gated pairs get their score without a request. Item names are those of
+    ``checklist`` (a ``gavel.core.items.Checklist``, a name or a file; default: the packaged default)."""
+    checklist = load_checklist(checklist)
     jobs, gated = [], []
     params = {"max_tokens": max_tokens} if max_tokens else {}
     for p in pairs:
@@ -119,7 +122,7 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
             continue
         a_is_model = model_is_a(seed, p.subject, p.case_id, p.item)
         a, b = (m, r) if a_is_model else (r, m)
-        name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else item_named(p.item).name
+        name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else checklist.item(p.item).name
         if g == "single":
             messages = prompts.render_messages("compare_single", item_name=name, a=a[0], b=b[0])
             schema = SINGLE_SCHEMA
