@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
 from gavel.core import config
+from gavel.core.items import ChecklistError
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 
@@ -91,7 +92,7 @@ def one_line_errors(label: str, run, expected: tuple = ()) -> int:
     checklist item that does not exist: ``error: ...``, exit status 2 (``expected``: the command's own
     input errors). Anything else: one line naming the exception, exit status 1. ``stage`` and ``evaluate``
     both report through here."""
-    from gavel.core.items import ChecklistError, UnknownItemError
+    from gavel.core.items import UnknownItemError
 
     from .llm.providers.base import ProviderError
     from .llm.records import RequestError
@@ -114,14 +115,6 @@ def one_line_errors(label: str, run, expected: tuple = ()) -> int:
     except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
         print(scrub(f"{label}: {type(err).__name__}: {err}"), file=sys.stderr)
         return 1
-
-
-def add_checklist_option(p) -> None:
-    """``--checklist NAME|FILE``, the same on every command that takes one."""
-    from gavel.core.items import DEFAULT_NAME
-
-    p.add_argument("--checklist", default=DEFAULT_NAME,
-                   help=f"a packaged checklist's name or a checklist file (docs/checklists.md); default {DEFAULT_NAME}")
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -303,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
-    add_checklist_option(p)
+    documents_cli.add_checklist_option(p)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--poll-interval", type=float, default=30.0)
@@ -324,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
     p.add_argument("--items", nargs="*", default=None, help="item names (default: every item of the checklist)")
-    add_checklist_option(p)
+    documents_cli.add_checklist_option(p)
     p.add_argument("--alpha", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])
@@ -349,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except config.ReleaseNotFoundError as err:
         print(err, file=sys.stderr)
+        return 2
+    except ChecklistError as err:  # --checklist of a documents command: one line naming the file and entry
+        print(f"error: {err}", file=sys.stderr)
         return 2
 
 
