@@ -1,4 +1,4 @@
-"""``python -m gavel documents ...``: the release checks and the three extraction methods from the shell.
+"""``python -m gavel documents ...``: the release checks and the four extraction methods from the shell.
 
     python -m gavel documents replay                 # released agent ledgers -> checklist.json, how many match
     python -m gavel documents patterns --tokens 128000  # released regex patterns through the search tool
@@ -155,6 +155,25 @@ def cmd_chunked(args) -> int:
     return 0
 
 
+def cmd_three_pass(args) -> int:
+    from . import corpus as corpus_mod
+    from . import three_pass
+
+    checklist = load_checklist(args.checklist)
+    corpus = corpus_mod.load(args.corpus, args.case_id)
+    out = run_folder(args, corpus, checklist)
+    res = three_pass.run_three_pass(corpus, provider_from_args(args), args.model, checklist=checklist,
+                                    workdir=out / "llm", max_tokens=args.chunk_tokens, items=args.items or None)
+    _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id, checklist))
+    _write_rows(out / "log.jsonl", res.log)
+    (out / "token_stats.json").write_text(json.dumps({"checklist": checklist.name, "by_case": res.token_stats},
+                                                     indent=1), encoding="utf-8")
+    counts = {a: len(res.actions(a)) for a in ("merged", "restored", "removed", "dropped_evidence", "dropped_value")}
+    print(f"{sum(len(v) for v in res.values.values())} values -> {out / 'rows.jsonl'}; "
+          + ", ".join(f"{n} {a.replace('_', ' ')}" for a, n in counts.items()) + f" (reasons in {out / 'log.jsonl'})")
+    return 0
+
+
 def cmd_collect(args) -> int:
     """Value rows and per-case tokens of agent runs (ours or the release's), for the compare stage."""
     from .agent import collect_runs, tokens_per_case
@@ -253,7 +272,7 @@ def add_checklist_option(q) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("documents", help="checklists from case documents: release checks and the three methods")
+    p = sub.add_parser("documents", help="checklists from case documents: release checks and the four methods")
     dsub = p.add_subparsers(dest="documents_command", required=True)
     q = dsub.add_parser("replay", help="replay every released agent ledger through our checklist store")
     q.add_argument("--release", default=None)
@@ -283,7 +302,8 @@ def add_parser(sub) -> None:
                    help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
     q.set_defaults(func=cmd_agent)
     for name, func, helptext in (("end-to-end", cmd_end_to_end, "end-to-end extraction, one request per item"),
-                                 ("chunked", cmd_chunked, "chunk-by-chunk extraction")):
+                                 ("chunked", cmd_chunked, "chunk-by-chunk extraction"),
+                                 ("three-pass", cmd_three_pass, "three passes: per-chunk recall, merge tree, prune")):
         q = dsub.add_parser(name, help=helptext)
         q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
         q.add_argument("--case-id", default=None)
