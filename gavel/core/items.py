@@ -108,7 +108,7 @@ def _fold(text: str) -> str:
     return _VARIANT_NORMALISER.sub(" ", text).strip(" ._-:").lower()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed as the object: ``load`` gives one per file
 class Checklist:
     """One loaded checklist: its items and groups in file order, style aspect wordings it overrides
     (``{aspect: (label, what)}``), the task sentence for document extraction, where it came from, and

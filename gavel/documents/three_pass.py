@@ -64,7 +64,8 @@ _REMOVED = {"type": "object", "properties": {"id": {"type": "string"}, "why": {"
             "required": ["id", "why"], "additionalProperties": False}
 PRUNE_SCHEMA = _schema("three_pass_prune", {}, {"kept": {"type": "array", "items": _KEPT},
                                                 "removed": {"type": "array", "items": _REMOVED}})
-_CHUNK = re.compile(r"^\s*chunk\s+(\d+)\b", re.I)
+#: the location a first-pass evidence object names: ``chunk N`` of its document (text after N, e.g. "/5", is let be)
+CHUNK_LOCATION = re.compile(r"^\s*chunk\s+(\d+)\b", re.I)
 
 
 def location_of(piece: Piece) -> str:
@@ -148,7 +149,7 @@ class _Run:
         doc, where, text = e["source_document"], e["location"], e["text"]
         if doc not in self.corpus.by_name:
             return f"no document named {doc!r}"
-        m = _CHUNK.match(where)
+        m = CHUNK_LOCATION.match(where)
         if not m or (doc, int(m.group(1))) not in self.chunk_text:
             return f"location {where!r} is no chunk of {doc!r}"
         if text and text in self.chunk_text[(doc, int(m.group(1)))]:
