@@ -77,7 +77,7 @@ def scripted(calls: list):
                 else:
                     items[key].append({"from": [v["id"]], "value": v["value"], "evidence": evidence})
             return json.dumps({"items": [{"key": k, "values": vs} for k, vs in items.items()]})
-        values = [json.loads(line) for line in prompt.split("(each value has an id)", 1)[1].splitlines()
+        values = [json.loads(line) for line in prompt.split("(each value has an id)", 1)[1].split("# Answer", 1)[0].splitlines()
                   if line.startswith("{")]
         return json.dumps({"kept": [{"id": v["id"], "value": v["value"], "evidence": v["evidence"]}
                                     for v in values if v["item"] != "money"],
@@ -124,10 +124,13 @@ def test_first_pass_evidence_checked_in_the_named_document_at_the_named_location
         {"value": "d", "evidence": [ev(COURT.upper(), "Complaint")]},  # not byte-equal
         {"value": "e", "evidence": [ev(COURT, "Complaint"), ev("District of Maine", "Order")]}]},
         {"key": "colour", "values": []}]}
-    single = Corpus.build("9", [TEXTS["Complaint"]], ["Complaint"])
-    res = three_pass.run_three_pass(single, MockProvider(answer=lambda r: json.dumps(wrong) if "extract" in r.stage
-                                                         else json.dumps({"kept": [], "removed": []})),
-                                    MODEL, checklist=EXAMPLE, workdir=tmp_path / "w")
+    two = Corpus.build("9", [TEXTS["Complaint"], TEXTS["Docket"]], ["Complaint", "Docket"])
+
+    def answer(request):
+        if "extract" not in request.stage:
+            return json.dumps({"kept": [], "removed": []})
+        return json.dumps(wrong if "Document: Complaint" in request.messages[-1]["content"] else {"items": []})
+    res = three_pass.run_three_pass(two, MockProvider(answer=answer), MODEL, checklist=EXAMPLE, workdir=tmp_path / "w")
     whys = [(r["value"], r["why"]) for r in res.actions("dropped_evidence")]
     assert whys == [("a", "quote not in 'Docket' at 'chunk 1': not byte-equal to any text of the document"),
                     ("b", "location 'chunk 7' is no chunk of 'Complaint'"),

@@ -305,15 +305,17 @@ def load(spec: str | Path | Checklist | None = None) -> Checklist:
             raise ChecklistError(f"no checklist {str(spec)!r}: neither a file nor a packaged checklist "
                                  f"({', '.join(packaged())})")
         path = PACKAGED_DIR / f"{spec}.yaml"
-    return _load_file(str(path.resolve()))
-
-
-@lru_cache(maxsize=32)
-def _load_file(path: str) -> Checklist:
+    path = str(path.resolve())
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise ChecklistError(f"{path}: cannot read checklist ({err.strerror or err})") from None
+    return _parsed(path, text)
+
+
+@lru_cache(maxsize=32)
+def _parsed(path: str, text: str) -> Checklist:
+    """One Checklist per file content: a file edited since is read anew."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
