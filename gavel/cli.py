@@ -1,6 +1,6 @@
 """gavel's command line, ``python -m gavel COMMAND`` (``--help`` lists them; the Makefile's targets call
-them): the release (data, audit, results, replay-check), LLM stages (stage, evaluate, demo), checklists
-from case documents (documents ...) and the annotation app (annotate ...)."""
+them): the release (data, audit, results, replay-check), LLM stages (stage, evaluate, demo), a run's report
+(report), checklists from case documents (documents ...) and the annotation app (annotate ...)."""
 
 from __future__ import annotations
 
@@ -244,6 +244,30 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """One self-contained HTML file of an evaluation folder (``--against``: what changed from a baseline run),
+    or of the release's 12 models (``--release``); docs/report.md."""
+    from gavel.paper.report import ReportInputError
+
+    return one_line_errors("report", lambda: _report(args), expected=(ReportInputError,))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from gavel.paper import report
+
+    if args.release == bool(args.run):
+        raise report.ReportInputError("give a run folder (the --out of `gavel evaluate`) or --release, not both")
+    if args.release:
+        if args.against:
+            raise report.ReportInputError("--against compares two run folders; it does not apply to --release")
+        path = report.write(report.release_data(), args.output or "release.html")
+    else:
+        against = report.run_data(args.against) if args.against else None
+        path = report.write(report.run_data(args.run), args.output or Path(args.run) / "report.html", against=against)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser (it fetches nothing)")
+    return 0
+
+
 def cmd_replay_check(args: argparse.Namespace) -> int:
     """Replay the release's document judgments through compare + score; compare with data/results/."""
     import pandas as pd
@@ -328,6 +352,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
+                                      "changed between two runs)")
+    p.add_argument("run", nargs="?", default=None, help="an evaluation folder (the --out of `gavel evaluate`)")
+    p.add_argument("--against", default=None, metavar="RUN_B",
+                   help="a baseline evaluation folder of the same summaries: list what changed from it, cell by cell")
+    p.add_argument("--release", action="store_true", help="the paper's 12 models from the release (GAVEL_RELEASE)")
+    p.add_argument("-o", "--output", default=None, help="the HTML file (default: RUN/report.html, or release.html)")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("replay-check", help="replay the release's document judgments through compare + score")
     p.add_argument("--release", default=None)
     p.add_argument("--workdir", default=str(config.INTERIM_DIR / "replay"), help="cache folder of the replayed run")

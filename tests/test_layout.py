@@ -115,8 +115,8 @@ def _reads_environment(tree: ast.AST) -> list[int]:
 
 def test_settings_are_read_in_one_place_and_listed_once():
     """Every environment variable is declared in config.ENVIRONMENT and read through config.env: no other
-    module reads os.environ, every name a module asks for is declared, and the README's table and
-    .env.example name only declared variables (the README all of them)."""
+    module reads os.environ, every name a module asks for is declared, and docs/settings.md's table and
+    .env.example name only declared variables (docs/settings.md all of them)."""
     import re
 
     from gavel.core import config
@@ -131,7 +131,7 @@ def test_settings_are_read_in_one_place_and_listed_once():
                     and isinstance(node.args[0], ast.Constant):
                 asked.add(node.args[0].value)
     assert asked and asked <= set(config.ENVIRONMENT), asked - set(config.ENVIRONMENT)
-    readme = (PACKAGE.parent / "README.md").read_text()
+    readme = (PACKAGE.parent / "docs" / "settings.md").read_text()
     table = readme.split("## Settings: the environment and `.env`")[1].split("\n## ")[0]
     assert re.findall(r"^\| `([A-Z_]+)` \|", table, re.M) == list(config.ENVIRONMENT)
     example = re.findall(r"^([A-Z_]+)=", (PACKAGE.parent / ".env.example").read_text(), re.M)

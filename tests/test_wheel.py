@@ -49,7 +49,9 @@ def test_the_wheel_carries_every_data_file(wheel_venv):
         assert f"gavel/prompts/{prompt.name}" in names
     for must in ("gavel/slurm/vllm_stage.sbatch.in", "gavel/slurm/agent_array.sbatch.in", "gavel/core/models.yaml",
                  "gavel/paper/paper_claims.yaml", "gavel/metrics/criteria/legal_summary.yaml",
-                 "gavel/annotation/templates/style.html", "gavel/annotation/static/annotate.js"):
+                 "gavel/annotation/templates/style.html", "gavel/annotation/static/annotate.js",
+                 "gavel/paper/templates/report.html.j2", "gavel/paper/templates/report.js",
+                 "gavel/paper/templates/report.css"):
         assert must in names, must
     assert any(n.startswith("gavel/documents/checklists/") for n in names)
 

@@ -21,7 +21,7 @@ from gavel.core.vocab import PROVIDERS
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PROMPTS_DIR = PACKAGE_DIR / "prompts"
 SLURM_DIR = PACKAGE_DIR / "slurm"
-#: every environment variable gavel reads, and what it sets: the one list (the README's table is checked
+#: every environment variable gavel reads, and what it sets: the one list (docs/settings.md's table is checked
 #: against it). Each may also be given in the project's ``.env`` (the environment wins), except GAVEL_HOME,
 #: which says where that ``.env`` is. Read them with ``env(name)``, never ``os.environ`` elsewhere.
 ENVIRONMENT = {

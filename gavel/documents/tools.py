@@ -5,7 +5,7 @@ one-line brief for the action history, and the ledger events in the release's fi
 the model makes ``call`` raise: a call is either executed or refused as a failed call (``{"error": ...}``,
 ``success: false``) that the model sees in its next snapshot and the ledger records.
 
-Limits (the constants below and in ``checklist``/``search_worker``; the README's "The agent's tool limits"
+Limits (the constants below and in ``checklist``/``search_worker``; docs/documents.md's "The agent's tool limits"
 lists them all): ``read_document`` at most ``READ_LIMIT`` (10,000) tokens per call (a larger range is
 refused, not clipped); ``search_document_regex`` ``top_k`` 1–20 (the release's own bound),
 ``context_tokens`` 100–1,000, patterns of at most ``MAX_PATTERN_CHARS`` characters, a time limit per search

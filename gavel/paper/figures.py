@@ -24,6 +24,10 @@ from gavel.core.tokens import LENGTH_BINS  # noqa: E402
 
 BINS = list(LENGTH_BINS)
 PALETTE = sns.color_palette("colorblind")
+#: one colour per model where all 12 are drawn together: the colour-blind palette's ten, then two dark colours
+#: (indigo and wine) that none of the ten is near; markers differ as well, so no two models look alike
+MODEL_PALETTE = [*PALETTE, (0x33 / 255, 0x22 / 255, 0x88 / 255), (0x88 / 255, 0x22 / 255, 0x55 / 255)]
+MODEL_MARKERS = "osD^vP*Xhp<>"
 HEATMAP = "cividis"
 ITEM_LABEL = {it.key: it.label for it in ITEMS}
 GROUP_LABEL = {g.key: g.label for g in GROUPS}
@@ -56,8 +60,10 @@ def model_label_marked(tables, model: str) -> str:
     return config.model_label(model) + ("" if n >= 2 else " " + "*" * (2 - n))
 
 
-ESTIMATED_NOTE = ("* one (** both) of the model's two summary-checklist files is empty or absent in the release: "
-                  "its cells are estimated (rule 6), hence the wider bounds.")
+ESTIMATED_NOTE = ("* one (** both) of the model's two summary-checklist files is empty or absent in the release. Its "
+                  "missing cells are estimated (reconstruction rule 6: from the model's own released half, item by "
+                  "item;\n   with nothing released, from all models' cells), and bounded by the lowest and highest "
+                  "score a cell could take, hence the wider bounds. docs/results.md explains the rules.")
 
 
 def model_order(tables) -> list[str]:
@@ -103,7 +109,7 @@ def fig_benchmark(tables) -> plt.Figure:
         ax2.annotate(f"{n} cases", (ci["bounds_ci_high"].iloc[yy], yy), xytext=(4, 0), textcoords="offset points",
                      va="center", fontsize=6.5, color=PALETTE[3] if n < 100 else "grey")
     lo, hi = ci["bounds_ci_low"].min(), ci["bounds_ci_high"].max()
-    ax2.set_xlim(lo - 1, hi + 0.2 * (hi - lo) + 1)
+    ax2.set_xlim(lo - 1, hi + 0.3 * (hi - lo) + 2)  # room for the case counts inside the frame
     ax2.set_yticks(y, labels)
     ax2.invert_yaxis()
     ax2.set_xlabel("S_checklist, all cases")
@@ -132,14 +138,16 @@ def fig_groups(tables, models: list[str] | None = None) -> plt.Figure:
                                                 (sel["high"] - sel["score"]).clip(lower=0)],
                         fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
         for xx, n in zip(xs, sel["applicable"]):
-            if pd.notna(n):
-                ax.text(xx, 0.01, f"{int(n)}", rotation=90, ha="center", va="bottom", fontsize=5, color="white")
+            if pd.notna(n):  # below the axis line, in the band kept free for them: never over a bar or a bound
+                ax.text(xx, -0.015, f"{int(n)}", rotation=90, ha="center", va="top", fontsize=6.5, color="0.2")
     ax.set_xticks(x, [GROUP_LABEL[gr.key] for gr in GROUPS], rotation=20, ha="right")
-    ax.set_ylabel("Mean matching score m_i (bars: bounds;\nnumbers: applicable cells)")
+    ax.set_ylabel("Mean matching score m_i (bars: bounds;\nnumbers below: applicable cells)")
     ax.set_xlabel("Checklist group")
-    ax.set_ylim(0, 1)
-    ax.set_title("Matching score by checklist group (top models)")
-    ax.legend(ncol=len(models), fontsize=7.5, loc="upper right", frameon=False)
+    ax.set_ylim(-0.1, 1)
+    ax.set_yticks(np.arange(0, 1.01, 0.2))
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_title("Matching score by checklist group (top models)", pad=24)
+    ax.legend(ncol=len(models), fontsize=7.5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.text(0.01, -0.03, ESTIMATED_NOTE, fontsize=7)
     fig.tight_layout()
@@ -248,8 +256,8 @@ def fig_summary_length(tables) -> plt.Figure:
     styles = ["-", "--", "-.", ":"]
     for k, m in enumerate(order):
         sel = lengths[lengths["model"] == m].set_index("length_bin").reindex(BINS)
-        ax.plot(BINS, sel["mean_words"], styles[k // len(PALETTE) % 4], marker="o", ms=3,
-                color=PALETTE[k % len(PALETTE)], label=config.model_label(m), lw=1.2)
+        ax.plot(BINS, sel["mean_words"], styles[k // len(MODEL_PALETTE) % 4], marker=MODEL_MARKERS[k % 12], ms=4,
+                color=MODEL_PALETTE[k % len(MODEL_PALETTE)], label=config.model_label(m), lw=1.2)
     human = lengths[lengths["model"] == "human"].set_index("length_bin").reindex(BINS)
     ax.plot(BINS, human["mean_words"], color="black", lw=2.5, marker="s", label="Human reference")
     ax.set_xlabel("Case length bin (tokens)")
@@ -317,7 +325,8 @@ def fig_release_audit(tables) -> plt.Figure:
     ax.set_ylabel("Defect class")
     ax.set_title("Defects found in the public GAVEL release")
     for y, (n, f) in enumerate(zip(a["records"], a["files"])):
-        ax.text(n * 1.1, y, f"{n} ({f} files)", va="center", fontsize=7)
+        ax.text(n * 1.1, y, f"{n} ({f} file{'' if f == 1 else 's'})", va="center", fontsize=7)
+    ax.set_xlim(right=a["records"].max() * 6)  # room for the longest bar's label inside the frame
     fig.tight_layout()
     return fig
 
@@ -380,7 +389,7 @@ def fig_metric_agreement(tables) -> plt.Figure:
     return fig
 
 
-GROUNDING_COLOURS = {"exact": PALETTE[2], "normalized": PALETTE[0], "fuzzy": PALETTE[1], "not_found": PALETTE[3]}
+GROUNDING_COLOURS = {"exact": PALETTE[2], "normalized": PALETTE[0], "fuzzy": PALETTE[1], "not_found": "0.1"}
 
 
 def fig_evidence_grounding(tables) -> plt.Figure:
@@ -402,6 +411,9 @@ def fig_evidence_grounding(tables) -> plt.Figure:
         for s in statuses:
             ax.barh(y, frame[s], left=left, color=GROUNDING_COLOURS[s], label=s.replace("_", " "))
             left += frame[s].to_numpy()
+        for yy, share in zip(y, frame["not_found"]):  # a sliver too thin to see is said in words
+            if share > 0:
+                ax.text(1.01, yy, f"{100 * share:.1f}%", va="center", fontsize=6.5, color=GROUNDING_COLOURS["not_found"])
         ax.set_yticks(y, ylabels, fontsize=7)
         ax.set_xlim(0, 1)
         ax.set_xlabel("Share of evidence snippets")
@@ -409,6 +421,7 @@ def fig_evidence_grounding(tables) -> plt.Figure:
     axes[0].legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4)
     fig.text(0.01, -0.02, "Models whose summary-checklist files are empty or absent in the release have no snippets "
              "(Claude Opus 4.1: none; one half only for GPT-5, Claude Sonnet 4, Qwen3 32B, Gemma3 27B). "
-             "Statuses from gavel.ref.grounding.locate.", fontsize=7)
+             "Statuses from gavel.ref.grounding.locate; the number right of a bar is its share not found.",
+             fontsize=7)
     fig.tight_layout()
     return fig

@@ -7,6 +7,8 @@ resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables t
 ``answers.csv``     one row per LLM answer of every stage: status (``ok`` or why unusable), detail
 ``compare.csv``     one row per (summary, item): gate, relation / matched pairs (model, reference), score
 ``residual.csv``    residual spans and r of every summary, facts per summary
+``residual_facts.csv`` each residual fact with the residual spans (1-based) it rests on
+``texts.jsonl``     every text evaluated (subject, case_id, text): what the offsets in values.csv point into
 ``style.csv``       the five ratings and S_style per summary
 ``scores.csv``      per summary: S_checklist (best, low, high), S_residual, S_style, r (own and reference),
                     S_GAVEL-REF
@@ -256,10 +258,15 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
                                    "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
                                    "facts_ok": fact_ok[k]} for k, v in spans.items()]),
         "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
+        "residual_facts": pd.DataFrame([r for rows, _ in fact_results for r in rows],
+                                       columns=["subject", "case_id", "index", "fact", "evidence_spans"]),
         "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
     }
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
+    # the texts evaluated (model summaries and references): what a report highlights the offsets in
+    (out / "texts.jsonl").write_text("".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False)
+                                             + "\n" for (subj, c), t in texts.items()), encoding="utf-8")
     manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
                 "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
                 "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),

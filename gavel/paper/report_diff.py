@@ -1,0 +1,112 @@
+"""Two runs of the same summaries, cell by cell (``gavel report RUN_A --against RUN_B``): another judge, another
+extractor, a prompt change. RUN_B is the baseline; a change is read from B to A, so a *regression* is a cell
+(or summary score) that is lower in A than in B, or usable in B and unusable in A.
+
+What is compared: every checklist cell (subject, case, item) both runs hold: its verdict (gate, relation or
+matched pairs, or why the answer was unusable), its score and the values extracted on both sides; and every
+summary's four scores. What only one run holds (a cell, a summary) is counted and listed, never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gavel.paper.report_run import CELL_COLUMNS, SCORES, USABLE, key
+
+KINDS = ("regression", "improvement", "changed", "values")
+EPS = 1e-9
+
+
+def verdict(cell: dict) -> str:
+    """One cell's verdict as text: unusable answers by their reason, gated pairs by their gate, judged ones by
+    their relation or matched pairs."""
+    if cell["status"] not in USABLE:
+        return f"unusable: {cell['status']}"
+    if cell["status"] == "gated":
+        return f"gate {cell['gate']}"
+    if isinstance(cell.get("relation"), str):
+        return f"{cell['gate']}: {cell['relation']}"
+    return f"{cell['gate']}: pairs {cell.get('pairs')}"
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _kind(score_a, score_b, usable_a: bool, usable_b: bool, verdict_changed: bool, values_changed: bool) -> str | None:
+    if usable_b and not usable_a:
+        return "regression"
+    if usable_a and not usable_b:
+        return "improvement"
+    if score_a is not None and score_b is not None and abs(score_a - score_b) > EPS:
+        return "regression" if score_a < score_b else "improvement"
+    if (score_a is None) != (score_b is None):  # applicable in one run only
+        return "changed"
+    if verdict_changed:
+        return "changed"
+    return "values" if values_changed else None
+
+
+def _order(change: dict) -> tuple:
+    delta = change.get("delta")
+    rank = KINDS.index(change["kind"])
+    size = -abs(delta) if delta is not None else 0.0
+    return rank, size, change["subject"], change["case_id"], change.get("item") or change.get("score", "")
+
+
+def _values(data: dict, subject: str, case_id: str, item: str) -> list[str]:
+    return sorted(str(v[1]) for v in data["values"].get(key(subject, case_id, item), []))
+
+
+def diff(a: dict, b: dict) -> dict:
+    """The changes from run ``b`` (baseline) to run ``a`` (see the module), regressions first."""
+    cells_a = {key(r[0], r[1], r[2]): dict(zip(CELL_COLUMNS, r)) for r in a["cells"]}
+    cells_b = {key(r[0], r[1], r[2]): dict(zip(CELL_COLUMNS, r)) for r in b["cells"]}
+    changes = []
+    per_item: dict[str, dict] = {}
+
+    def count(item: str, what: str) -> None:
+        c = per_item.setdefault(item, {k: 0 for k in ("cells", *KINDS, "only_a", "only_b")})
+        c[what] += 1
+
+    for k in sorted(cells_a.keys() & cells_b.keys()):
+        ca, cb = cells_a[k], cells_b[k]
+        count(ca["item"], "cells")
+        va, vb = verdict(ca), verdict(cb)
+        values_changed = any(_values(a, s, ca["case_id"], ca["item"]) != _values(b, s, ca["case_id"], ca["item"])
+                             for s in (ca["subject"], "human"))
+        sa, sb = _num(ca["score"]), _num(cb["score"])
+        kind = _kind(sa, sb, ca["status"] in USABLE, cb["status"] in USABLE, va != vb, values_changed)
+        if kind is None:
+            continue
+        count(ca["item"], kind)
+        changes.append({"key": k, "subject": ca["subject"], "case_id": ca["case_id"], "item": ca["item"],
+                        "kind": kind, "verdict_a": va, "verdict_b": vb, "score_a": sa, "score_b": sb,
+                        "delta": (sa - sb) if sa is not None and sb is not None else None,
+                        "values_changed": values_changed})
+    only_a = sorted(cells_a.keys() - cells_b.keys())
+    only_b = sorted(cells_b.keys() - cells_a.keys())
+    for k in only_a:
+        count(cells_a[k]["item"], "only_a")
+    for k in only_b:
+        count(cells_b[k]["item"], "only_b")
+
+    summary_changes = []
+    sum_a, sum_b = a["summaries"], b["summaries"]
+    for k in sorted(sum_a.keys() & sum_b.keys()):
+        subject, case_id = k.split("|", 1)
+        for s in SCORES:
+            x, y = _num(sum_a[k]["scores"].get(s)), _num(sum_b[k]["scores"].get(s))
+            if x is None and y is None or (x is not None and y is not None and abs(x - y) <= EPS):
+                continue
+            kind = "changed" if x is None or y is None else ("regression" if x < y else "improvement")
+            summary_changes.append({"key": k, "subject": subject, "case_id": case_id, "score": s, "kind": kind,
+                                    "a": x, "b": y, "delta": (x - y) if x is not None and y is not None else None})
+    changes.sort(key=_order)
+    summary_changes.sort(key=_order)
+    totals = {kind: sum(1 for c in changes if c["kind"] == kind) for kind in KINDS}
+    return {"a": a["source"], "b": b["source"], "changes": changes, "summary_changes": summary_changes,
+            "per_item": [[it, per_item[it]] for it in sorted(per_item)], "totals": totals,
+            "compared_cells": len(cells_a.keys() & cells_b.keys()),
+            "only_a": {"cells": only_a, "summaries": sorted(sum_a.keys() - sum_b.keys())},
+            "only_b": {"cells": only_b, "summaries": sorted(sum_b.keys() - sum_a.keys())}}

@@ -1,0 +1,325 @@
+"""What a report shows of one ``gavel evaluate`` output folder, as plain JSON-ready data (``gavel.paper.report``
+renders it; ``report_diff`` compares two of them).
+
+The data is keyed the way the page looks things up: a cell is ``subject|case_id|item``, a summary
+``subject|case_id``. Everything is read from the folder's tables; optional tables (``OPTIONAL``: the stability
+report of repeats, the per-judgment order table, the cost ledger) are shown where a file is there and their
+view is simply left out where it is not. Model output (summaries, values, raw answers) goes into the data as
+text; the page only ever sets it as text.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from gavel.core import config, stats
+from gavel.core.items import ITEMS
+from gavel.core.items import item as item_named
+from gavel.core.vocab import STYLE_ASPECTS
+from gavel.ref.stability import STAGES as REPEAT_STAGES
+from gavel.ref.tables import read_tables
+
+SEP = "|"
+SCORES = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")
+#: optional per-run tables: file name -> (view title, what a row belongs to). A row with subject, case_id and
+#: item columns is shown with its cell, one with subject and case_id with its summary, any other in the run's
+#: overview. A missing file hides its view.
+OPTIONAL = {"stability.csv": "Stability over repeats", "stability_units.csv": "Verdicts that flip between repeats",
+            "order.csv": "Judgments in both orders", "cost.csv": "Cost"}
+#: the stages whose raw answers the report carries for every round (extract: only unusable rounds, its usable
+#: answers are the values shown)
+RAW_STAGES = ("compare", "residual", "residual_match", "style")
+USABLE = ("ok", "gated")
+
+
+class ReportInputError(ValueError):
+    """A folder that is not an evaluation output, or a table in it that cannot be read: names the file."""
+
+
+def key(*parts) -> str:
+    return SEP.join(str(p) for p in parts)
+
+
+def clean(value):
+    """A JSON-ready scalar: NaN and None become None, numpy numbers plain numbers."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+        return None if isinstance(value, float) and math.isnan(value) else value
+    return value
+
+
+def literal(value, default=None):
+    """A list written by pandas into a CSV cell (``"['a', None]"``) read back; JSON text too."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if not isinstance(value, str) or not value.strip():
+        return default
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return default
+
+
+def records(table: pd.DataFrame | None) -> list[dict]:
+    if table is None or not len(table):
+        return []
+    frame = table.copy()
+    if "case_id" in frame:
+        frame["case_id"] = frame["case_id"].astype(str)
+    return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def interval(values, seed: int = 0) -> list:
+    """[mean, 95% low, 95% high, n] of the values with a number (bootstrap over cases)."""
+    x = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not x:
+        return [None, None, None, 0]
+    lo, hi = stats.mean_interval(x, seed=seed)
+    return [sum(x) / len(x), clean(lo), clean(hi), len(x)]
+
+
+def heat_class(score) -> str:
+    """The colour class of a heatmap cell: ``q0`` .. ``q10`` by tenths of the score, ``qn`` without one."""
+    return "qn" if score is None else f"q{min(10, max(0, int(round(float(score) * 10))))}"
+
+
+def item_names(keys) -> list[list[str]]:
+    order = {it.key: it.number for it in ITEMS}
+    out = []
+    for k in sorted(set(keys), key=lambda k: (order.get(k, 99), k)):
+        try:
+            out.append([k, item_named(k).name])
+        except Exception:  # the residual pseudo-item, or an item a newer run knows
+            out.append([k, k.replace("_", " ")])
+    return out
+
+
+# ---------- reading the folder ----------
+def _texts(folder: Path) -> dict[str, str]:
+    path = folder / "texts.jsonl"
+    if not path.exists():
+        return {}
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            out[key(rec["subject"], rec["case_id"])] = rec["text"]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ReportInputError(f"{path}, line {n}: not a text record ({err})") from None
+    return out
+
+
+def raw_answers(folder: Path, stages=None) -> dict[str, dict]:
+    """custom_id -> the cached response (text, reasoning, finish reason, tokens) of every stage's runner
+    under ``folder/runs``. A request answered by two providers in one folder keeps the later file."""
+    out: dict[str, dict] = {}
+    runs = folder / "runs"
+    if not runs.is_dir():
+        return out
+    for stage_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
+        if stages is not None and stage_dir.name not in stages:
+            continue
+        files = sorted((stage_dir / "cache").glob("*/*.json"), key=lambda p: p.stat().st_mtime)
+        for path in files:
+            try:
+                rec = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as err:
+                raise ReportInputError(f"cache file {path} is unreadable ({err})") from None
+            if isinstance(rec, dict) and rec.get("custom_id"):
+                out[rec["custom_id"]] = rec
+    return out
+
+
+def optional_tables(folder: Path) -> dict[str, dict]:
+    """Each optional table present in ``folder`` (``OPTIONAL``) as {title, columns, rows, scope}; where the
+    table has subject/case_id(/item) columns its rows are also keyed by summary or cell."""
+    out = {}
+    for name, title in OPTIONAL.items():
+        path = folder / name
+        if not path.exists():
+            continue
+        try:
+            table = pd.read_csv(path, dtype={"case_id": str})
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+            raise ReportInputError(f"{path}: cannot be read as a table ({err})") from None
+        cols = [str(c) for c in table.columns]
+        rows = [[clean(v) for v in row] for row in table.itertuples(index=False)]
+        scope = "cell" if {"subject", "case_id", "item"} <= set(cols) else \
+            "summary" if {"subject", "case_id"} <= set(cols) else "run"
+        entry = {"title": title, "file": name, "columns": cols, "scope": scope}
+        if scope == "run":
+            entry["rows"] = rows
+        else:
+            by: dict[str, list] = {}
+            idx = [cols.index(c) for c in (("subject", "case_id", "item") if scope == "cell" else ("subject", "case_id"))]
+            for row in rows:
+                by.setdefault(key(*(row[i] for i in idx)), []).append(row)
+            entry["by"] = by
+            entry["rows_total"] = len(rows)
+        out[name.removesuffix(".csv")] = entry
+    return out
+
+
+def flipped_cells(optional: dict) -> list[str]:
+    """Cells whose verdict is not the same everywhere it was asked: across repeats (``stability_units``, stage
+    compare) and, where the run has a per-judgment order table with a ``flipped`` column, across orders."""
+    out = set()
+    units = optional.get("stability_units")
+    if units:
+        stage = units["columns"].index("stage")
+        out |= {k for k, rows in units["by"].items() if any(r[stage] == "compare" for r in rows)}
+    orders = optional.get("order")
+    if orders and orders["scope"] == "cell" and "flipped" in orders["columns"]:
+        f = orders["columns"].index("flipped")
+        out |= {k for k, rows in orders["by"].items() if any(r[f] in (True, 1, "True", "true") for r in rows)}
+    return sorted(out)
+
+
+def run_data(folder: str | Path, title: str | None = None) -> dict:
+    """Everything the report of one evaluation folder shows (see the module)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ReportInputError(f"{folder}: no such folder (give the --out folder of `gavel evaluate`)")
+    tables = read_tables(folder)
+    missing = [f"{n}.csv" for n in ("compare", "scores", "values", "answers") if n not in tables]
+    if missing:
+        raise ReportInputError(f"{folder}: not a `gavel evaluate` output folder ({', '.join(missing)} missing)")
+    manifest = {}
+    if (folder / "evaluation.json").exists():
+        try:
+            manifest = json.loads((folder / "evaluation.json").read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ReportInputError(f"{folder / 'evaluation.json'}: not JSON ({err})") from None
+    seed = int(manifest.get("seed", 0) or 0)
+    texts = _texts(folder)
+    compare = records(tables["compare"])
+    scores = records(tables["scores"])
+    subjects = sorted({r["subject"] for r in scores} | {r["subject"] for r in compare})
+    items = item_names(r["item"] for r in compare)
+
+    # leaderboard: per model, the four scores with bootstrap intervals over cases
+    board = []
+    for subject in subjects:
+        mine = [r for r in scores if r["subject"] == subject]
+        board.append({"subject": subject, "label": config.model_label(subject), "cases": len(mine),
+                      **{s: interval([r[s] for r in mine], seed) for s in SCORES},
+                      "unusable_items": sum(int(r.get("unusable_items") or 0) for r in mine)})
+    board.sort(key=lambda b: -(b["s_gavel_ref"][0] if b["s_gavel_ref"][0] is not None else -1e9))
+
+    # heatmap: mean matching score of usable pairs per (item, model), with counts
+    heat: dict = {}
+    for r in compare:
+        h = heat.setdefault(key(r["subject"], r["item"]), {"sum": 0.0, "n": 0, "unusable": 0, "cells": 0})
+        h["cells"] += 1
+        if r["status"] in USABLE and r["score"] is not None:
+            h["sum"] += float(r["score"])
+            h["n"] += 1
+        elif r["status"] not in USABLE:
+            h["unusable"] += 1
+    heat = {k: {"score": (h["sum"] / h["n"]) if h["n"] else None, "applicable": h["n"], "unusable": h["unusable"],
+                "cells": h["cells"]} for k, h in heat.items()}
+
+    # values: per (subject, case, item), model and reference sides alike
+    values: dict[str, list] = {}
+    for v in records(tables["values"]):
+        values.setdefault(key(v["subject"], v["case_id"], v["item"]), []).append(
+            _value_row(v))
+    for rows in values.values():
+        rows.sort(key=lambda r: r[0] or 0)
+
+    # answers: every round of every stage, raw text for the stages in RAW_STAGES and unusable extract rounds
+    raw = raw_answers(folder)
+    raw_texts: list[str] = []
+    raw_index: dict[str, int] = {}
+    answers: dict[str, list] = {}
+    extract_status: dict[str, str] = {}
+    for a in sorted(records(tables["answers"]), key=lambda a: a["round"] or 0):
+        item = a.get("item")
+        k = key(a["stage"], a["subject"], a["case_id"], item if isinstance(item, str) else "")
+        resp = raw.get(a["custom_id"] or "")
+        ref = None
+        if resp and (a["stage"] in RAW_STAGES or a["status"] not in USABLE) and resp.get("text") is not None:
+            text = resp["text"]
+            if text not in raw_index:
+                raw_index[text] = len(raw_texts)
+                raw_texts.append(text)
+            ref = raw_index[text]
+        answers.setdefault(k, []).append([a["round"], a["status"], a["detail"], a.get("finish_reason"),
+                                          a.get("input_tokens"), a.get("output_tokens"), ref])
+        if a["stage"] == "extract":
+            extract_status[key(a["subject"], a["case_id"], item)] = a["status"]
+
+    cells = [[r["subject"], r["case_id"], r["item"], r["gate"], r.get("relation"), literal(r.get("pairs")),
+              r["score"], r["status"], r.get("detail") or "", r.get("problems") or "", r.get("n_model"),
+              r.get("n_reference"), r.get("model_is_a"), *_bounds(r)] for r in compare]
+
+    # per summary: scores, residual spans and facts, the residual matching, style ratings
+    summaries: dict[str, dict] = {}
+    for r in scores:
+        summaries[key(r["subject"], r["case_id"])] = {"scores": {c: r.get(c) for c in (*SCORES, "s_checklist_low",
+                                                                                      "s_checklist_high", "r_own",
+                                                                                      "r_reference")}}
+    residual_spans = {key(r["subject"], r["case_id"]): {"spans": literal(r["spans"], []), "r": r["r"],
+                                                         "facts_ok": r.get("facts_ok")}
+                      for r in records(tables.get("residual"))}
+    facts: dict[str, list] = {}
+    for f in records(tables.get("residual_facts")):
+        facts.setdefault(key(f["subject"], f["case_id"]), []).append([f["index"], f["fact"], literal(f["evidence_spans"], [])])
+    matches = {key(r["subject"], r["case_id"]): [r["gate"], literal(r.get("pairs")), r["score"], r["status"],
+                                                 r.get("detail") or ""]
+               for r in records(tables.get("residual_match"))}
+    styles = {key(r["subject"], r["case_id"]): [[a, r.get(a)] for a in STYLE_ASPECTS] + [["s_style", r.get("s_style")],
+                                                                                       ["status", r["status"]],
+                                                                                       ["detail", r.get("detail") or ""]]
+              for r in records(tables.get("style"))}
+    residual = {k: {**v, "facts": facts.get(k, [])} for k, v in residual_spans.items()}
+
+    optional = optional_tables(folder)
+    return {"kind": "run", "title": title or f"GAVEL-REF run {folder.name}", "source": str(folder.name),
+            "manifest": {k: manifest[k] for k in ("extractor", "judge", "provider", "alpha", "seed", "mode", "items")
+                         if k in manifest},
+            "subjects": subjects, "labels": {s: config.model_label(s) for s in subjects}, "items": items,
+            "board": board, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
+            "texts": texts, "answers": answers, "raw": raw_texts, "extract_status": extract_status,
+            "summaries": summaries, "residual": residual, "residual_match": matches, "style": styles,
+            "optional": optional, "flipped": flipped_cells(optional), "repeat_stages": list(REPEAT_STAGES),
+            "problems": records(tables.get("problems")),
+            "notes": [] if texts else ["This run folder has no texts.jsonl (written by `gavel evaluate` since the "
+                                       "report exists): values are listed without their highlights. Rerun the "
+                                       "evaluation (answers come from its cache) to add it."]}
+
+
+#: the columns of ``cells`` rows (the page reads them by these names)
+CELL_COLUMNS = ["subject", "case_id", "item", "gate", "relation", "pairs", "score", "status", "detail", "problems",
+                "n_model", "n_reference", "model_is_a", "low", "high"]
+
+
+def _value_row(v: dict) -> list:
+    """[index, value, evidence, spans, grounding]: a located snippet is its span of the text, so only the
+    snippets that were not found travel as text (None in their place otherwise)."""
+    evidence, spans = literal(v["evidence"], []), literal(v["evidence_spans"], [])
+    spans = spans + [None] * (len(evidence) - len(spans))
+    return [v["index"], v["value"], [None if sp else e for e, sp in zip(evidence, spans)], spans,
+            literal(v["evidence_grounding"], [])]
+
+
+def _bounds(row: dict) -> list:
+    """[low, high] of a pair's score: the score itself when usable (none when not applicable), 0..1 when the
+    answer was unusable (how S_checklist's bounds count it)."""
+    if row["status"] in USABLE:
+        return [row["score"], row["score"]]
+    return [0.0, 1.0]

@@ -1,0 +1,134 @@
+"""`gavel report`: the data a report carries of a run (offsets exactly as values.csv has them, raw answers,
+re-asks, residual facts, style, optional tables), the page's safety (a Content-Security-Policy that forbids
+the network, no eval, no handler in the markup, data that cannot end its script element), the diff of two
+runs with planted changes, and the command line."""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from report_runs import HOSTILE, ONLY_IN_A, PLANTED, make_run
+
+from gavel.paper import report
+from gavel.paper.report_run import CELL_COLUMNS, key
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report-runs")
+    return {"a": make_run(root / "run-a", "a"), "b": make_run(root / "run-b", "b")}
+
+
+def test_run_data_carries_the_values_csv_offsets_and_the_texts(runs):
+    data = report.run_data(runs["b"])
+    values = pd.read_csv(runs["b"] / "values.csv", dtype={"case_id": str})
+    assert len(values) == sum(len(v) for v in data["values"].values())
+    for row in values.itertuples():
+        shown = {v[0]: v for v in data["values"][key(row.subject, row.case_id, row.item)]}[row.index]
+        assert shown[1] == row.value and shown[3] == ast.literal_eval(row.evidence_spans)
+        text = data["texts"][key(row.subject, row.case_id)]
+        for span, snippet, carried in zip(shown[3], ast.literal_eval(row.evidence), shown[2]):
+            if span:  # offsets count characters: model-x's first summary starts with U+1F4DC
+                assert text[span[0]:span[1]] == snippet and carried is None
+            else:  # only snippets not found in the text travel as text
+                assert carried == snippet
+    # the judge-name evidence that is not in the summary is carried as not found
+    judge = data["values"][key("model-x", "1", "judge_name")][0]
+    assert judge[3][1] is None and judge[4][1] == "not_found"
+
+
+def test_run_data_keeps_every_round_with_raw_answers_facts_and_style(runs):
+    data = report.run_data(runs["b"])
+    rounds = data["answers"][key("extract", "model-x", "2", "judge_name")]
+    assert [r[1] for r in rounds] == ["no_json"] * 3  # asked, re-asked twice, unusable: its raw text kept
+    assert data["raw"][rounds[0][6]] == "I could not find a judge."
+    judged = data["answers"][key("compare", "model-x", "2", "decree_dates")]
+    assert HOSTILE in data["raw"][judged[0][6]] and judged[0][1] == "ok"
+    cells = {key(*c[:3]): dict(zip(CELL_COLUMNS, c)) for c in data["cells"]}
+    assert cells[key("model-x", "2", "judge_name")]["status"] == "no_values"
+    facts = data["residual"][key("model-x", "1")]["facts"]
+    assert facts and all(HOSTILE in f[1] for f in facts)
+    assert dict(data["style"][key("model-x", "1")][:5])["formatting_layout"] == 5
+    assert [b["subject"] for b in data["board"]] and {b["subject"] for b in data["board"]} == {"model-x", "model-y"}
+
+
+def test_the_page_forbids_the_network_and_runs_only_its_own_script(runs):
+    page = report.render(report.run_data(runs["b"]))
+    csp = html.unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
+    assert "default-src 'none'" in csp and "connect-src 'none'" in csp and "unsafe" not in csp
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    assert len(scripts) == 1 and report._csp_hash(scripts[0]) in csp
+    assert not re.search(r"\beval\(|new Function|innerHTML|outerHTML|insertAdjacentHTML|document\.write", scripts[0])
+    assert not re.search(r"<[^>]+\son[a-z]+\s*=", page.replace(HOSTILE, "").split('id="report-data"')[0])
+    # the data block: hostile text cannot close it, and it reads back exactly
+    block = page.split('<script type="application/json" id="report-detail">')[1].split("</script>")[0]
+    assert "<" not in block and json.loads(block)["texts"][key("model-y", "1")].count(HOSTILE) == 1
+    assert "http://" not in page.replace(HOSTILE, "") and "https://" not in page
+
+
+def test_the_diff_lists_exactly_the_planted_changes_regressions_first(runs):
+    d = report.diff(report.run_data(runs["a"]), report.run_data(runs["b"]))
+    listed = {(c["subject"], c["case_id"], c["item"]): c["kind"] for c in d["changes"]}
+    assert listed == PLANTED
+    assert d["changes"][0]["kind"] == "regression" and d["changes"][0]["score_a"] == 0.0
+    assert d["only_a"]["summaries"] == [key(*ONLY_IN_A[:2])] and len(d["only_a"]["cells"]) == 3
+    assert d["only_b"] == {"cells": [], "summaries": []}
+    per_item = dict(d["per_item"])
+    assert per_item["decree_dates"]["regression"] == 1 and per_item["decree_dates"]["improvement"] == 1
+    assert per_item["filing_date"]["only_a"] == 1
+    kinds = {(c["subject"], c["case_id"], c["score"]): c["kind"] for c in d["summary_changes"]}
+    assert kinds[("model-x", "1", "s_checklist")] == "regression"
+    assert kinds[("model-y", "1", "s_checklist")] == "improvement"
+
+
+def test_optional_tables_show_where_present_and_hide_where_missing(runs, tmp_path):
+    import shutil
+
+    run = shutil.copytree(runs["b"], tmp_path / "run")
+    assert report.run_data(run)["optional"] == {}
+    pd.DataFrame([{"subject": "model-x", "case_id": "1", "item": "decree_dates", "repeat": 1, "order": "model_first",
+                   "raw_relation": "A equals B", "relation": "equal", "flipped": True}]).to_csv(run / "order.csv", index=False)
+    pd.DataFrame([{"stage": "compare", "requests": 7, "cost_usd": 0.01}]).to_csv(run / "cost.csv", index=False)
+    data = report.run_data(run)
+    assert data["optional"]["order"]["scope"] == "cell" and key("model-x", "1", "decree_dates") in data["optional"]["order"]["by"]
+    assert data["optional"]["cost"]["scope"] == "run" and data["optional"]["cost"]["rows"] == [["compare", 7, 0.01]]
+    assert data["flipped"] == [key("model-x", "1", "decree_dates")]
+    # --repeats N: a compare verdict that flips between repeats is flipped too; a style rating is no cell
+    pd.DataFrame([{"stage": "compare", "subject": "model-y", "case_id": "1", "item": "filing_date",
+                   "repeat_1": "gate:identical", "repeat_2": "unusable"},
+                  {"stage": "style", "subject": "model-y", "case_id": "1", "item": "citation_style",
+                   "repeat_1": "rating:3", "repeat_2": "rating:4"}]).to_csv(run / "stability_units.csv", index=False)
+    assert report.run_data(run)["flipped"] == [key("model-x", "1", "decree_dates"), key("model-y", "1", "filing_date")]
+
+
+def test_a_folder_that_is_no_run_is_named(tmp_path):
+    (tmp_path / "values.csv").write_text("subject\n")
+    with pytest.raises(report.ReportInputError, match=r"not a `gavel evaluate` output folder \(compare.csv, scores.csv"):
+        report.run_data(tmp_path)
+
+
+def test_cli_writes_the_report_and_the_diff(runs, tmp_path):
+    out = tmp_path / "r.html"
+    done = subprocess.run([sys.executable, "-m", "gavel", "report", str(runs["a"]), "--against", str(runs["b"]),
+                           "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert out.is_file() and "wrote" in done.stdout and '"diff":' in out.read_text() and '"against":' in out.read_text()
+
+
+def test_cli_names_what_it_cannot_report(runs, tmp_path, capsys):
+    from gavel import cli
+
+    assert cli.main(["report", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "no such folder" in err
+    assert cli.main(["report", str(runs["a"]), "--release"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert cli.main(["report", "--release", "--against", str(runs["b"])]) == 2
+    assert "does not apply to --release" in capsys.readouterr().err
