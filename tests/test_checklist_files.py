@@ -142,3 +142,9 @@ def test_evaluate_with_the_example_names_it_in_tables_and_keeps_its_cache_apart(
     relabelled = _write(tmp_path / "relabelled.yaml", EXAMPLE.read_text().replace("label: Money", "label: Sums"))
     other = pipeline.evaluate(summaries, refs, provider, out, pipeline.Settings(MODEL, MODEL, checklist=relabelled))
     assert sum(other["manifest"]["cached"].values()) == 0 and other["manifest"]["sent"]["extract"] == 8
+    # the run's report names the checklist and its items as the checklist spells them
+    from gavel.paper.report_run import run_data
+
+    data = run_data(out)
+    assert data["manifest"]["checklist"] == "court_outcome"
+    assert ["money", "Money Awarded or Agreed"] in data["items"]
