@@ -116,6 +116,8 @@ def test_the_example_reaches_the_prompts_and_the_cache_keys():
     assert "Docket sheets and the first page" in built.requests[0].messages[-1]["content"]
     assert [cfg.path for cfg in configs.resolve("grouped", c)] == ["grouped/court_outcome.01_venue",
                                                                   "grouped/court_outcome.02_outcome"]
+    assert {cfg.cache_tag for cfg in configs.resolve("individual", c)} == {c.cache_tag}  # the agent's runner key
+    assert {cfg.cache_tag for cfg in configs.resolve("individual")} == {None}
     # the default adds nothing to a runner's key; another checklist adds its tag
     assert pipeline.Settings("x", "y").runner_namespace == {}
     assert pipeline.Settings("x", "y", checklist=c).runner_namespace == {"namespace": c.cache_tag}

@@ -41,6 +41,7 @@ class ChecklistConfig:
     definitions: dict
     task: str = LEGAL_TASK
     checklist: str = gitems.DEFAULT_NAME
+    cache_tag: str | None = None  # a non-default checklist's tag: the agent's runner keys its answers by it
 
     @property
     def path(self) -> str:
@@ -52,7 +53,7 @@ def _config(kind: str, name: str, chosen, checklist: gitems.Checklist) -> Checkl
     return ChecklistConfig(kind=kind, name=name if checklist.is_default else f"{checklist.name}.{name}",
                            keys=tuple(it.underscore for it in chosen),
                            definitions={it.underscore: it.document_instruction for it in chosen},
-                           task=checklist.task, checklist=checklist.name)
+                           task=checklist.task, checklist=checklist.name, cache_tag=checklist.cache_tag)
 
 
 def all_items(checklist=None) -> ChecklistConfig:
@@ -100,7 +101,7 @@ def load_yaml(path: str | Path) -> ChecklistConfig:
     c = gitems.load(Path(path))
     return ChecklistConfig(kind="custom", name=c.name, keys=tuple(it.underscore for it in c.items),
                            definitions={it.underscore: it.document_instruction for it in c.items}, task=c.task,
-                           checklist=c.name)
+                           checklist=c.name, cache_tag=c.cache_tag)
 
 
 def resolve(spec: str, checklist=None) -> list[ChecklistConfig]:
