@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import http.cookiejar
 import itertools
+import json
 import os
 import re
 import sys
@@ -65,17 +66,21 @@ def annotator(base: str, user: str, password: str, aid: int, stop: float, out: d
              [("preference", f'"{p}"') for p in T.PREFERENCES]
     sent = confirmed = refused = 0
     latencies = []
+    bases: dict[str, int] = {}  # field -> the revision this annotator last saved (each save carries it)
     for field, value in itertools.cycle(fields):
         if time.time() >= stop:
             break
         body = urllib.parse.urlencode({"csrf_token": token, "field": field, "value": value,
-                                       "token": uuid.uuid4().hex}).encode()
+                                       "token": uuid.uuid4().hex, "base": bases.get(field, 0)}).encode()
         req = urllib.request.Request(f"{base}/a/{aid}/save", body, headers={"X-Requested-With": "fetch"})
         t0 = time.perf_counter()
         sent += 1
         try:
             with op.open(req, timeout=60) as r:
-                ok = b'"saved":true' in r.read().replace(b" ", b"")
+                answer = json.loads(r.read())
+            ok = answer.get("saved") is True
+            if ok:
+                bases[field] = answer["revision"]
         except OSError:
             ok = False
         latencies.append(time.perf_counter() - t0)

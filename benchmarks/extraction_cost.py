@@ -8,10 +8,10 @@ the 25 later requests of a summary share a cached prefix with the first. The ori
 Appendix G, Figure 26) puts the item definition before the summary: no two requests share a prefix beyond
 the first sentence, so nothing is cached. Cache pricing per provider, from each provider's published rules:
 
-- OpenAI: automatic prefix caching (prefixes >= 1,024 tokens), cached tokens at the registry's
-  ``cached_input`` price; Gemini: implicit caching, the same;
+- OpenAI: automatic prefix caching (prefixes >= 1,024 tokens), cached tokens at the price table's
+  ``cache_read`` price; Gemini: implicit caching, the same;
 - Anthropic: the provider puts a cache breakpoint after the summary's message (``cache_control``); the first
-  request writes the cache at 1.25 x the input price, later ones read it at ``cached_input`` (0.1 x).
+  request writes the cache at 1.25 x the input price, later ones read it at ``cache_read`` (0.1 x).
 
 "Billed input" is expressed in full-price-token equivalents (cost / input price), so layouts and providers
 compare directly; the target is <= 50% of the original. Also printed: a full GAVEL-REF evaluation of one
@@ -25,9 +25,9 @@ import sys
 
 import pandas as pd
 
+from gavel.core import prices
 from gavel.core.items import ITEMS
 from gavel.core.tokens import count_tokens
-from gavel.llm.registry import llm_model
 from gavel.ref import prompts
 from gavel.ref.stages import extract
 from gavel.release import load_release
@@ -37,6 +37,13 @@ PROVIDER_MODELS = {"openai": "gpt-4.1-2025-04-14", "anthropic": "claude-sonnet-4
 ANTHROPIC_WRITE = 1.25
 MIN_CACHEABLE = {"openai": 1024, "gemini": 1024, "anthropic": 1024}
 OUTPUT_PER_REQUEST = {"extract": 250, "compare": 200, "residual": 600, "residual_match": 300, "style": 500}
+
+
+def price_of(model: str) -> dict:
+    """Today's row of the price table (gavel/core/prices.yaml) in the shape this benchmark uses."""
+    row = prices.table().row(model)
+    return {"input": row.rates["input"], "output": row.rates["output"],
+            "cached_input": row.rates.get("cache_read", row.rates["input"]), "batch_discount": row.batch_discount}
 
 
 def _tokens(messages) -> int:
@@ -60,7 +67,7 @@ def main() -> None:
           f"{total:,} input tokens (o200k_base); shared prefix per summary: {df.groupby('case_id')['prefix'].first().mean():.0f} tokens on average")
     out = []
     for provider, model in PROVIDER_MODELS.items():
-        price = llm_model(model).price
+        price = price_of(model)
         ratio = price["cached_input"] / price["input"]
         billed = 0.0
         for _, g in df.groupby("case_id"):
@@ -91,7 +98,7 @@ def main() -> None:
             "residual": (2 * n, 600), "residual_match": (n, 400), "style": (n, style_tokens)}
     cost_rows = []
     for provider, model in PROVIDER_MODELS.items():
-        price = llm_model(model).price
+        price = price_of(model)
         disc = 1 - price.get("batch_discount", 0.0)
         usd = 0.0
         for stage, (count, tokens) in plan.items():

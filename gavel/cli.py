@@ -124,8 +124,11 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def _stage(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from gavel.core.items import load as load_checklist
 
+    from .llm import estimate, ledger
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
     from .llm.runner import StageRunner
@@ -162,12 +165,25 @@ def _stage(args: argparse.Namespace) -> int:
                          max_attempts=args.max_attempts, lock_timeout=args.lock_timeout,
                          namespace=checklist.cache_tag)  # a non-default checklist's answers are cached apart
     if args.dry_run:
-        runner.dry_run(requests, mode=args.mode)
+        runner.dry_run(requests, mode=args.mode, allow_unserved=args.allow_unserved)
         return 0
     report = runner.run(requests, mode=args.mode)
     print(f"stage {stage}: {len(report.responses)} requests, {report.cached} cached, {report.sent} sent, "
           f"{len(report.too_long)} too long (not sent), {len(report.failed)} failed; responses in "
           f"{runner.cache.folder}")
+    table = runner.cost_table(args.mode)
+    if args.slurm_job and args.slurm_job != "local":  # your own GPUs: the job's elapsed time, priced per GPU-hour
+        from .llm.slurm import job_usage
+
+        try:
+            seconds, gpus = job_usage(args.slurm_job)
+        except RuntimeError as err:  # no accounting on this cluster: the time is unknown, the run stands
+            print(f"warning: {err}; the job's GPU time is not in cost.csv", file=sys.stderr)
+            seconds, gpus = None, 0
+        row = ledger.gpu_row(stage, sorted({r.model for r in requests}), args.provider, args.slurm_job, seconds, gpus)
+        table = ledger.table([row]) if not len(table) else pd.concat([table, ledger.table([row])], ignore_index=True)
+        ledger.write(runner.workdir / "cost.csv", table)
+    print(ledger.closing_line(table, runner.workdir / "cost.csv", estimate.read_estimate(runner.workdir)))
     for cid in report.failed[:20]:
         print(scrub(f"  failed {cid}: {report.responses[cid].error}"))  # this output goes to SLURM job logs
     return 1 if report.failed else 0
@@ -186,7 +202,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from gavel.core.items import load as load_checklist
-    from gavel.ref import pipeline, stability
+    from gavel.ref import costing, pipeline, stability
 
     from .llm.secrets import scrub
 
@@ -215,7 +231,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     roles = pipeline.default_roles()
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
-                                 max_tokens=args.max_tokens, progress=True)
+                                 max_tokens=args.max_tokens, progress=True, orders=args.orders,
+                                 allow_unserved=args.allow_unserved)
     provider = pipeline.provider(args.provider, args.base_url)
     if args.repeats < 1:
         raise pipeline.InputError(f"--repeats must be at least 1, got {args.repeats}")
@@ -228,11 +245,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     tables = result["runs"][0]
     if args.repeats > 1:
         print(stability.summary_line(result, args.out))
+    if args.orders == "both":
+        from gavel.ref import orders
+
+        print(orders.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     answers = tables["answers"]
     print(f"sent {tables['manifest']['sent']}, cached {tables['manifest']['cached']}; unusable answers: "
           f"{int((~answers['status'].isin(['ok', 'gated'])).sum()) if len(answers) else 0}; tables in {args.out}")
+    print(costing.cost_line(result, args.out))
     for rec in tables["problems"].to_dict("records"):
         print(f"  skipped {rec['subject']} case {rec['case_id']}: {rec['problem']}", file=sys.stderr)
     per_run = [pipeline.failed_requests(run) for run in result["runs"]]  # every repeat's failures
@@ -323,6 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     documents_cli.add_checklist_option(p)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
+    p.add_argument("--allow-unserved", action="store_true",
+                   help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
+    p.add_argument("--slurm-job", default=None,
+                   help="the SLURM job this stage runs in (vLLM on your GPUs): its elapsed time goes into cost.csv, "
+                        "priced by the price table's gpu_hour_usd ('local': not in a job, nothing added)")
     p.add_argument("--poll-interval", type=float, default=30.0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-attempts", type=int, default=3)
@@ -349,7 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=1,
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")
+    p.add_argument("--orders", default="one", choices=["one", "both"],
+                   help="both: ask the judge every compared pair again with the sides swapped and write the order "
+                        "report (order*.csv, docs/orders.md); one (default) is today's run")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
+    p.add_argument("--allow-unserved", action="store_true",
+                   help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "

@@ -11,7 +11,7 @@ from needs import need_module
 need_module("sqlalchemy", "annotation tests need the annotation extra")
 
 from gavel.annotation import tasks as T  # noqa: E402
-from gavel.annotation.app import BadAnswer, export_csv_text, validate  # noqa: E402
+from gavel.annotation.app import BadAnswer, export_csv_lines, validate  # noqa: E402
 from gavel.annotation.auth import verify_password  # noqa: E402
 from gavel.annotation.db import Answer, Revision, Store, Task  # noqa: E402
 
@@ -75,7 +75,7 @@ def test_a_resent_save_is_stored_once(store):
     rows = store.export_rows()
     assert [(r["revision"], r["value"], r["current"]) for r in rows] == [(1, "equal", False), (2, "different", True)]
     assert rows[0]["annotator"] == "ann" and rows[0]["saved_at"].endswith("Z")
-    assert export_csv_text(rows).splitlines()[0].startswith("task,kind,case_id,annotator,role")
+    assert "".join(export_csv_lines(rows)).splitlines()[0].startswith("task,kind,case_id,annotator,role")
 
 
 def test_passwords_are_argon2_hashes(store):
@@ -190,7 +190,7 @@ def test_adjudicator_sees_the_others_and_only_admins_export(tmp_path):
         page = c.get(f"/a/{aid}").text
         assert "Other annotators" not in page  # an annotator does not see the others
         tok = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
-        r = c.post(f"/a/{aid}/save", data={"csrf_token": tok, "field": "label", "value": _json.dumps(label)},
+        r = c.post(f"/a/{aid}/save", data={"csrf_token": tok, "field": "label", "value": _json.dumps(label), "base": "0"},
                    headers={"X-Requested-With": "fetch"})
         assert r.json == {"saved": True, "field": "label", "revision": 1}
     adj = _client_login(app, "adj", "password-adj")
@@ -320,35 +320,35 @@ def test_every_bad_save_is_one_clear_400_on_both_databases(store, tmp_path):
         ("extraction", {"field": "item:filing_date", "value": good_item, "token": "x" * 65}, "token"),
     ]
     for kind, form, words in bad:
-        r = alice.post(f"/a/{ids[kind]}/save", data={"csrf_token": tok, **form}, headers={"X-Requested-With": "fetch"})
+        r = alice.post(f"/a/{ids[kind]}/save", data={"csrf_token": tok, "base": "0", **form}, headers={"X-Requested-With": "fetch"})
         assert r.status_code == 400, (kind, form.get("field"), r.status_code, r.text[:300])
         assert r.json["saved"] is False and words in r.json["error"], (kind, r.json)
     # the same without the fetch header (a plain form post): a redirect back with the message, never a 500
-    r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": "[" * 100_000})
+    r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": "[" * 100_000, "base": "0"})
     assert r.status_code == 302
     with store.sessions() as s:
         assert s.query(Revision).count() == 0 and s.query(Answer).count() == 0
     # a good save still works, the longest token included
     r = alice.post(f"/a/{ids['extraction']}/save", data={"csrf_token": tok, "field": "item:filing_date",
-                                                        "value": good_item, "token": "t" * 64},
+                                                        "value": good_item, "token": "t" * 64, "base": "0"},
                    headers={"X-Requested-With": "fetch"})
     assert r.json == {"saved": True, "field": "item:filing_date", "revision": 1}
     assert store.answers(ids["extraction"])["item:filing_date"][0]["evidence"][0]["text"] == "one"
 
     # bob's save with alice's token: refused (409, says why), nothing stored for bob, alice's answer intact
     r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": '"equal"',
-                                                    "token": "alice-token-1"}, headers={"X-Requested-With": "fetch"})
+                                                    "token": "alice-token-1", "base": "0"}, headers={"X-Requested-With": "fetch"})
     assert r.json["saved"] is True
     bob = _client_login(app, "bob", "bob-password")
     bob_single = _aid(store, keys["single"], "bob")
     btok = _csrf_of(bob, f"/a/{bob_single}")
     r = bob.post(f"/a/{bob_single}/save", data={"csrf_token": btok, "field": "label", "value": '"different"',
-                                               "token": "alice-token-1"}, headers={"X-Requested-With": "fetch"})
+                                               "token": "alice-token-1", "base": "0"}, headers={"X-Requested-With": "fetch"})
     assert r.status_code == 409 and r.json["saved"] is False and "token" in r.json["error"]
     assert store.answers(bob_single) == {} and store.answers(ids["single"]) == {"label": "equal"}
     # alice resending her own save is still answered from the first one
     r = alice.post(f"/a/{ids['single']}/save", data={"csrf_token": tok, "field": "label", "value": '"equal"',
-                                                    "token": "alice-token-1"}, headers={"X-Requested-With": "fetch"})
+                                                    "token": "alice-token-1", "base": "0"}, headers={"X-Requested-With": "fetch"})
     assert r.json == {"saved": True, "field": "label", "revision": 1}
 
     # user names the database cannot hold (81 characters, NUL) are a refused login or a refused account
@@ -390,26 +390,222 @@ def test_weak_passwords_are_refused(store, tmp_path, monkeypatch):
         main(["--db", store.url, "passwd", "alice"])
 
 
-def test_failed_logins_are_limited_per_address_and_per_account(store, tmp_path):
-    """Point 6, in process: failures from one address lock that address (the right password included) but
-    not another; failures for one account from many addresses lock the account."""
-    app, _ = _hardening_app(store, tmp_path, login_limit_account="4 per hour", login_limit_address="3 per hour")
+def test_password_guessing_waits_but_the_owner_still_logs_in(store, tmp_path, monkeypatch):
+    """Issue 27 (4): failures make further tries from the same account and address wait (never a lockout of
+    the owner): another address, or the owner's own browser behind the attacker's address, logs in with the
+    right password; failures spread over many addresses slow unknown browsers only; concurrent failures cannot
+    slip past the count; the counts live in the database (a new app on it still makes the attacker wait);
+    the password-change form is limited the same way. The guard's clock stands still here: no wait runs out
+    while the test runs, however slow the machine."""
+    import threading
+    from datetime import datetime
+
+    from gavel.annotation import guard
+    from gavel.annotation.app import create_app
+    from gavel.annotation.db import LoginGuard
+    from gavel.annotation.guard import wait_after
+
+    monkeypatch.setattr(guard, "now", lambda: datetime(2026, 1, 1, 12, 0, 0))
+    app, _ = _hardening_app(store, tmp_path, login_limit_account=3, login_limit_address=6)
 
     def client(addr):
         c = app.test_client()
         c.environ_base["REMOTE_ADDR"] = addr
         return c
 
+    owner = client("10.0.9.9")  # alice's own browser: known once it has logged in
+    assert _post_login(owner, "alice", "alice-password").status_code == 302
+    owner.post("/logout", data={"csrf_token": _csrf_of(owner, "/")})
+
     attacker = client("10.0.0.1")
-    for name in ("alice", "carol", "dave"):
-        assert _post_login(attacker, name, "wrong-password").status_code == 401
-    r = _post_login(attacker, "alice", "alice-password")
-    assert r.status_code == 429 and "Too many failed logins" in r.text
+    for _ in range(3):
+        assert _post_login(attacker, "alice", "wrong-password").status_code == 401
+    r = _post_login(attacker, "alice", "alice-password")  # the right password too: it must wait
+    assert r.status_code == 429 and "wait" in r.text
     assert attacker.get("/").status_code == 302  # not logged in
     assert _post_login(client("10.0.0.2"), "alice", "alice-password").status_code == 302  # another address
+    with store.sessions() as s:  # the waits double: 1 s after the allowance, then 2, 4 ...
+        row = next(r for r in s.query(LoginGuard) if r.key.startswith("p:") and r.key.endswith(":10.0.0.1"))
+        assert row.failures == 3 and (row.next_at - row.updated_at).total_seconds() == wait_after(3, 3) == 1
+    assert [wait_after(n, 3) for n in (2, 3, 4, 5)] == [0, 1, 2, 4]
 
-    for i in range(4):  # four addresses, one failure each, all for bob
-        assert _post_login(client(f"10.0.1.{i}"), "bob", "wrong-password").status_code == 401
-    r = _post_login(client("10.0.2.1"), "bob", "bob-password")
+    # failures for alice from many addresses: unknown browsers wait, alice's own browser logs in
+    for i in range(12):
+        _post_login(client(f"10.0.1.{i}"), "alice", "wrong-password")
+    assert _post_login(client("10.0.2.1"), "alice", "alice-password").status_code == 429
+    assert _post_login(owner, "alice", "alice-password").status_code == 302
+    # failures at many accounts from one address (a shared NAT): its unknown browsers wait, alice's does not
+    nat = client("10.0.9.9")
+    for name in ("carol", "dave", "erin", "frank", "gina", "hank"):
+        assert _post_login(nat, name, "wrong-password").status_code == 401
+    assert _post_login(client("10.0.9.9"), "bob", "bob-password").status_code == 429
+    owner.post("/logout", data={"csrf_token": _csrf_of(owner, "/")})
+    assert _post_login(owner, "alice", "alice-password").status_code == 302
+
+    # twenty concurrent wrong tries from a fresh address: no more than the allowance (3) are tried
+    codes = []
+    gate = threading.Barrier(20)
+
+    def guess():
+        c = client("10.0.5.5")
+        tok = _csrf_of(c)
+        gate.wait()
+        codes.append(c.post("/login", data={"username": "bob", "password": "wrong-password",
+                                            "csrf_token": tok}).status_code)
+    threads = [threading.Thread(target=guess) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes.count(401) <= 3 and codes.count(401) + codes.count(429) == 20, codes
+
+    # the counts are in the database: a new app (a restart) still makes the attacker wait
+    app2 = create_app(store.url, secret_key_file=tmp_path / "key", login_limit_account=3, login_limit_address=6)
+    c = app2.test_client()
+    c.environ_base["REMOTE_ADDR"] = "10.0.0.1"
+    assert _post_login(c, "alice", "alice-password").status_code == 429
+    # once the wait is over the right password works again (no lockout), and clears the count
+    monkeypatch.setattr(guard, "now", lambda: datetime(2026, 1, 1, 12, 0, 2))
+    assert _post_login(c, "alice", "alice-password").status_code == 302
+
+    # a stolen session guessing the current password on the change form waits too
+    thief = _client_login(app, "bob", "bob-password")
+    for i in range(3):
+        r = thief.post("/password", data={"csrf_token": _csrf_of(thief, "/password"), "current": f"guess-{i}",
+                                          "new": "a-new-password-1", "repeat": "a-new-password-1"})
+        assert r.status_code == 400 and "current password is wrong" in r.text
+    r = thief.post("/password", data={"csrf_token": _csrf_of(thief, "/password"), "current": "bob-password",
+                                      "new": "a-new-password-1", "repeat": "a-new-password-1"})
     assert r.status_code == 429
-    assert _post_login(client("10.0.2.2"), "alice", "alice-password").status_code == 302  # other accounts open
+    assert _post_login(client("10.0.7.7"), "bob", "bob-password").status_code == 302  # unchanged
+
+
+def test_every_save_carries_its_base_and_a_beacon_never_overwrites_a_newer_answer(store, tmp_path):
+    """Issue 27 (4): a save without the revision it edited (what the page-close beacon sent) is refused; a
+    beacon based on an older revision is kept in the history, not made current; one based on the page's own
+    save still under way applies whether it arrives after that save or before it."""
+    from gavel.annotation.db import Revision
+
+    app, keys = _hardening_app(store, tmp_path)
+    alice = _client_login(app, "alice", "alice-password")
+    aid = _aid(store, keys["single"], "alice")
+    tok = _csrf_of(alice, f"/a/{aid}")
+
+    def save(value, token, base=None, after=None):
+        data = {"csrf_token": tok, "field": "label", "value": f'"{value}"', "token": token}
+        data.update({k: v for k, v in (("base", base), ("after", after)) if v is not None})
+        return alice.post(f"/a/{aid}/save", data=data, headers={"X-Requested-With": "fetch"})
+
+    assert save("equal", "t1", base="0").json["revision"] == 1
+    assert save("different", "t2", base="1").json["revision"] == 2  # another tab's newer answer
+    r = save("a_contains_b", "beacon-1")  # no base: refused, nothing stored
+    assert r.status_code == 400 and "base" in r.json["error"]
+    r = save("a_contains_b", "beacon-2", base="0", after="t1")  # based on revision 1, which is no longer current
+    assert r.status_code == 409 and r.json["conflict"] is True
+    assert store.answers(aid)["label"] == "different"
+    # the page's own save (t3, based on 2) is under way when the page closes; its beacon says so
+    assert save("b_contains_a", "t3", base="2").json["revision"] == 4  # (3: the stale beacon, kept)
+    assert save("equal", "beacon-3", base="2", after="t3").json["saved"] is True  # arrives after t3
+    assert store.answers(aid)["label"] == "equal"
+    assert save("different", "beacon-4", base="5", after="t5").json["saved"] is True  # arrives before t5 ...
+    assert save("b_contains_a", "t5", base="5").status_code == 409  # ... which then is the stale one
+    assert store.answers(aid)["label"] == "different"
+    with store.sessions() as s:
+        assert s.query(Revision).filter_by(client_token="beacon-1").count() == 0
+        assert s.query(Revision).filter_by(client_token="beacon-2").one().stale
+
+
+def test_the_history_of_an_answer_is_bounded(store):
+    """Issue 27 (4): saving one field again and again keeps the newest MAX_REVISIONS revisions (the current
+    one always), so an annotator cannot grow the database without bound; numbering goes on."""
+    from gavel.annotation.db import MAX_REVISIONS, Revision
+
+    aid, uid = _one_task(store)
+    for i in range(MAX_REVISIONS + 15):
+        result = store.save(aid, uid, "label", ["equal", "different"][i % 2], base_revision=i)
+    assert result.revision == MAX_REVISIONS + 15 and not result.stale
+    with store.sessions() as s:
+        kept = sorted(r for (r,) in s.query(Revision.revision))
+    assert kept == list(range(16, MAX_REVISIONS + 16))
+    # a stale save far behind keeps the current revision even when it is the oldest one
+    for _ in range(MAX_REVISIONS + 5):
+        assert store.save(aid, uid, "label", "equal", base_revision=0).stale
+    with store.sessions() as s:
+        kept = sorted(r for (r,) in s.query(Revision.revision))
+    assert len(kept) <= MAX_REVISIONS + 1 and MAX_REVISIONS + 15 in kept
+
+
+def test_exports_neutralise_formula_cells_and_keep_numbers(store, tmp_path):
+    """Issue 27 (4): user names such as ``+A1`` and values starting with = + - @ (or a tab or CR) reach a
+    spreadsheet as text; numbers, including negative ones, are written as they are. The exports stream."""
+    import csv as _csv
+    import io as _io
+
+    from gavel.annotation.app import export_csv_lines
+    from gavel.core.spreadsheet import safe_cell
+
+    assert [safe_cell(v) for v in ("=1+1", "+A1", "-cmd", "@SUM(A1)", "\tx", "\rx", "-3", "+0.5", "-1e-3", 7, -2.5,
+                                   None, "plain")] == [
+        "'=1+1", "'+A1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx", "-3", "+0.5", "-1e-3", 7, -2.5, None, "plain"]
+    store.add_user("+A1", "plus-password-1")
+    aid, _ = _one_task(store)
+    store.assign([(store.task_rows()[0]["task"], "+A1", "annotate")])
+    with store.sessions() as s:
+        from sqlalchemy import select
+
+        from gavel.annotation.db import Assignment, User
+        plus = s.scalar(select(Assignment.id).join(User, Assignment.user_id == User.id).where(User.username == "+A1"))
+    store.save(plus, store.user("+A1").id, "label", "equal")
+    lines = export_csv_lines(store.iter_export_rows())
+    assert not isinstance(lines, (list, str))  # a generator: the web and CLI exports stream it
+    rows = list(_csv.DictReader(_io.StringIO("".join(lines))))
+    assert [r["annotator"] for r in rows] == ["'+A1"]
+    assert rows[0]["revision"] == "1" and rows[0]["value"] == '"equal"'
+    app, _ = _hardening_app(store, tmp_path)
+    bob = _client_login(app, "bob", "bob-password")
+    r = bob.get("/admin/export.csv")
+    assert r.is_streamed and "'+A1" in r.text and ",+A1," not in r.text
+
+
+def test_assign_takes_the_names_the_admin_form_takes_and_bad_input_is_one_error_line(tmp_path, capsys):
+    """Issue 27 (4) / 28: ``annotate assign`` accepts every name the admin form accepts (``+A1``, ``-bob``
+    after ``--``, ``é.b@c``), and bad input (unknown names, names the form refuses, fewer annotators than
+    --k or --k-long, negative counts) is one ``error:`` line, never a traceback; the README's flags work."""
+    import pandas as pd
+
+    from gavel.cli import main as gavel_main
+
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    store = Store(db)
+    names = ["+A1", "-bob", "é.b@c", "lead"]
+    for n in names:
+        store.add_user(n, f"{n}-password-long")
+    ext = T.extraction_tasks(pd.DataFrame([{"case_id": "3", "text": "one two three", "model": "human"}]), None, "t")
+    single = {"case_id": "1", "item": "filing_date", "a": ["May 1"], "b": ["May 1, 2024"], "origin": "t"}
+    store.add_tasks(ext + T.comparison_tasks([single], "t"))
+
+    def run(*argv):
+        capsys.readouterr()
+        code = gavel_main(["annotate", "--db", db, "assign", *argv])
+        return code, capsys.readouterr()
+
+    for argv, words in [(("ann1", "ann2"), "no user 'ann1'"),
+                        (("+A1", "--k", "2"), "--k 2"),
+                        (("+A1", "é.b@c", "--k-long", "3"), "3 annotators wanted"),
+                        (("+A1", "--n-long", "-1"), "--n-long must be at least 0"),
+                        (("+A1", "--k", "0"), "--k must be at least 1"),
+                        (("+A1", "two words"), "a user name is"),
+                        (("+A1", "--adjudicator", "nobody"), "no user 'nobody'")]:
+        code, out = run(*argv)
+        assert code == 2 and out.err.startswith("error: ") and out.err.count("\n") == 1, (argv, out)
+        assert words in out.err and "Traceback" not in out.err, (argv, out.err)
+    assert store.assign([]) == 0 and not store.export_rows()
+    code, out = run("--k", "1", "--k-long", "2", "--n-long", "1", "--adjudicator=lead", "--", "+A1", "é.b@c", "-bob")
+    assert code == 0 and "assignments added" in out.out, out
+    with store.sessions() as s:
+        from sqlalchemy import select
+
+        from gavel.annotation.db import Assignment, User
+        who = {u for (u,) in s.execute(select(User.username).join(Assignment, Assignment.user_id == User.id))}
+    assert who == {"+A1", "é.b@c", "-bob", "lead"}
+    store.engine.dispose()

@@ -303,6 +303,8 @@ def test_demo_runs_then_answers_from_the_cache(local_server, tmp_path):
     assert extract["status"] == "parsed", extract["problem"]  # schema-constrained JSON, validated
     assert any(row.get("party") == "plaintiff" for row in extract["rows"])
     assert demo.failures(first) == []
+    assert first["cost"]["usd"].sum() == 0 and first["cost"]["requests"].sum() > 2  # the (zero) ledger
+    assert any(line.startswith("cost: $0.0000 for ") for line in lines)
     lines.clear()
     second = demo.run(workdir=tmp_path, show=lines.append)
     assert lines[-1].startswith("demo: 0 request(s) sent to the model")

@@ -96,7 +96,7 @@ def test_degenerate_inputs_have_explicit_statuses():
     assert S.fleiss_kappa([["a", "a", None], ["a", "b", "b"]]).status == "unequal_raters"
     assert S.krippendorff_alpha([[1, 2, 3]]).status == "one_rater"
     assert S.krippendorff_alpha([[2, 2, N], [2, 2, 4]]).status == "no_variance"
-    assert S.two_agree([[1, 2]]).status == "unequal_raters"
+    assert S.two_agree([[1, 2]]).status == "too_few_raters"
     assert S.majority(["equal", "different", "model_contains_reference"]) == (None, "no_majority")
     assert S.majority(["equal"]) == ("equal", "one_rater")
     assert S.pair_f1([], []) is None
@@ -254,3 +254,96 @@ def test_extractor_run_through_the_extract_stage_feeds_table1(shared_rel, tmp_pa
     written = pd.read_csv(tmp_path / "table1.csv", index_col="model")
     assert list(written.columns) == M.TABLE1_COLUMNS and "stand-in" in written.index
     assert written.loc["stand-in", "Single"] == "not run"
+
+
+# --- the one-pass bootstrap against the per-resample library computation --------------------------------
+
+def _per_draw(stat, size, statistic, n=300, seed=3):
+    return S.with_interval(stat, list(range(size)), statistic, n_resamples=n, seed=seed)
+
+
+def _one_pass(stat, size, draws, n=300, seed=3):
+    return S.with_draws(stat, size, draws, n_resamples=n, seed=seed)
+
+
+def _same_interval(a, b):
+    assert (a.low is None) == (b.low is None) and (a.high is None) == (b.high is None)
+    if a.low is not None:
+        assert round(a.low, 4) == round(b.low, 4) and round(a.high, 4) == round(b.high, 4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_pass_bootstrap_equals_the_per_draw_library_calls(seed):
+    """Cohen's kappa (plain, linear, quadratic; by row and by group of rows), Fleiss' kappa (with units of
+    unequal rater counts and one-category resamples) and Krippendorff's alpha (nominal, ordinal, interval,
+    missing ratings): every resample's value through scikit-learn / statsmodels / krippendorff one call at a
+    time, and all resamples in one array pass, give the same interval to 4 dp."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 25))
+    cats = [1, 2, 3, 4, 5]
+    a = list(rng.choice([1, 2, 3] if seed % 2 else cats, n, p=None))
+    b = [x if rng.random() < 0.6 else int(rng.choice(cats)) for x in a]
+    for w in (None, "linear", "quadratic"):
+        stat = S.cohen_kappa(a, b, weights=w, labels=cats)
+        if not stat.ok:
+            continue
+        per = _per_draw(stat, n, lambda pick, w=w: S.cohen_kappa([a[i] for i in pick], [b[i] for i in pick],
+                                                            weights=w, labels=cats).value)
+        _same_interval(per, _one_pass(stat, n, S.cohen_kappa_draws(a, b, np.arange(n), cats, w)))
+    # grouped: rows of a group come together into a resample (style kappa resampled by task)
+    group = np.sort(rng.integers(0, max(2, n // 3), n))
+    _, group = np.unique(group, return_inverse=True)
+    n_groups = int(group.max()) + 1
+    stat = S.cohen_kappa(a, b, labels=cats)
+    if stat.ok and n_groups >= 2:
+        def grouped(pick):
+            rows = [i for g in pick for i in np.flatnonzero(group == g)]
+            return S.cohen_kappa([a[i] for i in rows], [b[i] for i in rows], labels=cats).value
+        _same_interval(_per_draw(stat, n_groups, grouped),
+                       _one_pass(stat, n_groups, S.cohen_kappa_draws(a, b, group, cats)))
+    # Fleiss: a unit x rater table of labels, some units with a missing rating
+    labels = ["x", "y", "z", "w"]
+    table = pd.DataFrame([[labels[int(rng.integers(0, 2 + seed % 3))] for _ in range(3)] for _ in range(n)])
+    if seed % 3 == 0:
+        table.iloc[0, 2] = None  # one unit with two ratings: resamples holding it are undefined
+    cells = table.to_numpy()
+    stat = S.fleiss_kappa(table, categories=labels)
+    stat = stat if stat.ok else S.Stat(0.0)  # the interval is compared even where the whole table is undefined
+    _same_interval(_per_draw(stat, n, lambda pick: S.fleiss_kappa(cells[pick], categories=labels).value),
+                   _one_pass(stat, n, S.fleiss_kappa_draws(table, labels)))
+    # Krippendorff: raters x units with missing ratings
+    data = rng.integers(1, 6, size=(3, n)).astype(float)
+    data[rng.random(data.shape) < 0.3] = np.nan
+    for level in ("nominal", "ordinal", "interval"):
+        stat = S.krippendorff_alpha(data, level)
+        if not stat.ok:
+            continue
+        _same_interval(_per_draw(stat, n, lambda pick, level=level: S.krippendorff_alpha(data[:, pick], level).value),
+                       _one_pass(stat, n, S.krippendorff_alpha_draws(data, level)))
+    # means with undefined values left out of each resample
+    vals = [None if rng.random() < 0.2 else float(v) for v in rng.random(n)]
+    stat = S.Stat(0.5)
+    _same_interval(_per_draw(stat, n, lambda pick: float(np.mean([vals[i] for i in pick if vals[i] is not None]))
+                             if any(vals[i] is not None for i in pick) else None),
+                   _one_pass(stat, n, S.mean_draws(vals)))
+
+
+def test_coverage_agreement_is_the_word_overlap_rule_in_linear_time():
+    """The coverage agreement counts a word as covered when any span overlaps it (start < word end, end > word
+    start), as the direct check of every word against every span does; computed per character position, so
+    thousands of spans over a long summary cost linear time (an annotator's long review made it quadratic)."""
+    rng = np.random.default_rng(5)
+    words = [("w" * int(rng.integers(1, 8))) for _ in range(300)]
+    text = " ".join(words)
+    bounds = [(m.start(), m.end()) for m in __import__("re").finditer(r"\S+", text)]
+
+    def direct(spans_a, spans_b):
+        cov = lambda spans: [any(s < we and e > ws for s, e in spans) for ws, we in bounds]  # noqa: E731
+        return float(np.mean([x == y for x, y in zip(cov(spans_a), cov(spans_b))]))
+    for _ in range(30):
+        spans = [[(int(s), int(s + rng.integers(-3, 40))) for s in rng.integers(-5, len(text) + 5, rng.integers(0, 12))]
+                 for _ in range(2)]
+        assert M.coverage_agreement(text, *spans) == pytest.approx(direct(*spans))
+    long_text = "word " * 20_000
+    many = [(i, i + 3) for i in range(0, len(long_text), 7)]
+    assert 0 <= M.coverage_agreement(long_text, many, many[::2]) <= 1

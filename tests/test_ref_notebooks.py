@@ -19,7 +19,7 @@ def test_evaluation_notebook_reruns_with_new_parameters(tmp_path):
     _execute("11_ref_evaluation", tmp_path, items=["Court Rulings", "Appeal"], out=str(out))
     manifest = json.loads((out / "evaluation.json").read_text())
     assert manifest["items"] == ["court_rulings", "appeals"] and manifest["sent"]["extract"] == 8
-    assert (out / "model_scores.csv").exists() and (out / "compare.csv").exists()
+    assert (out / "model_scores.csv").exists() and (out / "compare.csv").exists() and (out / "cost.csv").exists()
     _execute("11_ref_evaluation", tmp_path, items=["Court Rulings", "Appeal"], out=str(out))
     again = json.loads((out / "evaluation.json").read_text())
     assert sum(again["sent"].values()) == 0

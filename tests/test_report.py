@@ -92,16 +92,26 @@ def test_optional_tables_show_where_present_and_hide_where_missing(runs, tmp_pat
     import shutil
 
     run = shutil.copytree(runs["b"], tmp_path / "run")
+    assert set(report.run_data(run)["optional"]) == {"cost"}  # every run writes its cost ledger (docs/cost.md)
+    (run / "cost.csv").unlink()
     assert report.run_data(run)["optional"] == {}
-    pd.DataFrame([{"subject": "model-x", "case_id": "1", "item": "decree_dates", "repeat": 1, "order": "model_first",
-                   "raw_relation": "A equals B", "relation": "equal", "flipped": True}]).to_csv(run / "order.csv", index=False)
+    # judgments.csv (docs/orders.md): model-x's decree dates answered alike in both orders after mapping, model-y's
+    # filing date not
+    judgment = {"repeat": 1, "stage": "compare", "subject": "model-x", "case_id": "1", "item": "decree_dates",
+                "gate": "single", "order": 1, "model_is_a": True, "status": "ok", "answer_ab": "a_contains_b",
+                "relation": "model_contains_reference", "pairs": None}
+    pd.DataFrame([judgment, {**judgment, "order": 2, "model_is_a": False, "answer_ab": "b_contains_a"},
+                  {**judgment, "subject": "model-y", "item": "filing_date"},
+                  {**judgment, "subject": "model-y", "item": "filing_date", "order": 2, "model_is_a": False,
+                   "relation": "reference_contains_model"}]).to_csv(run / "judgments.csv", index=False)
     pd.DataFrame([{"stage": "compare", "requests": 7, "cost_usd": 0.01}]).to_csv(run / "cost.csv", index=False)
     data = report.run_data(run)
-    assert data["optional"]["order"]["scope"] == "cell" and key("model-x", "1", "decree_dates") in data["optional"]["order"]["by"]
+    assert data["optional"]["judgments"]["scope"] == "cell"
+    assert len(data["optional"]["judgments"]["by"][key("model-x", "1", "decree_dates")]) == 2
     assert data["optional"]["cost"]["scope"] == "run" and data["optional"]["cost"]["rows"] == [["compare", 7, 0.01]]
-    assert data["flipped"] == [key("model-x", "1", "decree_dates")]
+    assert data["flipped"] == [key("model-y", "1", "filing_date")]
     # --repeats N: a compare verdict that flips between repeats is flipped too; a style rating is no cell
-    pd.DataFrame([{"stage": "compare", "subject": "model-y", "case_id": "1", "item": "filing_date",
+    pd.DataFrame([{"stage": "compare", "subject": "model-x", "case_id": "1", "item": "decree_dates",
                    "repeat_1": "gate:identical", "repeat_2": "unusable"},
                   {"stage": "style", "subject": "model-y", "case_id": "1", "item": "citation_style",
                    "repeat_1": "rating:3", "repeat_2": "rating:4"}]).to_csv(run / "stability_units.csv", index=False)

@@ -5,6 +5,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from gavel.llm import Request
 from gavel.llm.providers import get_provider
 from gavel.llm.records import write_requests
@@ -55,6 +57,10 @@ def test_vllm_stage_runs_on_slurm(slurm_cluster, tmp_path):
         assert got is not None and got.ok and got.text == f"answer:{r.case_id}"  # the fake echoes the id= tag
     with socket.socket() as s:  # the job stopped its server
         assert s.connect_ex(("127.0.0.1", port)) != 0
+    # the job's ledger has its GPU-time row; this test cluster keeps no accounting, so sacct cannot say how long
+    # the job took: the time is unknown (not 0) and the run still succeeded
+    gpu = pd.read_csv(tmp_path / "work" / "cost.csv").set_index("mode").loc["gpu-time"]
+    assert gpu["unknown"] == 1 and gpu["unknown_fields"] == "gpu_hours" and "SLURM job " in gpu["price_row"]
 
 
 def test_slurm_job_log_holds_no_key(slurm_cluster, tmp_path):

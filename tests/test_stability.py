@@ -149,7 +149,7 @@ def test_repeat_one_is_todays_run_and_repeats_are_never_answered_from_each_other
     one = MockProvider(answer=scripted)
     single = stability.evaluate_repeats(SUMMARIES, {"1": REF}, one, tmp_path / "one", settings(), repeats=1)
     assert sorted(cid for _, cid in one.submissions) == sorted(ids_plain)
-    assert set(single) == {"runs"} and not (tmp_path / "one" / "stability.csv").exists()
+    assert set(single) == {"runs", "judgments"} and not (tmp_path / "one" / "stability.csv").exists()
 
 
 def test_seed_or_namespace_per_repeat(tmp_path):
@@ -264,16 +264,20 @@ def test_local_model_at_temperature_above_zero_two_repeats(tmp_path):
     assert (tmp_path / "stability.csv").exists()
 
 
-def test_notebook_12_shows_the_report_and_draws_the_figure(two_repeats, tmp_path, monkeypatch):
+def run_notebook_12(out, tmp_path, monkeypatch) -> str:
+    """Notebook 12 on the tables in ``out``, figures into ``tmp_path/figures``; the executed notebook's text."""
     import papermill as pm
 
     from gavel.core import config
 
-    out, _, _ = two_repeats
     monkeypatch.setenv("GAVEL_FIGURES_DIR", str(tmp_path / "figures"))
     pm.execute_notebook(str(config.REPO_ROOT / "notebooks" / "12_ref_analysis.ipynb"), str(tmp_path / "12.ipynb"),
                         parameters={"out": str(out)}, kernel_name="python3", progress_bar=False,
                         cwd=str(config.REPO_ROOT / "notebooks"))
+    return (tmp_path / "12.ipynb").read_text()
+
+
+def test_notebook_12_shows_the_report_and_draws_the_figure(two_repeats, tmp_path, monkeypatch):
+    text = run_notebook_12(two_repeats[0], tmp_path, monkeypatch)
     assert (tmp_path / "figures" / "ref_stability_flips.png").stat().st_size > 0
-    text = (tmp_path / "12.ipynb").read_text()
     assert "readability_jargon" in text and "applicable_jaccard" in text

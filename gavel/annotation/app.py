@@ -3,7 +3,7 @@
 Every page needs a login (argon2-hashed passwords). The signed session cookie (HttpOnly, SameSite=Lax, its
 key from the environment or a private file, never the database) holds only a random session id; the session
 itself lives in the database, so logging out or changing the password ends it even for a copied cookie.
-Failed logins are limited per account and per address (Flask-Limiter); ``next`` after a login is followed
+Failed password tries make further tries wait (gavel.annotation.guard, counted in the database); ``next`` after a login is followed
 only to a path of this site. Every POST needs the CSRF token (Flask-WTF). An annotator reaches only their own
 assignments; the admin page lists people and progress and exports every revision. A save is validated field
 by field (a clear 400 otherwise, the same on SQLite and PostgreSQL), answers only after the database commit,
@@ -15,7 +15,6 @@ says that it needs JavaScript.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -38,17 +37,17 @@ from flask import (
     session,
     url_for,
 )
-from flask_limiter import Limiter
-from flask_limiter.errors import RateLimitExceeded
-from flask_limiter.util import get_remote_address
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy import case, func, select
 
 from gavel.core import config
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES
+from gavel.core.spreadsheet import csv_text, safe_cell
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, STATUSES
 from gavel.core.vocab import STYLE_RUBRIC
 
+from . import guard
+from .agreement_cache import AgreementCache
 from .auth import verify_password
 from .db import MAX_TOKEN_CHARS, Answer, Assignment, Store, Task, TokenReused, User
 from .secret import load_secret_key
@@ -60,12 +59,13 @@ MAX_EVIDENCE = 200  # evidence spans of one value
 SESSION_LIFETIME = timedelta(hours=12)
 AGREEMENT_RESAMPLES = BOOTSTRAP_RESAMPLES  # the one bootstrap, as notebook 13
 AGREEMENT_SEED = 0
-# failed logins allowed (moving window), per account and per client address; ";" separates several limits
-LOGIN_LIMIT_ACCOUNT = "10 per 15 minutes;50 per day"
-LOGIN_LIMIT_ADDRESS = "30 per 15 minutes;300 per day"
+MIN_RESAMPLES, MAX_RESAMPLES = 10, 20_000
+# failed password tries before each further one waits (1 s, doubling, up to guard.MAX_WAIT_S): per account
+# and address or known browser (the account alone from unknown browsers: 4x), and per client address
+LOGIN_LIMIT_ACCOUNT = 5
+LOGIN_LIMIT_ADDRESS = 50
 ENV_LIMIT_ACCOUNT = "GAVEL_LOGIN_LIMIT_ACCOUNT"
 ENV_LIMIT_ADDRESS = "GAVEL_LOGIN_LIMIT_ADDRESS"
-ENV_LIMIT_STORAGE = "GAVEL_RATELIMIT_STORAGE"
 _TOKEN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_TOKEN_CHARS}}}")
 _REVISION = re.compile(r"[0-9]{1,9}")
 CONFLICT_MESSAGE = ("this answer was changed in another tab or window since this page was loaded; your edit is "
@@ -77,16 +77,13 @@ class BadAnswer(ValueError):
 
 
 def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str | os.PathLike | None = None,
-               login_limit_account: str | None = None, login_limit_address: str | None = None,
-               ratelimit_storage: str | None = None, agreement_resamples: int | None = None) -> Flask:
-    """The app on the database ``db_url``. The login limits default to the environment
-    (GAVEL_LOGIN_LIMIT_ACCOUNT, GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS;
-    they are counted in ``ratelimit_storage`` (a limits storage URI, default GAVEL_RATELIMIT_STORAGE or the
-    process's memory: give a shared one, e.g. redis://, when several server processes serve one database).
-    ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default gavel.core.stats.BOOTSTRAP_RESAMPLES, as
+               login_limit_account: int | str | None = None, login_limit_address: int | str | None = None,
+               agreement_resamples: int | None = None) -> Flask:
+    """The app on the database ``db_url``. The failed password tries allowed before each further one waits
+    (gavel.annotation.guard, counted in the database) default to the environment (GAVEL_LOGIN_LIMIT_ACCOUNT,
+    GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS. ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default gavel.core.stats.BOOTSTRAP_RESAMPLES, as
     notebook 13)."""
-    if agreement_resamples is not None and agreement_resamples < 1:
-        raise ValueError(f"agreement_resamples must be at least 1, not {agreement_resamples}")
+    check_resamples(agreement_resamples)
     store = Store(db_url)
     app = Flask(__name__)
     app.config.update(
@@ -97,23 +94,16 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
         WTF_CSRF_TIME_LIMIT=None,  # valid as long as the session: a page left open for hours still saves
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
-        LOGIN_LIMIT_ACCOUNT=login_limit_account or config.env(ENV_LIMIT_ACCOUNT) or LOGIN_LIMIT_ACCOUNT,
-        LOGIN_LIMIT_ADDRESS=login_limit_address or config.env(ENV_LIMIT_ADDRESS) or LOGIN_LIMIT_ADDRESS,
+        LOGIN_LIMIT_ACCOUNT=login_limit(login_limit_account, ENV_LIMIT_ACCOUNT, LOGIN_LIMIT_ACCOUNT),
+        LOGIN_LIMIT_ADDRESS=login_limit(login_limit_address, ENV_LIMIT_ADDRESS, LOGIN_LIMIT_ADDRESS),
         AGREEMENT_RESAMPLES=agreement_resamples or AGREEMENT_RESAMPLES,
     )
     app.extensions["gavel_store"] = store
     CSRFProtect(app)
-    limiter = Limiter(get_remote_address, app=app, strategy="moving-window", default_limits=[],
-                      storage_uri=ratelimit_storage or config.env(ENV_LIMIT_STORAGE) or "memory://",
-                      headers_enabled=False)
 
-    def account_key() -> str:
-        # the account as typed, hashed: what a user types as a name (sometimes a password) never reaches a log
-        name = request.form.get("username", "").strip().casefold()
-        return "account:" + hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:32]
-
-    def failed(resp) -> bool:
-        return resp.status_code == 401
+    def too_many(wait: float, template: str, status: int = 429):
+        return render_template(template, error=f"Too many failed password tries: wait {guard.when(wait)} "
+                               "before trying again (each failure doubles the wait), or ask an admin."), status
 
     @app.before_request
     def _load_user():
@@ -139,11 +129,6 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
             return jsonify(error=f"refused: {err.description}"), 400
         return render_template("error.html", message=f"Refused: {err.description}"), 400
 
-    @app.errorhandler(RateLimitExceeded)
-    def _limited(err):
-        return render_template("login.html", error="Too many failed logins for this account or from this "
-                               "address. Wait a while before trying again, or ask an admin."), 429
-
     def login_session(user: User) -> None:
         sid = store.open_session(user.id, SESSION_LIFETIME)
         session.clear()
@@ -152,17 +137,28 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
 
     # --- login ------------------------------------------------------------------------------------------
     @app.route("/login", methods=["GET", "POST"])
-    @limiter.limit(lambda: app.config["LOGIN_LIMIT_ACCOUNT"], key_func=account_key, methods=["POST"],
-                   deduct_when=failed, scope="login-account")
-    @limiter.limit(lambda: app.config["LOGIN_LIMIT_ADDRESS"], methods=["POST"], deduct_when=failed,
-                   scope="login-address")
     def login():
         if request.method == "POST":
+            # the account as typed, hashed: what a user types as a name (sometimes a password) never reaches
+            # the database or a log
+            account = guard.digest(request.form.get("username", "").strip().casefold())
+            device, known = guard.read_device(app.secret_key, request.cookies.get(guard.DEVICE_COOKIE))
+            keys = guard.login_keys(account, request.remote_addr or "?", device, account in known,
+                                    app.config["LOGIN_LIMIT_ACCOUNT"], app.config["LOGIN_LIMIT_ADDRESS"])
+            claims = guard.claim_all(store, keys)
+            if not isinstance(claims, list):
+                return too_many(claims, "login.html")
             user = store.user(request.form.get("username", ""))
-            if verify_password(user.password_hash if user else None, request.form.get("password", "")):
-                login_session(user)
-                return redirect(safe_next(request.args.get("next")) or url_for("home"))
-            return render_template("login.html", error="Wrong user name or password."), 401
+            if not verify_password(user.password_hash if user else None, request.form.get("password", "")):
+                return render_template("login.html", error="Wrong user name or password."), 401
+            guard.give_back(store, claims, clear_first=True)
+            login_session(user)
+            resp = redirect(safe_next(request.args.get("next")) or url_for("home"))
+            resp.set_cookie(guard.DEVICE_COOKIE,
+                            guard.device_cookie(app.secret_key, device, [a for a in known if a != account] + [account]),
+                            max_age=int(guard.DEVICE_LIFETIME.total_seconds()), httponly=True, samesite="Lax",
+                            secure=secure_cookies)
+            return resp
         return render_template("login.html", error=None)
 
     @app.post("/logout")
@@ -175,9 +171,14 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
     def change_password():
         if request.method == "POST":
             new = request.form.get("new", "")
+            # a stolen session guessing the current password is slowed down like a login
+            claims = guard.claim_all(store, [(f"c:{g.user.id}", app.config["LOGIN_LIMIT_ACCOUNT"])])
+            if not isinstance(claims, list):
+                return too_many(claims, "password.html")
             if not verify_password(g.user.password_hash, request.form.get("current", "")):
-                error = "The current password is wrong."
-            elif new != request.form.get("repeat", ""):
+                return render_template("password.html", error="The current password is wrong."), 400
+            guard.give_back(store, claims, clear_first=True)
+            if new != request.form.get("repeat", ""):
                 error = "The two new passwords differ."
             else:
                 try:
@@ -235,8 +236,8 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
     def save(assignment_id: int):
         asg, task = own_assignment(assignment_id)
         try:
-            field, value, token, base = parse_save(task, request.form)
-            result = store.save(asg.id, g.user.id, field, value, token, base)
+            field, value, token, base, after = parse_save(task, request.form)
+            result = store.save(asg.id, g.user.id, field, value, token, base, after)
         except (BadAnswer, TokenReused) as err:
             status = 409 if isinstance(err, TokenReused) else 400
             if _wants_json():
@@ -291,47 +292,85 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
     @app.get("/admin/export.jsonl")
     def export_jsonl():
         admin_only()
-        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in store.export_rows())
-        return Response(body, mimetype="application/jsonl",
+        return Response(export_jsonl_lines(store.iter_export_rows()), mimetype="application/jsonl",
                         headers={"Content-Disposition": "attachment; filename=annotations.jsonl"})
 
     @app.get("/admin/export.csv")
     def export_csv():
         admin_only()
-        return Response(export_csv_text(store.export_rows()), mimetype="text/csv",
+        return Response(export_csv_lines(store.iter_export_rows()), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=annotations.csv"})
 
     def agreement_now():
-        """The agreement table from the database as it is now: computed on every request, never cached, so
-        each reload shows every save committed before it."""
+        """The agreement table from the current answers (never the revision history)."""
         from gavel.metrics.metaeval import agreement_table
 
-        return agreement_table(pd.DataFrame(store.export_rows()), pd.DataFrame(store.task_rows()),
+        return agreement_table(pd.DataFrame(store.iter_export_rows(current_only=True)),
+                               pd.DataFrame(store.task_rows()),
                                n_resamples=app.config["AGREEMENT_RESAMPLES"], seed=AGREEMENT_SEED)
+
+    agreement_cache = AgreementCache(store, agreement_now)
+    app.extensions["gavel_agreement"] = agreement_cache
 
     @app.get("/admin/agreement")
     def agreement():
         admin_only()
-        table = agreement_now()
+        snap = agreement_cache.get()
+        shown, nothing = split_rows(snap.table.to_dict("records") if snap.table is not None else [])
         with store.sessions() as s:
             n_annotators = s.scalar(select(func.count(func.distinct(Assignment.user_id)))
                                     .join(Answer, Answer.assignment_id == Assignment.id)
                                     .where(Assignment.role == "annotate"))
             n_answers = s.scalar(select(func.count(Answer.id)))
-        resp = Response(render_template("agreement.html", rows=table.to_dict("records"), n_answers=n_answers,
-                                        n_annotators=n_annotators, n_resamples=app.config["AGREEMENT_RESAMPLES"],
-                                        fmt=_fmt))
+        resp = Response(render_template("agreement.html", rows=shown, nothing=nothing, snap=snap,
+                                        statuses=STATUSES, n_answers=n_answers, n_annotators=n_annotators,
+                                        n_resamples=app.config["AGREEMENT_RESAMPLES"], fmt=_fmt))
         resp.headers["Cache-Control"] = "no-store"
+        if not snap.current:
+            resp.headers["Refresh"] = "5"  # the page reloads itself until its table is current
         return resp
 
     @app.get("/admin/agreement.csv")
     def agreement_csv():
         admin_only()
-        return Response(agreement_now().to_csv(index=False), mimetype="text/csv",
+        snap = agreement_cache.get()
+        if not snap.current:
+            return Response("the agreement table is being computed; try again in a moment\n", status=503,
+                            mimetype="text/plain", headers={"Retry-After": "5", "Cache-Control": "no-store"})
+        return Response(csv_text(snap.table), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=agreement.csv",
                                  "Cache-Control": "no-store"})
 
     return app
+
+
+def login_limit(given, env: str, default: int) -> int:
+    """A failed-try allowance: ``given``, else the environment variable ``env``, else ``default``; a whole
+    number from 1 to 10,000 (ValueError otherwise)."""
+    value = given if given is not None else config.env(env)
+    if value is None or value == "":
+        return default
+    if not str(value).strip().isdigit() or not 1 <= int(value) <= 10_000:
+        raise ValueError(f"{env.removeprefix('GAVEL_').lower().replace('_', '-')}: failed password tries "
+                         f"allowed before each further try waits, a whole number from 1 to 10000, not {value!r}")
+    return int(value)
+
+
+def check_resamples(n: int | None) -> None:
+    """ValueError unless ``n`` (the agreement page's bootstrap resamples) is None or MIN..MAX_RESAMPLES."""
+    if n is not None and not MIN_RESAMPLES <= n <= MAX_RESAMPLES:
+        raise ValueError(f"--agreement-resamples must be from {MIN_RESAMPLES} to {MAX_RESAMPLES:,} "
+                         f"(a 95% interval needs resamples to rest on; the page computes them all), not {n}")
+
+
+def split_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The agreement rows to show in the table, and those of an item with nothing to show yet (no row of
+    that item has a value): the page folds the latter away. The rows of all items are always shown."""
+    from gavel.metrics.metaeval.agreement import ALL
+
+    has_value = {(r["kind"], r["item"]) for r in rows if r["status"] == "ok"}
+    shown = [r for r in rows if r["item"] == ALL or (r["kind"], r["item"]) in has_value]
+    return shown, [r for r in rows if r not in shown]
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -353,15 +392,29 @@ def safe_next(nxt) -> str | None:
     return nxt if not parts.scheme and not parts.netloc else None
 
 
-def export_csv_text(rows: list[dict]) -> str:
+EXPORT_COLUMNS = ["task", "kind", "case_id", "annotator", "role", "assignment", "field", "value", "revision",
+                  "current", "stale", "base_revision", "saved_at"]
+
+
+def export_csv_lines(rows):
+    """The export as CSV, one line at a time (``rows``: an iterable of export rows, e.g. the store's
+    ``iter_export_rows``, so nothing holds the whole export); text cells a spreadsheet would read as a formula
+    are neutralised (gavel.core.spreadsheet)."""
     buf = io.StringIO()
-    cols = ["task", "kind", "case_id", "annotator", "role", "assignment", "field", "value", "revision",
-            "current", "stale", "base_revision", "saved_at"]
-    w = csv.DictWriter(buf, fieldnames=cols)
+    w = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS)
     w.writeheader()
     for r in rows:
-        w.writerow(dict(r, value=json.dumps(r["value"], ensure_ascii=False)))
-    return buf.getvalue()
+        w.writerow({k: safe_cell(v) for k, v in dict(r, value=json.dumps(r["value"], ensure_ascii=False)).items()})
+        yield buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+    yield buf.getvalue()
+
+
+def export_jsonl_lines(rows):
+    """The export as JSONL, one line at a time."""
+    for r in rows:
+        yield json.dumps(r, ensure_ascii=False) + "\n"
 
 
 def _wants_json() -> bool:
@@ -379,8 +432,11 @@ def _others(store: Store, task: Task, asg: Assignment) -> list[dict]:
     return [{"annotator": u, "field": f, "value": json.loads(v)} for u, f, v in rows]
 
 
-def parse_save(task: Task, form) -> tuple[str, object, str | None, int | None]:
-    """(field, value, token, base revision) of a save request, or BadAnswer naming what is wrong.
+def parse_save(task: Task, form) -> tuple[str, object, str | None, int, str | None]:
+    """(field, value, token, base revision, after token) of a save request, or BadAnswer naming what is
+    wrong. Every save says which revision of the answer it edited (``base``, 0 for none yet): a save that
+    does not is refused, so nothing (a page-close beacon included) overwrites an answer unchecked.
+    ``after``: the token of the page's own save of this field still under way when this one was sent.
 
     ``value`` is JSON (the page's script); without it (a form posted with JavaScript off) the value is taken
     from the form's own inputs: ``choice`` (a radio button) or ``match`` (the ticked "A,B" boxes)."""
@@ -388,13 +444,14 @@ def parse_save(task: Task, form) -> tuple[str, object, str | None, int | None]:
     token = form.get("token") or None
     if token is not None and not _TOKEN.fullmatch(token):
         raise BadAnswer(f"token: 1-{MAX_TOKEN_CHARS} letters, digits, '-' or '_'")
-    base = form.get("base")
-    if base is not None and base != "":
-        if not _REVISION.fullmatch(base):
-            raise BadAnswer("base: the revision the page edited, a whole number")
-        base = int(base)
-    else:
-        base = None
+    base = form.get("base", "")
+    if not _REVISION.fullmatch(base):
+        raise BadAnswer("base: the revision of the answer the page edited (a whole number, 0 for none) is "
+                        "needed; reload the page")
+    base = int(base)
+    after = form.get("after") or None
+    if after is not None and not _TOKEN.fullmatch(after):
+        raise BadAnswer(f"after: 1-{MAX_TOKEN_CHARS} letters, digits, '-' or '_'")
     if "value" in form:
         raw = form.get("value", "")
         try:
@@ -416,7 +473,7 @@ def parse_save(task: Task, form) -> tuple[str, object, str | None, int | None]:
             value = int(value)
     else:
         raise BadAnswer("nothing chosen")
-    return field, validate(task, field, value), token, base
+    return field, validate(task, field, value), token, base, after
 
 
 def _text(value, where: str, limit: int = MAX_VALUE_CHARS) -> str:

@@ -66,7 +66,10 @@ def add_parser(sub) -> None:
     a.add_argument("rows", help="CSV/JSONL/Parquet with case_id,item,index,value,evidence")
     a.add_argument("--release", default=None)
     a.add_argument("--source", default=None, help="name shown as the pre-fill's origin (default: file name)")
-    a = sub.add_parser("assign", help="assign every task: k annotators each, k-long for the longest reviews")
+    a = sub.add_parser("assign", help="assign every task: k annotators each, k-long for the longest reviews",
+                       description="Assign every task. Names are the accounts' (gavel annotate adduser); a name "
+                                   "that starts with '-' goes after '--' (assign --k 2 -- -ann ann2), or as "
+                                   "--adjudicator=-lead.")
     a.add_argument("annotators", nargs="+")
     a.add_argument("--k", type=int, default=1)
     a.add_argument("--k-long", type=int, default=3)
@@ -93,6 +96,26 @@ def add_parser(sub) -> None:
     a.add_argument("out")
 
 
+def check_assign(store, args: argparse.Namespace) -> None:
+    """ValueError naming what is wrong with an ``assign`` command line: the same name rule as the admin
+    form's (gavel.annotation.auth.check_username), accounts that exist, counts that fit."""
+    from .auth import check_username
+
+    names = list(args.annotators) + list(args.adjudicator or [])
+    for name in names:
+        check_username(name)
+        if store.user(name) is None:
+            raise ValueError(f"no user {name!r} (add it first: gavel annotate adduser NAME)")
+    if len(set(args.annotators)) != len(args.annotators):
+        raise ValueError("an annotator is named twice")
+    for flag, value, least in (("--k", args.k, 1), ("--k-long", args.k_long, 1), ("--n-long", args.n_long, 0)):
+        if value < least:
+            raise ValueError(f"{flag} must be at least {least}, not {value}")
+        if flag == "--k" and value > len(args.annotators):  # --k-long: when a long review is assigned (plan)
+            raise ValueError(f"{flag} {value}: each task is to have {value} annotators, but only "
+                             f"{len(args.annotators)} are given")
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out one ``annotate`` subcommand."""
     from gavel.core.items import ChecklistError
@@ -109,15 +132,21 @@ def run(args: argparse.Namespace) -> int:
     if args.cmd == "serve":
         import waitress
 
-        from .app import create_app
+        from .app import check_resamples, create_app
+
+        try:
+            check_resamples(args.agreement_resamples)
+        except ValueError as err:
+            print(f"error: annotate serve: {err}", file=sys.stderr)
+            return 2
 
         app = create_app(url, secure_cookies=args.secure_cookies, secret_key_file=args.secret_key_file,
                          login_limit_account=args.login_limit_account,
                          login_limit_address=args.login_limit_address,
                          agreement_resamples=args.agreement_resamples)
-        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; failed logins "
-              f"limited per account to {app.config['LOGIN_LIMIT_ACCOUNT']!r}, per address to "
-              f"{app.config['LOGIN_LIMIT_ADDRESS']!r})", flush=True)
+        print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; after "
+              f"{app.config['LOGIN_LIMIT_ACCOUNT']} failed password tries per account and address, "
+              f"{app.config['LOGIN_LIMIT_ADDRESS']} per address, each further try waits)", flush=True)
         waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="gavel")
         return 0
 
@@ -173,18 +202,28 @@ def run(args: argparse.Namespace) -> int:
                 q = q.where(Task.kind == args.kind)
             tasks = [{"key": t.key, "kind": t.kind, "payload": {"words": t.data.get("words", 0)}}
                      for t in s.scalars(q)]
-        rows = plan(tasks, args.annotators, args.k, args.k_long, args.n_long, args.adjudicator)
-        print(f"{store.assign(rows)} assignments added")
+        try:
+            check_assign(store, args)
+            rows = plan(tasks, args.annotators, args.k, args.k_long, args.n_long, args.adjudicator)
+            added = store.assign(rows)
+        except ValueError as err:
+            print(f"error: annotate assign: {err}", file=sys.stderr)
+            return 2
+        print(f"{added} assignments added")
     elif args.cmd == "export":
-        from .app import export_csv_text
+        from .app import export_csv_lines, export_jsonl_lines
 
-        rows = store.export_rows()
-        out = Path(args.out)
-        if out.suffix == ".csv":
-            out.write_text(export_csv_text(rows), encoding="utf-8")
-        else:
-            out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        print(f"{len(rows)} revisions written to {out}")
+        out, n = Path(args.out), 0
+
+        def counted():
+            nonlocal n
+            for r in store.iter_export_rows():
+                n += 1
+                yield r
+        lines = export_csv_lines(counted()) if out.suffix == ".csv" else export_jsonl_lines(counted())
+        with open(out, "w", encoding="utf-8", newline="") as fh:
+            fh.writelines(lines)
+        print(f"{n} revisions written to {out}")
     elif args.cmd == "export-tasks":
         rows = store.task_rows()
         with open(args.out, "w", encoding="utf-8") as fh:

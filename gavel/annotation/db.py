@@ -16,6 +16,8 @@ Tables
 * ``login_sessions`` one row per logged-in browser: the SHA-256 of the random session id its signed cookie
                   holds, and when it expires. Logging out deletes the row; a password change deletes all of
                   the user's rows, so a copied cookie is worth nothing afterwards;
+* ``login_guard`` failed password tries per account and address (or known device), per account, per
+                  address and per password change, and when the next try may come (gavel.annotation.guard);
 * ``settings``    unused (an older version kept the session signing key here; it is deleted on start: the
                   key lives in a private file or the environment, see :mod:`gavel.annotation.secret`).
 
@@ -59,6 +61,7 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 TASK_KINDS = ("extraction", "comparison", "style")
 ROLES = ("annotate", "adjudicate")
 MAX_TOKEN_CHARS = 64  # revisions.client_token is String(64)
+MAX_REVISIONS = 50  # revisions kept per answer (the newest, and always the current one); older ones are deleted
 
 
 class TokenReused(ValueError):
@@ -146,6 +149,17 @@ class LoginSession(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
     expires_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class LoginGuard(Base):
+    """Failed password tries per key (an account and address or device, an account, an address, a password
+    change), kept in the database so that they survive a restart and are shared by every server process:
+    see :mod:`gavel.annotation.guard`."""
+    __tablename__ = "login_guard"
+    key: Mapped[str] = mapped_column(String(160), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[datetime] = mapped_column(DateTime)  # no try before this time
+    updated_at: Mapped[datetime] = mapped_column(DateTime, index=True)
 
 
 class Setting(Base):
@@ -346,13 +360,17 @@ class Store:
 
     # answers --------------------------------------------------------------------------------------------
     def save(self, assignment_id: int, user_id: int, field: str, value, client_token: str | None = None,
-             base_revision: int | None = None) -> SaveResult:
+             base_revision: int | None = None, after_token: str | None = None) -> SaveResult:
         """Store ``value`` for ``field`` of an assignment as a new revision; committed before it returns.
 
         ``base_revision`` is the revision the client edited (0: none yet; None: not checked). When the answer
         has moved on since (another tab saved), the value is stored as a stale revision and the current one
-        is kept. A save whose ``client_token`` was stored before writes nothing and answers as it did then;
-        a token stored for a different save (another user, field or value) raises TokenReused."""
+        is kept. ``after_token``: the token of this page's own save of the field still under way when this one
+        was sent (the page-close beacon): the save is also current when that save is the current revision.
+        A save whose ``client_token`` was stored before writes nothing and answers as it did then;
+        a token stored for a different save (another user, field or value) raises TokenReused. Each answer
+        keeps its newest MAX_REVISIONS revisions (and the current one): a field saved again and again costs
+        bounded space."""
         text_value = json.dumps(value, sort_keys=True)
         for _attempt in range(20):
             with self.sessions() as s:
@@ -368,6 +386,10 @@ class Store:
                             return SaveResult(seen.revision, answer.revision, seen.stale)
                     stamp = now()
                     stale = answer is not None and base_revision is not None and base_revision != answer.revision
+                    if stale and after_token:  # based on this page's own save under way, now current?
+                        stale = s.scalar(select(Revision.id).where(
+                            Revision.answer_id == answer.id, Revision.revision == answer.revision,
+                            Revision.client_token == after_token, Revision.user_id == user_id)) is None
                     if answer is None:
                         answer = Answer(assignment_id=assignment_id, field=field, value=text_value, revision=1,
                                         updated_at=stamp)
@@ -384,6 +406,10 @@ class Store:
                     s.add(Revision(answer_id=answer.id, revision=number, value=text_value, user_id=user_id,
                                    client_token=client_token or None, created_at=stamp,
                                    base_revision=base_revision, stale=stale))
+                    if number > MAX_REVISIONS:
+                        s.execute(delete(Revision).where(Revision.answer_id == answer.id,
+                                                         Revision.revision <= number - MAX_REVISIONS,
+                                                         Revision.revision != answer.revision))
                     s.commit()
                     return SaveResult(number, answer.revision, stale)
                 except IntegrityError:
@@ -410,19 +436,25 @@ class Store:
 
     def export_rows(self) -> list[dict]:
         """Every revision with its task, annotator, role, time and whether it is the current value."""
-        with self.sessions() as s:
-            q = (select(Revision, Answer, Assignment, Task, User)
-                 .join(Answer, Revision.answer_id == Answer.id)
-                 .join(Assignment, Answer.assignment_id == Assignment.id)
-                 .join(Task, Assignment.task_id == Task.id)
-                 .join(User, Assignment.user_id == User.id)
-                 .order_by(Revision.id))
-            out = []
-            for rev, ans, asg, task, user in s.execute(q):
-                out.append({"task": task.key, "kind": task.kind, "case_id": task.case_id,
-                            "annotator": user.username, "role": asg.role, "assignment": asg.id,
-                            "field": ans.field, "value": json.loads(rev.value), "revision": rev.revision,
-                            "current": rev.revision == ans.revision, "stale": bool(rev.stale),
-                            "base_revision": rev.base_revision,
-                            "saved_at": rev.created_at.isoformat(timespec="milliseconds") + "Z"})
-            return out
+        return list(self.iter_export_rows())
+
+    def iter_export_rows(self, current_only: bool = False, batch: int = 500):
+        """:meth:`export_rows` one at a time, read in batches of ``batch`` (an export streams; it never holds
+        every revision at once); ``current_only``: the current revision of each answer only."""
+        q = (select(Task.key, Task.kind, Task.case_id, User.username, Assignment.role, Assignment.id,
+                    Answer.field, Revision.value, Revision.revision, Answer.revision, Revision.stale,
+                    Revision.base_revision, Revision.created_at)
+             .join(Answer, Revision.answer_id == Answer.id)
+             .join(Assignment, Answer.assignment_id == Assignment.id)
+             .join(Task, Assignment.task_id == Task.id)
+             .join(User, Assignment.user_id == User.id)
+             .order_by(Revision.id))
+        if current_only:
+            q = q.where(Revision.revision == Answer.revision)
+        with self.engine.connect() as c:
+            result = c.execution_options(yield_per=batch).execute(q)
+            for key, kind, case_id, user, role, aid, field, value, rev, cur, stale, base, at in result:
+                yield {"task": key, "kind": kind, "case_id": case_id, "annotator": user, "role": role,
+                       "assignment": aid, "field": field, "value": json.loads(value), "revision": rev,
+                       "current": rev == cur, "stale": bool(stale), "base_revision": base,
+                       "saved_at": at.isoformat(timespec="milliseconds") + "Z"}

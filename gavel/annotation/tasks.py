@@ -205,7 +205,8 @@ def plan(tasks: list[dict], annotators: list[str], k: int = 1, k_long: int = 3, 
     for t in tasks:
         want = k_long if t["key"] in long_keys else k
         if want > len(annotators):
-            raise ValueError(f"task {t['key']}: {want} annotators wanted, only {len(annotators)} given")
+            raise ValueError(f"task {t['key']}: {want} annotators wanted (--k-long for the {n_long} longest "
+                             f"reviews, --k for the rest), only {len(annotators)} given")
         chosen = sorted(annotators, key=lambda a: (load[a], annotators.index(a)))[:want]
         for a in chosen:
             load[a] += 1

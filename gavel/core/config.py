@@ -43,9 +43,8 @@ ENVIRONMENT = {
     "GAVEL_ANNOTATION_DB": "the annotation app's database (a file path or a SQLAlchemy URL)",
     "GAVEL_ANNOTATION_SECRET_KEY": "the annotation app's session signing key",
     "GAVEL_ANNOTATION_SECRET_KEY_FILE": "the file (mode 0600) holding that key",
-    "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed logins allowed per account (a Flask-Limiter rate, e.g. '5 per minute')",
-    "GAVEL_LOGIN_LIMIT_ADDRESS": "failed logins allowed per address (a Flask-Limiter rate)",
-    "GAVEL_RATELIMIT_STORAGE": "where the login limits are counted (a Flask-Limiter storage URI)",
+    "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed password tries per account and address before each further try waits (default 5)",
+    "GAVEL_LOGIN_LIMIT_ADDRESS": "failed password tries per address, from unknown browsers, before tries wait (default 50)",
     "GAVEL_ANNOTATOR_PASSWORD": "the password for `annotate adduser` / `passwd` (--password-env names another)",
 }
 HOME_ENV = "GAVEL_HOME"
@@ -180,7 +179,9 @@ def _merged_registry(path: str, _stamp: int) -> dict:
     import copy
 
     base = copy.deepcopy(_package_registry())
-    for entry in _read_user_models(Path(path)):
+    entries, prices, gpu = _read_user_models(Path(path))
+    base["user_prices"], base["user_gpu_hour_usd"] = prices, gpu  # one's own prices (gavel.core.prices)
+    for entry in entries:
         name = entry["release_name"]
         for group in ("models", "local_models"):
             found = next((m for m in base.get(group, []) if m["release_name"] == name), None)
@@ -195,7 +196,7 @@ def _merged_registry(path: str, _stamp: int) -> dict:
     return base
 
 
-def _read_user_models(path: Path) -> list[dict]:
+def _read_user_models(path: Path) -> tuple[list[dict], list, dict]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
@@ -204,10 +205,13 @@ def _read_user_models(path: Path) -> list[dict]:
         raise ModelsFileError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
     except OSError as err:
         raise ModelsFileError(f"{path}: cannot read the models file named by {MODELS_ENV} ({err})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or set(data) - {"models"}:
-        raise ModelsFileError(f"{path}: a models file is a mapping with one key, `models:`, holding a list of "
+    if not isinstance(data, dict) or not isinstance(data.get("models", []), list) or set(data) - {"models", "prices", "gpu_hour_usd"} \
+            or not isinstance(data.get("prices", []), list) or not isinstance(data.get("gpu_hour_usd", {}), dict):
+        raise ModelsFileError(f"{path}: a models file is a mapping with the key `models:`, holding a list of "
                               f"entries like gavel/core/models.yaml's (release_name, provider, llm: {{model_id, "
-                              f"context_window, max_output_tokens, ...}})")
+                              f"context_window, max_output_tokens, ...}}), and optionally `prices:`, a list of "
+                              f"price rows like gavel/core/prices.yaml's, and `gpu_hour_usd:`")
+    data.setdefault("models", [])
     for n, entry in enumerate(data["models"], 1):
         where = f"{path}, models entry {n}"
         if not isinstance(entry, dict) or not isinstance(entry.get("release_name"), str):
@@ -234,7 +238,7 @@ def _read_user_models(path: Path) -> list[dict]:
                 raise ModelsFileError(f"{where}: field 'llm.{key}' must be a mapping, got {llm[key]!r}")
         if "model_id" in llm and not (isinstance(llm["model_id"], str) and llm["model_id"]):
             raise ModelsFileError(f"{where}: field 'llm.model_id' must be the provider's model id (a string)")
-    return data["models"]
+    return data["models"], data.get("prices") or [], data.get("gpu_hour_usd") or {}
 
 
 def _check_new_model(path: str, entry: dict) -> None:

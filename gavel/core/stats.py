@@ -1,8 +1,7 @@
 """Statistics used across gavel, defined once: agreement between raters (percent agreement, Cohen's and
 Fleiss' kappa, Krippendorff's alpha), the majority/median aggregation of several raters, matching F1 of
 pairs, and the bootstrap. Every statistic is a :class:`Stat` whose status says why a value is missing
-(``empty``, ``one_rater``, ``no_variance``, ``unequal_raters``, ``no_pairs``): degenerate input never becomes
-a silent 0, 1 or NaN. The computations are scikit-learn's, statsmodels' and krippendorff's."""
+(:data:`STATUSES`): degenerate input never becomes a silent 0, 1 or NaN. The computations are scikit-learn's, statsmodels' and krippendorff's."""
 
 from __future__ import annotations
 
@@ -17,6 +16,19 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
+
+#: Why a statistic has no value: the one vocabulary of every table and page that shows one.
+STATUSES = {
+    "ok": "computed",
+    "empty": "no answers yet",
+    "one_rater": "no unit has two raters",
+    "one_unit": "a single unit: chance agreement cannot be estimated from one unit",
+    "too_few_raters": "no unit has as many raters as the statistic needs (three for the two-of-three share)",
+    "no_variance": "every rating is the same (chance agreement is 1)",
+    "unequal_raters": "units have different numbers of raters (Fleiss' κ needs the same number)",
+    "no_pairs": "no matches on either side",
+    "no_majority": "no label was given by two of three annotators",
+}
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,8 @@ def cohen_kappa(a: Sequence, b: Sequence, weights: str | None = None, labels: Se
     if len(set(a) | set(b)) < 2:
         return Stat(None, "no_variance", n, agreement, detail="both raters used one and the same category "
                     "throughout: chance agreement is 1 and kappa is undefined")
+    if n < 2:
+        return Stat(None, "one_unit", n, agreement, detail=STATUSES["one_unit"])
     value = cohen_kappa_score(a, b, weights=weights, labels=labels)
     return Stat(float(value), "ok", n, agreement)
 
@@ -100,6 +114,8 @@ def fleiss_from_counts(table) -> Stat:
     p = t.sum(axis=0) / t.sum()
     if np.isclose(np.sum(p * p), 1.0):
         return Stat(None, "no_variance", len(t), agree, detail="every rating is in one category")
+    if len(t) < 2:  # one unit: kappa is -1/(m-1) or so whatever the ratings, never a measure of agreement
+        return Stat(None, "one_unit", 1, agree, detail=STATUSES["one_unit"])
     return Stat(float(_sm_fleiss(t, method="fleiss")), "ok", len(t), agree)
 
 
@@ -122,8 +138,20 @@ def krippendorff_alpha(reliability: pd.DataFrame | Sequence[Sequence], level: st
     if len(np.unique(cols[~np.isnan(cols)])) < 2:
         return Stat(None, "no_variance", int(pairable.sum()), agreement,
                     detail="all pairable ratings are the same value: alpha is undefined")
+    if pairable.sum() < 2:  # one unit: alpha is 0 whatever the ratings
+        return Stat(None, "one_unit", 1, agreement, detail=STATUSES["one_unit"])
     value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
     return Stat(float(value), "ok", int(pairable.sum()), agreement, detail=f"level={level}")
+
+
+def mean_of(stats: Sequence[Stat], detail: str = "") -> Stat:
+    """The mean of the statistics that have a value (e.g. alpha over style aspects); without any, the status
+    most of them give (``empty`` when there are none)."""
+    values = [s.value for s in stats if s.ok]
+    if values:
+        return Stat(float(np.mean(values)), "ok", len(values), detail=detail)
+    statuses = Counter(s.status for s in stats if s.status != "empty")
+    return unavailable(statuses.most_common(1)[0][0] if statuses else "empty")
 
 
 def two_agree(ratings: pd.DataFrame | Sequence[Sequence]) -> Stat:
@@ -133,7 +161,8 @@ def two_agree(ratings: pd.DataFrame | Sequence[Sequence]) -> Stat:
     if df.empty:
         return unavailable("empty")
     if df.shape[1] != 3:
-        return unavailable("unequal_raters", len(df), f"the two-agree share needs three ratings per unit, got {df.shape[1]}")
+        return unavailable("too_few_raters" if df.shape[1] < 3 else "unequal_raters", len(df),
+                           f"the two-agree share needs three ratings per unit, got {df.shape[1]}")
     any_two = float(np.mean([len(set(r)) < 3 for r in df.itertuples(index=False)]))
     return Stat(any_two, "ok", len(df), detail=f"all three differ: {1 - any_two:.3f}",
                 extra={"all_differ": 1 - any_two})
@@ -186,6 +215,145 @@ def with_interval(stat: Stat, cases: Sequence, statistic: Callable[[list], float
         return stat
     low, high = bootstrap(cases, statistic, **kw)
     return replace(stat, low=low, high=high)
+
+
+# --- the bootstrap in one pass --------------------------------------------------------------------------
+# The same resamples as :func:`bootstrap` (same seed, same draws), each given as how many times it holds
+# each case; a statistic of all resamples is then one array computation instead of one call per resample.
+# The values agree with :func:`bootstrap` over the scalar statistics above (tests/test_metaeval.py).
+
+def draw_counts(size: int, seed: int = 0, n: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """(n, size): how many times each of ``size`` cases is in each resample of :func:`bootstrap`."""
+    picks = resamples(size, np.random.default_rng(seed), n)
+    flat = (np.arange(n)[:, None] * size + picks).ravel()
+    return np.bincount(flat, minlength=n * size).reshape(n, size)
+
+
+def with_draws(stat: Stat, size: int, draws: Callable[[np.ndarray], np.ndarray],
+               n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
+    """:func:`with_interval` over ``size`` cases with every resample at once: ``draws(counts)`` gets the
+    (resamples x cases) count matrix of :func:`draw_counts` and returns the statistic of each resample (NaN
+    where undefined). Undefined resamples are left out; no interval when fewer than half remain."""
+    if not stat.ok:
+        return stat
+    if size < 2:
+        return replace(stat, low=None, high=None)
+    values = np.asarray(draws(draw_counts(size, seed, n_resamples)), dtype=float)
+    values = values[~np.isnan(values)]
+    if len(values) < n_resamples // 2:
+        return replace(stat, low=None, high=None)
+    return replace(stat, low=float(np.percentile(values, 2.5)), high=float(np.percentile(values, 97.5)))
+
+
+def mean_draws(values: Sequence[float | None]) -> Callable[[np.ndarray], np.ndarray]:
+    """The mean of each resample of ``values`` (None and NaN left out of each mean), for :func:`with_draws`."""
+    x = np.array([math.nan if v is None else v for v in values], dtype=float)
+    ok = ~np.isnan(x)
+
+    def draws(counts: np.ndarray) -> np.ndarray:
+        total, n = counts @ np.where(ok, x, 0.0), counts @ ok.astype(float)
+        return np.divide(total, n, out=np.full(len(counts), math.nan), where=n > 0)
+    return draws
+
+
+def _codes(values: Sequence, labels: Sequence) -> np.ndarray:
+    index = {v: i for i, v in enumerate(labels)}
+    extra: dict = {}
+    return np.array([index[v] if v in index else len(labels) + extra.setdefault(v, len(extra)) for v in values],
+                    dtype=int)
+
+
+def cohen_kappa_draws(a: Sequence, b: Sequence, units: Sequence[int], labels: Sequence,
+                      weights: str | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`cohen_kappa` of each resample, for :func:`with_draws`: rating pair i belongs to case
+    ``units[i]`` (0..cases-1) and comes with it into a resample; ``labels`` as scikit-learn's (pairs with a
+    rating outside them are left out of the kappa, not of the one-category check)."""
+    codes = _codes(list(a) + list(b), labels)
+    ca, cb = codes[:len(a)], codes[len(a):]
+    units = np.asarray(units, dtype=int)
+    n_units, n_lab, n_codes = int(units.max()) + 1 if len(units) else 0, len(labels), int(codes.max()) + 1
+    conf = np.zeros((n_units, n_lab, n_lab))
+    inside = (ca < n_lab) & (cb < n_lab)
+    np.add.at(conf, (units[inside], ca[inside], cb[inside]), 1)
+    seen = np.zeros((n_units, n_codes))
+    np.add.at(seen, (units, ca), 1)
+    np.add.at(seen, (units, cb), 1)
+    grid = np.arange(n_lab)
+    w = ((grid[:, None] != grid[None, :]).astype(float) if weights is None
+         else np.abs(grid[:, None] - grid[None, :]).astype(float) if weights == "linear"
+         else (grid[:, None] - grid[None, :]).astype(float) ** 2)
+
+    def draws(counts: np.ndarray) -> np.ndarray:
+        c = (counts @ conf.reshape(n_units, -1)).reshape(-1, n_lab, n_lab)
+        total = c.sum(axis=(1, 2))
+        expected = c.sum(axis=1)[:, :, None] * c.sum(axis=2)[:, None, :] / np.where(total > 0, total, 1)[:, None, None]
+        num, den = (w * c).sum(axis=(1, 2)), (w * expected).sum(axis=(1, 2))
+        kappa = 1 - np.divide(num, den, out=np.full(len(c), math.nan), where=den != 0)
+        one_category = ((counts @ seen) > 0).sum(axis=1) < 2
+        return np.where(one_category, math.nan, kappa)
+    return draws
+
+
+def fleiss_kappa_draws(ratings, categories: Sequence) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`fleiss_kappa` of each resample of the units (rows) of a unit x rater table, for
+    :func:`with_draws`."""
+    df = pd.DataFrame(ratings)
+    table = np.array([[sum(1 for v in row if v == c) for c in categories] for row in df.itertuples(index=False)],
+                     dtype=float).reshape(len(df), len(categories))
+    m = table.sum(axis=1)
+    agree = np.divide((table * table).sum(axis=1) - m, m * (m - 1), out=np.zeros(len(m)), where=m >= 2)
+
+    def draws(counts: np.ndarray) -> np.ndarray:
+        picked = counts > 0
+        low = np.where(picked, m, np.inf).min(axis=1)
+        high = np.where(picked, m, -np.inf).max(axis=1)
+        cat = counts @ table
+        p = cat / np.where(cat.sum(axis=1) > 0, cat.sum(axis=1), 1)[:, None]
+        p_exp = (p * p).sum(axis=1)
+        p_mean = (counts @ agree) / counts.sum(axis=1)
+        kappa = np.divide(p_mean - p_exp, 1 - p_exp, out=np.full(len(counts), math.nan), where=p_exp != 1)
+        defined = (low == high) & (low >= 2) & ~np.isclose(p_exp, 1.0)
+        return np.where(defined, kappa, math.nan)
+    return draws
+
+
+def krippendorff_alpha_draws(reliability, level: str = "ordinal") -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`krippendorff_alpha` of each resample of the units (columns) of a rater x unit table (NaN =
+    missing), for :func:`with_draws`: the package's coincidence matrices, summed per resample."""
+    data = np.asarray(pd.DataFrame(reliability).astype(float))
+    domain = np.unique(data[~np.isnan(data)])
+    n_val = len(domain)
+    vc = (data.T[..., None] == domain[None, None, :]).sum(axis=1).astype(float)  # unit x value
+    pairs = np.maximum(vc.sum(axis=1), 2) - 1
+    pairable_unit = (vc.sum(axis=1) >= 2).astype(float)
+    coinc = (vc[:, :, None] * vc[:, None, :] - vc[:, None, :] * np.eye(n_val)[None]) / pairs[:, None, None]
+    idx = np.arange(n_val)
+    lo, hi = np.minimum(idx[:, None], idx[None, :]), np.maximum(idx[:, None], idx[None, :])
+
+    def distances(n_v: np.ndarray) -> np.ndarray:  # (draws, V, V)
+        if level == "nominal":
+            return np.broadcast_to((idx[:, None] != idx[None, :]).astype(float), (len(n_v), n_val, n_val))
+        if level == "interval":
+            return np.broadcast_to((domain[:, None] - domain[None, :]) ** 2, (len(n_v), n_val, n_val))
+        if level == "ordinal":
+            cum = np.concatenate([np.zeros((len(n_v), 1)), np.cumsum(n_v, axis=1)], axis=1)
+            between = cum[:, hi + 1] - cum[:, lo]
+            return (between - (n_v[:, idx[:, None]] + n_v[:, idx[None, :]]) / 2) ** 2
+        raise ValueError(f"level of measurement {level!r}: nominal, ordinal or interval")
+
+    def draws(counts: np.ndarray) -> np.ndarray:
+        if data.shape[0] < 2 or n_val < 2:
+            return np.full(len(counts), math.nan)
+        o = (counts @ coinc.reshape(len(vc), -1)).reshape(-1, n_val, n_val)
+        n_v = o.sum(axis=1)
+        n = n_v.sum(axis=1)
+        e = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, None, :] * np.eye(n_val)[None]) / np.where(n > 1, n - 1, 1)[:, None, None]
+        d = distances(n_v)
+        num, den = (o * d).sum(axis=(1, 2)), (e * d).sum(axis=(1, 2))
+        alpha = 1 - np.divide(num, den, out=np.full(len(counts), math.nan), where=den != 0)
+        defined = ((n_v > 0).sum(axis=1) >= 2) & (counts @ pairable_unit >= 2)
+        return np.where(defined, alpha, math.nan)
+    return draws
 
 
 # --- aggregation (section 2.3) ------------------------------------------------------------------------

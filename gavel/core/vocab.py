@@ -31,6 +31,25 @@ def relation_of(ab: str, model_is_a: bool) -> str:
     return "model_contains_reference" if model_contains else "reference_contains_model"
 
 
+def swapped_ab(ab: str) -> str:
+    """The same judgment said with the sides swapped: ``a_contains_b`` <-> ``b_contains_a``; equal and
+    different stay. ``relation_of(swapped_ab(x), not m) == relation_of(x, m)`` for every relation."""
+    if ab not in AB_RELATIONS:
+        raise ValueError(f"unknown A/B relation {ab!r}; expected one of {AB_RELATIONS}")
+    return {"a_contains_b": "b_contains_a", "b_contains_a": "a_contains_b"}.get(ab, ab)
+
+
+def matching_of(common, only_in_a, only_in_b, model_is_a: bool) -> dict:
+    """A list matching answered in A/B indices (``common`` (A index, B index) pairs, ``only_in_A``,
+    ``only_in_B``) in the model/reference wording: ``pairs`` (model index, reference index), sorted and
+    distinct, ``only_in_model`` and ``only_in_reference`` (sorted, distinct). A matched pair (a, b) is
+    (model, reference) when the model held A, (b, a) otherwise; ``only_in_A`` is the model's when it held A."""
+    pairs = sorted({(int(a), int(b)) if model_is_a else (int(b), int(a)) for a, b in common})
+    side_a, side_b = sorted({int(i) for i in only_in_a}), sorted({int(i) for i in only_in_b})
+    return {"pairs": pairs, "only_in_model": side_a if model_is_a else side_b,
+            "only_in_reference": side_b if model_is_a else side_a}
+
+
 #: Where requests can be sent (``gavel.llm.providers.get_provider`` builds each; a test holds the two equal). The
 #: names live here, below the transport, because the models file (``gavel.core.config``) is checked against them.
 PROVIDERS = ("openai", "anthropic", "gemini", "vllm", "vllm-batch", "local", "mock", "replay")

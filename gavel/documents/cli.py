@@ -85,12 +85,15 @@ def cmd_agent(args) -> int:
 
     corpus = corpus_mod.load(args.corpus, args.case_id)
     provider = provider_from_args(args)
+    runs = []
     for cfg in configs.resolve(args.config, args.checklist):
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
         res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
                         tool_mode=args.tool_mode)
+        runs.append(out / "llm")
         print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
                           "resumed": res.resumed}))
+    print(cost_line(runs), file=sys.stderr)  # stdout stays one JSON line per run
     return 0
 
 
@@ -98,6 +101,14 @@ def run_folder(args, corpus, checklist) -> Path:
     """OUT/MODEL/CASE for the default checklist (as before), OUT/MODEL/CASE/CHECKLIST for another."""
     out = Path(args.out) / args.model / corpus.case_id
     return out if checklist.is_default else out / checklist.name
+
+
+def cost_line(folders: list[Path]) -> str:
+    """The closing line of a documents command: the ledgers (cost.csv) of its runs in one."""
+    from ..llm import ledger
+
+    where = folders[0] / "cost.csv" if len(folders) == 1 else f"cost.csv in each of {len(folders)} runs' llm/ folders"
+    return ledger.closing_line(ledger.read(folders), where)
 
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
@@ -134,6 +145,7 @@ def cmd_end_to_end(args) -> int:
     _write_rows(out / "rows.jsonl", rows)
     (out / "problems.txt").write_text("".join(p + "\n" for p in problems), encoding="utf-8")
     print(f"{len(rows)} values -> {out / 'rows.jsonl'}; {len(problems)} problems -> {out / 'problems.txt'}")
+    print(cost_line([out / "llm"]))
     return 1 if report.failed else 0
 
 
@@ -152,6 +164,7 @@ def cmd_chunked(args) -> int:
     errors = sum(1 for e in res.log if "error" in e)
     print(f"{sum(len(v) for v in res.states.values())} values -> {out / 'rows.jsonl'}; {errors} pieces not "
           f"merged (see merge_log.jsonl)")
+    print(cost_line([out / "llm"]))
     return 0
 
 
@@ -171,6 +184,7 @@ def cmd_three_pass(args) -> int:
     counts = {a: len(res.actions(a)) for a in ("merged", "restored", "removed", "dropped_evidence", "dropped_value")}
     print(f"{sum(len(v) for v in res.values.values())} values -> {out / 'rows.jsonl'}; "
           + ", ".join(f"{n} {a.replace('_', ' ')}" for a, n in counts.items()) + f" (reasons in {out / 'log.jsonl'})")
+    print(cost_line([out / "llm" / p for p in three_pass.PASSES]))
     return 0
 
 

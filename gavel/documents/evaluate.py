@@ -56,7 +56,8 @@ def evaluate(pair_list: list[compare.Pair], provider, judge_model: str, workdir:
     jobs, gated = compare.build_requests(pair_list, judge_model, seed=seed)
     runner = StageRunner(compare.STAGE, provider, workdir=Path(workdir) / "compare", progress=progress)
     report = runner.run([req for req, _ in jobs], mode="online")
-    judged = [compare.parse_response(meta, report.responses.get(req.custom_id)) for req, meta in jobs]
+    judged = compare.table_rows([compare.parse_response(meta, report.responses.get(req.custom_id))
+                                 for req, meta in jobs])
     rows = pd.DataFrame(gated + judged)
     per_case = score.checklist_scores(rows)
     return {"rows": rows, "per_case": per_case, "per_run": score.mean_over_cases(per_case)}

@@ -97,7 +97,9 @@ class Response:
     """A provider's answer to one request. ``status`` is one of STATUSES; only ``succeeded`` responses are
     cached. ``reasoning`` holds separated thinking text where the model returns it. ``finish_reason`` is
     the provider's word for why generation stopped, normalised to ``stop``, ``length`` (cut by the output
-    limit: ``truncated``), ``tool_calls`` or ``content_filter`` where the provider says."""
+    limit: ``truncated``), ``tool_calls`` or ``content_filter`` where the provider says. ``usage`` is the
+    usage the provider reported, by token class (gavel.llm.usage; None in a class = not reported), with the
+    mode and time it was answered; ``input_tokens`` / ``output_tokens`` are its input and output."""
 
     custom_id: str
     status: str
@@ -109,6 +111,7 @@ class Response:
     provider: str | None = None
     batch_id: str | None = None
     finish_reason: str | None = None
+    usage: dict | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:

@@ -32,6 +32,8 @@ Everything is synchronous (threads for online concurrency), so it runs inside Ju
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import fcntl
 import hashlib
 import json
@@ -49,8 +51,10 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from gavel.core import config
+from gavel.core import config, prices
 
+from . import ledger
+from . import usage as usage_of
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
 from .secrets import scrub
@@ -121,8 +125,11 @@ class RunReport:
 class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
                  max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
-                 namespace: str | None = None):
+                 namespace: str | None = None, since: dt.datetime | None = None):
         self.stage = stage
+        # the ledger (cost.csv): answers received from the provider since `since` are this run's spending
+        self.since = since or ledger.now()
+        self.answered: dict[str, tuple[Request, Response]] = {}
         # a cache namespace (a repeat of a provider that ignores seeds): enters the key only when set, so a
         # runner without one keeps the keys it had before
         self.namespace = namespace
@@ -235,56 +242,21 @@ class StageRunner:
                 f"{m.context_window:,} of {request.model}; shorten the prompt or set a smaller params.max_tokens")
 
     # ---------------- dry run ----------------
-    def dry_run(self, requests: list[Request], mode: str = "batch", expected_output_tokens: int | None = None,
-                cached_prefix_tokens: int = 0, show: bool = True):
+    def dry_run(self, requests: list[Request], mode: str = "batch", expected_output_tokens=None,
+                cached_prefix_tokens: int = 0, show: bool = True, allow_unserved: bool = False):
         """Requests, input tokens (o200k_base) and estimated cost per provider and model, before anything is
-        sent. Output tokens are estimated as ``expected_output_tokens`` (default: a quarter of the output
-        cap), capped by the output cap: the request's ``params.max_tokens``, else the model's. Requests
-        that do not fit their model's context window are not priced but listed (``attrs["too_long"]``);
-        ``cached_prefix_tokens`` per request are priced at the prompt-cache rate."""
-        import pandas as pd
+        sent (gavel.llm.estimate: output from measured answer lengths, the run's real mode, the price table).
+        Requests that do not fit their model's context window are not priced but listed
+        (``attrs["too_long"]``); ``cached_prefix_tokens`` per request are priced at the prompt-cache rate."""
+        from .estimate import dry_run
 
-        from gavel.core.tokens import count_tokens
-
-        rows, too_long = [], {}
-        for r in requests:
-            m = self._registry_model(r.model)
-            n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
-            cap = r.params.get("max_tokens") or m.max_output_tokens
-            n_out = min(expected_output_tokens, cap) if expected_output_tokens else cap // 4
-            price = m.price or {}
-            cached = min(cached_prefix_tokens, n_in)
-            cost = ((n_in - cached) * price.get("input", 0.0) + cached * price.get("cached_input", price.get("input", 0.0))
-                    + n_out * price.get("output", 0.0)) / 1e6
-            if mode == "batch":
-                cost *= 1 - price.get("batch_discount", 0.0)
-            is_cached = self.is_cached(r)
-            if not is_cached and n_in + cap > m.context_window:
-                too_long[r.custom_id] = self.too_long(r)
-            rows.append({"provider": self.provider.name, "model": r.model, "cached": is_cached,
-                         "too_long": r.custom_id in too_long, "input_tokens": n_in, "output_tokens_est": n_out,
-                         "cost_usd_est": cost})
-        df = pd.DataFrame(rows, columns=["provider", "model", "cached", "too_long", "input_tokens",
-                                         "output_tokens_est", "cost_usd_est"])
-        to_send = df[~df["cached"] & ~df["too_long"]]
-        summary = to_send.groupby(["provider", "model"]).agg(
-            requests=("input_tokens", "size"), input_tokens=("input_tokens", "sum"),
-            output_tokens_est=("output_tokens_est", "sum"), cost_usd_est=("cost_usd_est", "sum")).reset_index()
-        summary.attrs["already_cached"] = int(df["cached"].sum())
-        summary.attrs["too_long"] = too_long
-        if show:
-            print(f"dry run of stage {self.stage!r} ({mode}): {len(to_send)} to send, "
-                  f"{int(df['cached'].sum())} already cached, {len(too_long)} too long for the context window "
-                  f"(will not be sent); nothing was sent")
-            print(summary.to_string(index=False))
-            for cid, why in too_long.items():
-                print(f"  too long {cid}: {why}")
-        return summary
+        return dry_run(self, requests, mode, expected_output_tokens, cached_prefix_tokens, show, allow_unserved)
 
     # ---------------- running ----------------
     def run(self, requests: list[Request], mode: str = "batch", timeout: float | None = None) -> RunReport:
         if mode not in ("batch", "online"):
             raise ValueError(f"mode must be 'batch' or 'online', got {mode!r}")
+        prices.table()  # a malformed price table stops the run before anything is sent
         by_id: dict[str, Request] = {}
         for r in requests:
             by_id.setdefault(r.custom_id, r)
@@ -308,7 +280,20 @@ class StageRunner:
             report.too_long = list(refused)
             report.repeated = len(repeats(requests))
             self.write_manifest(list(by_id.values()), report, mode)
+            self.answered.update({cid: (by_id[cid], report.responses[cid]) for cid in by_id
+                                  if report.responses.get(cid) is not None and report.responses[cid].ok})
+            ledger.write(self.workdir / "cost.csv", self.cost_table(mode))
         return report
+
+    def cost_table(self, mode: str = "batch"):
+        """This run's ledger (gavel.llm.ledger): every request answered through this runner, priced."""
+        rows = [ledger.request_row(self.stage, req, resp, self.provider.name, self.since, mode)
+                for req, resp in self.answered.values()]
+        return ledger.table(rows)
+
+    def _stamped(self, response: Response, mode: str) -> Response:
+        """A fresh answer with its usage stamped: the mode it went through and when it arrived."""
+        return dataclasses.replace(response, usage=usage_of.stamped(response.usage, mode, ledger.stamp_time()))
 
     def _has_open_submissions(self) -> bool:
         try:
@@ -348,6 +333,7 @@ class StageRunner:
                     for r, resp in calls:
                         sent += 1
                         if resp.ok:
+                            resp = self._stamped(resp, "online")
                             self.cache.put(resp, keys[r.custom_id])
                             bar.update(1)
                         else:
@@ -494,7 +480,7 @@ class StageRunner:
                     if key is None:
                         continue  # an id of a request no longer asked for, from before keys were recorded
                     if resp.ok and key not in self.cache:
-                        self.cache.put(resp, key)
+                        self.cache.put(self._stamped(resp, "batch"), key)
                         bar.update(1)
                     elif not resp.ok:
                         state["failed"][key] = resp.error

@@ -7,6 +7,7 @@ model's ``vllm_args`` quirk such as a RoPE-scaling override)."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -74,3 +75,19 @@ def submit(script: str | Path, wait: bool = False, env: dict | None = None) -> s
     if done.returncode != 0:
         raise RuntimeError(f"sbatch {script} failed ({done.returncode}): {done.stderr.strip()}")
     return done.stdout.strip().split(";")[0]
+
+
+def job_usage(job_id: str) -> tuple[float, int]:
+    """(elapsed seconds, GPUs allocated) of a SLURM job, from ``sacct`` (ElapsedRaw, AllocTRES): what a run on
+    your own GPUs is priced by (gavel.llm.ledger.gpu_row). A running job's elapsed time is the time so far."""
+    cmd = ["sacct", "-j", str(job_id), "-X", "-n", "-P", "-o", "ElapsedRaw,AllocTRES"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise RuntimeError(f"sacct for job {job_id} failed: {err}") from None
+    lines = [x for x in done.stdout.splitlines() if x.strip()]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"sacct knows no job {job_id} ({done.returncode}): {done.stderr.strip()[:200]}")
+    elapsed, _, tres = lines[0].partition("|")
+    found = re.search(r"gres/gpu=(\d+)", tres) or re.search(r"gres/gpu:[^=,]+=(\d+)", tres)
+    return float(elapsed or 0), int(found.group(1)) if found else 0

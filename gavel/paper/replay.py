@@ -111,7 +111,8 @@ def document_replay(rel, workdir: str | Path, seed: int = 0, progress: bool = Fa
     provider = ReplayProvider(lookup, why)
     runner = StageRunner("compare", provider, workdir=Path(workdir) / "compare", max_attempts=1, progress=progress)
     report = runner.run([req for req, _ in jobs], mode="online")
-    judged = [compare.parse_response(meta, report.responses.get(req.custom_id)) for req, meta in jobs]
+    judged = compare.table_rows([compare.parse_response(meta, report.responses.get(req.custom_id))
+                                 for req, meta in jobs])
     rows = pd.DataFrame(gated + judged)
     per_summary = score.checklist_scores(rows)
     per_run = score.mean_over_cases(per_summary)

@@ -29,7 +29,8 @@ SCORES = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")
 #: item columns is shown with its cell, one with subject and case_id with its summary, any other in the run's
 #: overview. A missing file hides its view.
 OPTIONAL = {"stability.csv": "Stability over repeats", "stability_units.csv": "Verdicts that flip between repeats",
-            "order.csv": "Judgments in both orders", "cost.csv": "Cost"}
+            "judgments.csv": "Judgments in every repeat and order", "order.csv": "Is the judge fair to both sides?",
+            "cost.csv": "Cost"}
 #: the stages whose raw answers the report carries for every round (extract: only unusable rounds, its usable
 #: answers are the values shown)
 RAW_STAGES = ("compare", "residual", "residual_match", "style")
@@ -186,16 +187,18 @@ def optional_tables(folder: Path) -> dict[str, dict]:
 
 def flipped_cells(optional: dict) -> list[str]:
     """Cells whose verdict is not the same everywhere it was asked: across repeats (``stability_units``, stage
-    compare) and, where the run has a per-judgment order table with a ``flipped`` column, across orders."""
+    compare) and across the judge's repeats and orders (``judgments.csv``, docs/orders.md: the mapped verdict,
+    an unusable answer its own)."""
     out = set()
     units = optional.get("stability_units")
     if units:
         stage = units["columns"].index("stage")
         out |= {k for k, rows in units["by"].items() if any(r[stage] == "compare" for r in rows)}
-    orders = optional.get("order")
-    if orders and orders["scope"] == "cell" and "flipped" in orders["columns"]:
-        f = orders["columns"].index("flipped")
-        out |= {k for k, rows in orders["by"].items() if any(r[f] in (True, 1, "True", "true") for r in rows)}
+    judged = optional.get("judgments")
+    if judged:
+        stage, status, relation, pairs = (judged["columns"].index(c) for c in ("stage", "status", "relation", "pairs"))
+        out |= {k for k, rows in judged["by"].items()
+                if len({(r[status] == "ok", r[relation], r[pairs]) for r in rows if r[stage] == "compare"}) > 1}
     return sorted(out)
 
 

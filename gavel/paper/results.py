@@ -23,7 +23,7 @@ from gavel.core.items import GROUPS, ITEMS
 from gavel.core.stats import bootstrap_means, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
-from gavel.paper import reconstruct
+from gavel.paper import extraction_cost, reconstruct
 from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
 from gavel.ref import grounding, scoring
 from gavel.ref.stages import score
@@ -497,6 +497,7 @@ def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
         tables.update(text_metric_tables(rel, tables["summary_case_scores"]))
     tables.update(document_tables(rel, values))
     tables["residual_ratio"] = residual_ratio_table(rel)
+    tables["document_extraction_cost"] = extraction_cost.table(rel)  # our computation, at dated list prices
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
     return tables

@@ -161,12 +161,13 @@ def run(provider=None, steps: list[Step] | None = None, model: str | None = None
     provider = provider or LocalServer()
     model = model or getattr(provider, "model", None) or default_model()
     root = Path(workdir) if workdir else DEFAULT_RUNS_DIR
-    results, sent, cached = {}, 0, 0
+    results, sent, cached, ledgers = {}, 0, 0, []
     try:
         for stage, build, parse in steps or STEPS:
             requests = build(model)
             runner = StageRunner(stage, provider, root / stage, progress=False, max_attempts=2)
             report = runner.run(requests, mode="online")
+            ledgers.append(runner.cost_table("online"))
             sent, cached = sent + report.sent, cached + report.cached
             outcomes = {}
             show(f"== {stage}: {len(requests)} request(s), {report.sent} sent, {report.cached} from the cache")
@@ -187,19 +188,36 @@ def run(provider=None, steps: list[Step] | None = None, model: str | None = None
             sent += sum(tables["manifest"]["sent"].values())
             cached += sum(tables["manifest"]["cached"].values())
             results["gavel_ref"] = tables
+            ledgers += [r["cost"] for r in tables["repeats"]["runs"]]
     finally:
         started = getattr(provider, "base_url", None) is not None
         if own:
             provider.stop()
+    results["cost"] = show_ledger(ledgers, show)
     show(f"demo: {sent} request(s) sent to the model, {cached} answered from the cache"
          + ("; llama.cpp server stopped" if own and started else ""))
     return results
 
 
+def show_ledger(ledgers: list, show: Callable[[str], None]):
+    """The demo's ledger (gavel.llm.ledger, docs/cost.md): a model on this machine costs $0 per token."""
+    import pandas as pd
+
+    from gavel.llm import ledger
+
+    table = pd.concat(ledgers, ignore_index=True) if ledgers else ledger.table([])
+    show("== cost (cost.csv of each stage's folder): the local model runs on this machine, $0 a token")
+    with pd.option_context("display.width", 160):
+        show(table[["stage", "model", "mode", "cached", "price_row", "requests", "input_tokens", "output_tokens",
+                    "usd"]].to_string(index=False))
+    show(ledger.closing_line(table))
+    return table
+
+
 def failures(results: dict) -> list[str]:
     """The requests no answer came back for (the provider failed them): single steps and the GAVEL-REF run.
     Poor answers of a tiny model are not failures; they are parsed or recorded with their reason."""
-    bad = [cid for stage, res in results.items() if stage != "gavel_ref"
+    bad = [cid for stage, res in results.items() if stage not in ("gavel_ref", "cost")
            for cid, o in res["outcomes"].items() if o["status"] == "failed"]
     if "gavel_ref" in results:
         runs = results["gavel_ref"].get("repeats", {}).get("runs") or [results["gavel_ref"]]

@@ -35,6 +35,7 @@ from gavel import answers
 from gavel.core import config, jsonl, stats
 from gavel.core.items import ITEMS, Item
 from gavel.core.items import load as load_checklist
+from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
@@ -50,6 +51,7 @@ from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     unusable_answers,
 )
 
+ORDERS = ("one", "both")  # --orders: each judged pair asked in one order (today's run) or in both
 REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 
@@ -71,6 +73,8 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
+    orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.ref.orders)
+    allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
     checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
 
     def __post_init__(self):
@@ -108,12 +112,19 @@ class _Stages:
         self.log: list[dict] = []
         self.sent = {}
         self.cached = {}
+        self.runners: list[StageRunner] = []
+
+    def cost_table(self) -> pd.DataFrame:
+        """Every stage's ledger in one table (cost.csv of the output folder)."""
+        tables = [r.cost_table(self.s.mode) for r in self.runners]
+        return pd.concat(tables, ignore_index=True) if tables else ledger.table([])
 
     def run(self, stage: str, jobs: list[tuple[Request, object]], parse) -> list:
         """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
         answers. Returns the results in job order."""
         runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
                              **{**self.s.runner_options, **self.s.runner_namespace})
+        self.runners.append(runner)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
@@ -134,7 +145,7 @@ class _Stages:
                 resp = report.responses.get(req.custom_id)
                 result, status, detail = parse(meta, resp)
                 results[i] = result
-                self.log.append({"stage": stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
+                self.log.append({"stage": req.stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
                                  "round": round_, "custom_id": req.custom_id, "status": status, "detail": detail,
                                  "finish_reason": resp.finish_reason if resp else None,
                                  "input_tokens": resp.input_tokens if resp else None,
@@ -171,6 +182,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = settings
+    check_orders(s.orders)
     problems = []
     models = _index_summaries(summaries, "summaries", problems)
     usable_refs = _index_summaries([("human", c, t) for c, t in references.items()], "references", problems)
@@ -207,9 +219,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     # 2. compare
     pairs = [compare.Pair(subj, c, key, values_of(subj, c, key), values_of("human", c, key))
              for (subj, c) in kept for key in items_by_key]
-    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured, checklist=s.checklist)
-    judged = st.run("compare", jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
-    compare_rows = pd.DataFrame(gated + judged)
+    compare_rows, judgments = _judge(st, "compare", pairs, s)
 
     # 3. residual: spans (deterministic), facts (extractor), fact matching (judge)
     spans = {}
@@ -233,10 +243,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         facts[k] = tuple(r["fact"] for r in rows)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, facts[(subj, c)] if fact_ok[(subj, c)] else None,
                            facts[("human", c)] if fact_ok[("human", c)] else None) for subj, c in kept]
-    rjobs, rgated = compare.build_requests(rpairs, s.judge, s.seed, s.max_tokens, s.structured, stage="residual_match",
-                                           checklist=s.checklist)
-    rjudged = st.run("residual_match", rjobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
-    residual_rows = pd.DataFrame(rgated + rjudged)
+    residual_rows, residual_judgments = _judge(st, "residual_match", rpairs, s)
 
     # 4. style
     sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
@@ -260,17 +267,20 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
         "residual_facts": pd.DataFrame([r for rows, _ in fact_results for r in rows],
                                        columns=["subject", "case_id", "index", "fact", "evidence_spans"]),
+        "cost": st.cost_table(),
         "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
     }
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
+    tables["judgments"] = pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS)
     # the texts evaluated (model summaries and references): what a report highlights the offsets in
     (out / "texts.jsonl").write_text("".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False)
                                              + "\n" for (subj, c), t in texts.items()), encoding="utf-8")
     manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
                 "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
                 "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
-                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached}
+                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
+                **({"orders": s.orders} if s.orders != "one" else {})}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     tables["manifest"] = manifest
     return tables
@@ -289,11 +299,35 @@ def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: s
     rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
     table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
     table.to_csv(out / "summaries.csv", index=False)
+    st.cost_table().to_csv(out / "cost.csv", index=False)
     return [(model, r["case_id"], r["summary"]) for r in rows if r["status"] == "ok"], table
 
 
 def _with_status(row: dict):
     return row, row["status"], row.get("detail", "")
+
+
+#: one row per judgment of the judge (compare and residual_match, each order): ``judgments.csv``, docs/orders.md
+JUDGMENT_COLUMNS = ["stage", "subject", "case_id", "item", "gate", "order", "model_is_a", "n_model", "n_reference",
+                    "status", "answer_ab", "relation", "pairs", "only_in_model", "only_in_reference", "score", "detail"]
+
+
+def check_orders(orders: str) -> None:
+    if orders not in ORDERS:
+        raise InputError(f"--orders is one of {', '.join(ORDERS)}, got {orders!r}")
+
+
+def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFrame, list[dict]]:
+    """The judge's verdicts on ``pairs``: the table of ``stage`` (order 1, gated pairs included: today's
+    ``compare.csv`` / ``residual_match.csv``) and every judgment (both orders with ``--orders both``)."""
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured, stage=stage,
+                                         checklist=s.checklist)
+    if s.orders == "both":
+        jobs += compare.build_requests(pairs, s.judge, s.seed, s.max_tokens, s.structured, stage=stage, order=2,
+                                       checklist=s.checklist)[0]
+    judged = st.run(stage, jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
+    first = compare.table_rows([r for r in judged if r["order"] == 1])
+    return pd.DataFrame(gated + first), [{**r, "stage": stage} for r in judged]
 
 
 def _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, alpha) -> pd.DataFrame:
@@ -419,38 +453,14 @@ def release_references(rel) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
-    """Requests, tokens and estimated cost of the stages that can be priced before anything is sent
-    (extract, style); compare and residual depend on the extracted values: their upper bound is printed.
-    Requests too long for their model's context window are listed (stage, subject, case, item, why) and
-    kept in ``table.attrs["too_long"]``."""
-    from gavel.llm.runner import StageRunner
+    """Requests, tokens and estimated cost before anything is sent, printed with one total
+    (gavel.ref.costing): extract and style request by request, compare and residual as a range. Requests too
+    long for their model's context window are listed and kept in ``table.attrs["too_long"]``."""
+    from gavel.ref import costing
 
-    s = settings
-    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
-    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
-    tables = []
-    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
-    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.max_tokens, s.structured, checklist=s.checklist)]
-    too_long = []
-    for stage, reqs in (("extract", ex), ("style", sty)):
-        t = StageRunner(stage, provider, workdir=Path(out) / "runs" / stage, progress=False, **s.runner_namespace).dry_run(
-            reqs, mode=s.mode, show=False)
-        tables.append(t.assign(stage=stage))
-        by_id = {r.custom_id: r for r in reqs}
-        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
-                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
-    table = pd.concat(tables, ignore_index=True)
-    table.attrs["too_long"] = pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id", "why"])
-    print(table.to_string(index=False))
-    print(f"compare: at most {len(kept) * len(s.items)} requests; residual: at most {len(texts)} fact requests and "
-          f"{len(kept)} matchings (they depend on the extracted values). Nothing was sent.")
-    if too_long:
-        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
-              f"send them):")
-        for row in too_long:
-            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
-                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
+    check_orders(settings.orders)
+    table = costing.dry_run(summaries, references, provider, settings, out)
+    costing.show(table)
     return table
 
 
@@ -495,9 +505,11 @@ class NotebookRun:
         return table
 
     def evaluate(self, timeout: float | None = None) -> dict:
-        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables."""
+        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables. The ledger
+        counts as this run's spending every answer received since the first call (batches collected later)."""
         from gavel.ref import stability
 
+        self.settings.runner_options.setdefault("since", ledger.now())
         return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
                                           self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
 
@@ -524,7 +536,7 @@ class NotebookRun:
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
                  items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1,
-                 checklist=None) -> NotebookRun:
+                 orders: str = "one", checklist=None) -> NotebookRun:
     """``checklist``: a packaged name or a checklist file (None: the default, the 26 legal items)."""
     checklist = load_checklist(checklist)
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
@@ -537,7 +549,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
         refs, bins = release_references(load_release())
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
-                        items=checklist.select(items), mode=mode, checklist=checklist)
+                        items=checklist.select(items), mode=mode, orders=orders, checklist=checklist)
     return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 

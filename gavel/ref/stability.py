@@ -71,8 +71,10 @@ def repeat_folder(out: str | Path, r: int) -> Path:
 
 def evaluate_repeats(summaries, references, provider, out: str | Path, settings, repeats: int = 1,
                      bins: dict | None = None, timeout: float | None = None) -> dict:
-    """``repeats`` evaluations (see the module); returns ``{"runs": [tables of each repeat], **report}``
-    (the report's tables only when ``repeats`` > 1, also written to ``out``)."""
+    """``repeats`` evaluations (see the module); returns ``{"runs": [tables of each repeat], "judgments": every
+    judgment of every repeat and order (``judgments.csv``), **report}`` (the stability report's tables only when
+    ``repeats`` > 1, the order report's (``gavel.ref.orders``) only with ``settings.orders == "both"``; all
+    written to ``out``)."""
     from gavel.ref import pipeline
 
     if not isinstance(repeats, int) or repeats < 1:
@@ -80,12 +82,16 @@ def evaluate_repeats(summaries, references, provider, out: str | Path, settings,
     runs = [pipeline.evaluate(summaries, references, provider, repeat_folder(out, r),
                               repeat_settings(settings, provider, r), bins=bins, timeout=timeout)
             for r in range(1, repeats + 1)]
-    result = {"runs": runs}
+    from gavel.ref import orders
+
+    result = {"runs": runs, "judgments": orders.judgment_table(runs)}
     if repeats > 1:
         result.update(report(runs, seed=settings.seed))
-        for name, table in result.items():
-            if name != "runs":
-                table.to_csv(Path(out) / f"{name}.csv", index=False)
+    if settings.orders == "both":
+        result.update(orders.report(result["judgments"], runs, seed=settings.seed))
+    for name, table in result.items():
+        if name != "runs":
+            table.to_csv(Path(out) / f"{name}.csv", index=False)
     return result
 
 

@@ -20,7 +20,7 @@ def in_repo(path) -> Path:
 def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
     out = in_repo(out)
     names = ("values", "answers", "compare", "residual", "residual_match", "residual_facts", "style", "scores",
-             "model_scores", "problems")
+             "model_scores", "problems", "judgments")  # judgments.csv: docs/orders.md
     return {n: _read_table(out / f"{n}.csv") for n in names if (out / f"{n}.csv").exists()}
 
 

@@ -37,6 +37,9 @@ class FakeServer:
         self.current_key = None  # the API key of the latest call (Authorization, x-api-key or x-goog-api-key)
         self.damage_ids: dict[str, str] = {}  # custom_id -> "truncate" | "garbage": its first result line damaged
         self.reshape = None  # fn(answer body) -> body, applied to every online answer (null or missing fields)
+        # fn(id) -> the usage object answered for that request in the provider's own shape (None: the answer has
+        # no usage at all); id is the custom_id in a batch, the text after "id=" in the last message online
+        self.usage_for = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -148,6 +151,16 @@ class FakeServer:
     def online_answer(self, body: dict) -> dict:
         """An online (synchronous) answer as sent: reshaped when ``reshape`` is set."""
         return self.reshape(body) if self.reshape else body
+
+    def with_usage(self, body: dict, ident: str, key: str) -> dict:
+        """``body`` with its usage object (under ``key``) replaced by ``usage_for(ident)`` when that is set."""
+        if self.usage_for is None:
+            return body
+        usage = self.usage_for(ident)
+        body.pop(key, None)
+        if usage is not None:
+            body[key] = dict(usage)
+        return body
 
     def mark_succeeded(self, custom_id: str):
         with self.lock:

@@ -48,8 +48,8 @@ class FakeAnthropic(FakeServer):
                     "type": "api_error", "message": self.echo("overloaded")}}}
             else:
                 thinking = "thinking" in req["params"]
-                result = {"type": "succeeded", "message": message(cid, req["params"]["model"], thinking,
-                                                                   self.echo(f"answer:{cid}"))}
+                result = {"type": "succeeded", "message": self.with_usage(
+                    message(cid, req["params"]["model"], thinking, self.echo(f"answer:{cid}")), cid, "usage")}
                 if not (self.damage_ids.get(cid) and b["_attempts"][cid] == 1):
                     self.mark_succeeded(cid)
             out.append({"custom_id": cid, "result": result})
@@ -104,6 +104,6 @@ class FakeAnthropic(FakeServer):
                                                             "message": self.echo(f"server error for {cid}")}}, \
                         "application/json"
                 self.mark_succeeded(cid)
-                return 200, self.online_answer(message(cid, body["model"], "thinking" in body,
-                                                       self.echo(f"answer:{cid}"))), "application/json"
+                answer = message(cid, body["model"], "thinking" in body, self.echo(f"answer:{cid}"))
+                return 200, self.online_answer(self.with_usage(answer, cid, "usage")), "application/json"
         raise KeyError(path)

@@ -51,8 +51,9 @@ class FakeGemini(FakeServer):
                 think = cfg.get("thinkingConfig") or cfg.get("thinking_config") or {}
                 # proto3 JSON accepts lowerCamel and original field names alike
                 thoughts = bool(think.get("includeThoughts", think.get("include_thoughts")))
-                responses.append({"response": generate_response(key, thoughts, self.echo(f"answer:{key}")),
-                                  "metadata": {"key": key}})
+                answer = self.with_usage(generate_response(key, thoughts, self.echo(f"answer:{key}")), key,
+                                         "usageMetadata")
+                responses.append({"response": answer, "metadata": {"key": key}})
                 self.mark_succeeded(key)
         b["state"] = "BATCH_STATE_EXPIRED" if self.expire else "BATCH_STATE_SUCCEEDED"
         b["output"] = {"inlinedResponses": {"inlinedResponses": list(reversed(responses))}}
@@ -88,6 +89,6 @@ class FakeGemini(FakeServer):
                     return 500, {"error": {"code": 500, "message": self.echo(f"internal error for {cid}"),
                                            "status": "INTERNAL"}}, "application/json"
                 self.mark_succeeded(cid)
-                return 200, self.online_answer(generate_response(cid, False, self.echo(f"answer:{cid}"))), \
-                    "application/json"
+                answer = self.with_usage(generate_response(cid, False, self.echo(f"answer:{cid}")), cid, "usageMetadata")
+                return 200, self.online_answer(answer), "application/json"
         raise KeyError(path)

@@ -44,6 +44,14 @@ class FakeOpenAI(FakeServer):
         self.chat_bodies: list[dict] = []  # every chat-completions body received (online calls)
         self.rate_limit_next = 0  # answer this many batch creations with 429 before accepting
 
+    @staticmethod
+    def with_tier(body: dict) -> dict:
+        """OpenAI names the service tier beside the usage, not in it: a usage_for answer's service_tier moves out."""
+        usage = body.get("usage")
+        if isinstance(usage, dict) and "service_tier" in usage:
+            body["service_tier"] = usage.pop("service_tier")
+        return body
+
     def _batch_view(self, b: dict) -> dict:
         return {k: v for k, v in b.items() if not k.startswith("_")}
 
@@ -62,8 +70,8 @@ class FakeOpenAI(FakeServer):
                             "error": None})
             else:
                 out.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 200, "request_id": "x",
-                            "body": completion(cid, rec["body"]["model"], self.reasoning,
-                                               self.echo(f"answer:{cid}"))}, "error": None})
+                            "body": self.with_tier(self.with_usage(completion(cid, rec["body"]["model"], self.reasoning,
+                                               self.echo(f"answer:{cid}")), cid, "usage"))}, "error": None})
                 if not (self.damage_ids.get(cid) and attempt == 1):
                     self.mark_succeeded(cid)
         if self.shuffle:
@@ -130,6 +138,7 @@ class FakeOpenAI(FakeServer):
                     return self.fail_status, {"error": {"message": self.echo(f"server error for {cid}"), "type": "server_error"}}, \
                         "application/json"
                 self.mark_succeeded(cid)
-                return 200, self.online_answer(completion(cid, body["model"], self.reasoning,
-                                                          self.echo(f"answer:{cid}"))), "application/json"
+                answer = completion(cid, body["model"], self.reasoning, self.echo(f"answer:{cid}"))
+                return 200, self.online_answer(self.with_tier(self.with_usage(answer, cid, "usage"))), \
+                    "application/json"
         raise KeyError(path)

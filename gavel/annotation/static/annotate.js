@@ -13,7 +13,7 @@
   if (!task) return;
   const saveUrl = task.dataset.save;
   const pending = new Map();   // field -> {value (JSON text), token, timer}
-  const sending = new Set();   // fields with a request under way
+  const sending = new Map();   // field -> the token of its save under way
   const bases = new Map();     // field -> the revision of the answer this page last saw
   let failure = null;
   let conflict = null;
@@ -36,13 +36,14 @@
     statusEl.textContent = text;
   }
 
-  function form(field, item, withBase) {
+  function form(field, item, after) {
     const body = new FormData();
     body.append("csrf_token", csrf);
     body.append("field", field);
     body.append("value", item.value);
     body.append("token", item.token);
-    if (withBase) body.append("base", String(bases.get(field) || 0));
+    body.append("base", String(bases.get(field) || 0));
+    if (after) body.append("after", after);  // the beacon: based on this page's own save still under way
     return body;
   }
 
@@ -51,9 +52,9 @@
     const item = pending.get(field);
     if (item.timer) { clearTimeout(item.timer); item.timer = null; }
     pending.delete(field);
-    sending.add(field);
+    sending.set(field, item.token);
     show();
-    fetch(saveUrl, {method: "POST", body: form(field, item, true), keepalive: true, credentials: "same-origin",
+    fetch(saveUrl, {method: "POST", body: form(field, item, null), keepalive: true, credentials: "same-origin",
                     headers: {"X-Requested-With": "fetch", "X-CSRFToken": csrf}})
       .then((r) => r.json().then((j) => ({ok: r.ok && j.saved === true, j: j}), () => ({ok: false, j: {error: "HTTP " + r.status}})))
       .then(({ok, j}) => {
@@ -91,8 +92,8 @@
   function flushWithBeacon() {
     for (const [field, item] of pending) {
       if (item.timer) clearTimeout(item.timer);
-      // a save of this field still under way makes the page's base out of date: send this one unchecked
-      if (navigator.sendBeacon(saveUrl, form(field, item, !sending.has(field)))) pending.delete(field);
+      // a save of this field still under way: this one is based on the page's base or on that save
+      if (navigator.sendBeacon(saveUrl, form(field, item, sending.get(field)))) pending.delete(field);
     }
   }
   window.addEventListener("pagehide", flushWithBeacon);

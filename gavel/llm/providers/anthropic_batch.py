@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from .. import usage as usage_of
 from ..records import Request, Response
 from ..secrets import register
 from .base import (
@@ -88,9 +89,9 @@ def parse_message(custom_id: str, message: dict, provider: str, batch_id: str | 
     tool = next((b for b in blocks if b.get("type") == "tool_use"), None)
     text = json.dumps(tool["input"], ensure_ascii=False) if tool is not None else "".join(texts)
     thinking = "".join(b["thinking"] for b in blocks if b.get("type") == "thinking" and isinstance(b.get("thinking"), str))
-    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    usage = usage_of.anthropic(message)
     return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thinking or None,
-                    input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
+                    input_tokens=(usage or {}).get("input"), output_tokens=(usage or {}).get("output"), usage=usage,
                     provider=provider, batch_id=batch_id, finish_reason=FINISH.get(stop) if isinstance(stop, str) else None)
 
 

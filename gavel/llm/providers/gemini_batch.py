@@ -8,6 +8,7 @@ import json
 
 from gavel.core import config
 
+from .. import usage as usage_of
 from ..records import Request, Response
 from ..registry import llm_model
 from ..secrets import register, scrub
@@ -84,13 +85,10 @@ def parse_generate(custom_id: str, resp: dict, provider: str, batch_id: str | No
     answer = [p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")]
     text = "".join(answer)
     thought = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and p.get("thought"))
-    usage = resp.get("usage_metadata") or resp.get("usageMetadata")
-    usage = usage if isinstance(usage, dict) else {}
-    out_tokens = (usage.get("candidates_token_count") or usage.get("candidatesTokenCount") or 0) + \
-        (usage.get("thoughts_token_count") or usage.get("thoughtsTokenCount") or 0)
+    usage = usage_of.gemini(resp)
     return Response(custom_id=custom_id, status="succeeded", text=text, reasoning=thought or None,
-                    input_tokens=usage.get("prompt_token_count") or usage.get("promptTokenCount"),
-                    output_tokens=out_tokens, provider=provider, batch_id=batch_id, finish_reason=FINISH.get(finish) if isinstance(finish, str) else None)
+                    input_tokens=(usage or {}).get("input"), output_tokens=(usage or {}).get("output"), usage=usage,
+                    provider=provider, batch_id=batch_id, finish_reason=FINISH.get(finish) if isinstance(finish, str) else None)
 
 
 def sdk_config(cfg: dict):

@@ -12,6 +12,7 @@ import json
 import threading
 from collections import Counter
 
+from .. import usage as usage_of
 from ..records import Request, Response
 from .base import BatchStatus, Provider, fill_missing, scrubbed
 
@@ -62,8 +63,10 @@ class MockProvider(Provider):
             return Response(custom_id=cid, status="errored", error="mock failure", provider=self.name,
                             batch_id=batch_id)
         text = self.answer(r)
-        return Response(custom_id=cid, status="succeeded", text=text, input_tokens=len(str(r.messages)) // 4,
-                        output_tokens=len(text) // 4, provider=self.name, batch_id=batch_id)
+        # the stand-in keeps no prompt cache: it knows it read and wrote none
+        usage = usage_of.made(input=len(str(r.messages)) // 4, output=len(text) // 4, cache_read=0, cache_write=0)
+        return Response(custom_id=cid, status="succeeded", text=text, input_tokens=usage["input"],
+                        output_tokens=usage["output"], usage=usage, provider=self.name, batch_id=batch_id)
 
     def fetch(self, batch_id: str, custom_ids: list[str]) -> list[Response]:
         return fill_missing([self._answer(cid, r, batch_id) for cid, r in self.batches[batch_id]["requests"]],

@@ -12,6 +12,7 @@ import re
 
 from gavel.core import jsonl
 
+from .. import usage as usage_of
 from ..records import Request, Response
 from ..secrets import register
 from .base import (
@@ -143,11 +144,11 @@ def parse_chat(custom_id: str, body: dict, provider: str, batch_id: str | None =
         refusal = message.get("refusal")
         return failed(f"choices[0].message.content is null (finish_reason {finish!r}"
                       + (f"; refusal: {str(refusal)[:200]}" if refusal else "") + ")")
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    usage = usage_of.openai(body)
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     return Response(custom_id=custom_id, status="succeeded", text=text,
                     reasoning=reasoning if isinstance(reasoning, str) else None,
-                    input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
+                    input_tokens=(usage or {}).get("input"), output_tokens=(usage or {}).get("output"), usage=usage,
                     provider=provider, batch_id=batch_id, finish_reason=FINISH.get(finish) if isinstance(finish, str) else None)
 
 

@@ -4,7 +4,7 @@ people, and how well people agree with each other.
 Every statistic is a :class:`gavel.core.stats.Stat`: a value, a ``status`` and the number of units, with the percent agreement
 beside every kappa/alpha and a bootstrap 95% interval over cases where one is asked for. Degenerate input
 never turns into a silent 0, 1 or NaN: the value is None and the status says why
-(``empty``, ``one_rater``, ``no_variance``, ``unequal_raters``, ``no_pairs``).
+(``gavel.core.stats.STATUSES``).
 
 Statistics come from the well-kept libraries: Cohen's kappa from scikit-learn (unweighted and quadratic
 weighted: the paper does not say which it used), Fleiss' kappa from statsmodels, Krippendorff's alpha from

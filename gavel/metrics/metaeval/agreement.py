@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, cohen_kappa, unavailable, with_interval
+from gavel.core.stats import (
+    BOOTSTRAP_RESAMPLES,
+    Stat,
+    cohen_kappa,
+    cohen_kappa_draws,
+    mean_of,
+    unavailable,
+    with_draws,
+)
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import extraction_metaeval
 from gavel.metrics.metaeval.export import comparison_answers, extraction_rows, style_ratings
@@ -80,10 +88,9 @@ def match_cohen_kappa(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int, 
         return unavailable("empty")
     h_labels, l_labels = m["label_human"].to_numpy(), m["label_llm"].to_numpy()
     stat = cohen_kappa(list(h_labels), list(l_labels), labels=list(RELATIONS))
-    return with_interval(stat, list(range(len(m))),  # resampled by task (its row position)
-                         lambda pick: cohen_kappa(list(h_labels[pick]), list(l_labels[pick]),
-                                                  labels=list(RELATIONS)).value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(stat, len(m), cohen_kappa_draws(list(h_labels), list(l_labels), np.arange(len(m)),
+                                                      list(RELATIONS)),  # resampled by task (its row)
+                      n_resamples=n_resamples, seed=seed)
 
 
 def _row(kind: str, item: str, raters: str, statistic: str, stat: Stat) -> dict:
@@ -135,16 +142,14 @@ def _style_rows(export, tasks, n_resamples, seed, level) -> list[dict]:
         a = style_alpha(sub, level, **kw)
         if sub.empty and lsub.empty:
             continue  # an aspect nobody rated yet: the (all) rows say so
-        if a.ok:
-            alphas.append(a.value)
+        alphas.append(a)
         vs = style_metaeval(lsub, sub, **kw) if len(lsub) else None
         per_aspect += [_row("style", aspect, HH, f"Krippendorff α ({level})", a),
                        _row("style", aspect, HL, "Cohen's κ against the median",
                             vs["Style kappa"] if vs else unavailable("empty", detail=NOT_STORED)),
                        _row("style", aspect, HL, "Cohen's κ (quadratic) against the median",
                             vs["Style kappa (quadratic)"] if vs else unavailable("empty", detail=NOT_STORED))]
-    mean = (Stat(float(np.mean(alphas)), "ok", len(alphas), detail=f"level={level}") if alphas
-            else unavailable("no_variance" if len(st) else "empty"))
+    mean = mean_of(alphas, detail=f"level={level}")
     vs = style_metaeval(llm, st, **kw) if len(llm) else None
     rows += [_row("style", ALL, HH, f"Krippendorff α ({level}), mean of aspects", mean),
              _row("style", ALL, HH, "share where two of three agree", style_two_agree(st)),

@@ -3,6 +3,7 @@ extractor's Table 1 columns."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -12,14 +13,22 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import items as gitems
-from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, unavailable, with_interval
+from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat, mean_draws, unavailable, with_draws
 from gavel.ref import scoring
 from gavel.ref.grounding import locate
 
 # --- checklists ---------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1 << 16)
+def _normalised(value: str) -> str:
+    return _NON_WORD.sub(" ", value.lower()).strip()
+
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
 def normalise(value: str) -> str:
-    return re.sub(r"[\W_]+", " ", str(value).lower()).strip()
+    return _normalised(str(value))
 
 
 def exact_compare(a: Sequence[str], b: Sequence[str]) -> dict:
@@ -35,8 +44,11 @@ def item_lists(rows: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
     out: dict = {}
     if rows is None or rows.empty:
         return out
-    for (case, item), g in rows.sort_values("index").groupby(["case_id", "item"]):
-        out[(str(case), gitems.item(item).key)] = [str(v) for v in g["value"]]
+    keys: dict = {}
+    for _index, case, item, value in sorted(zip(rows["index"], rows["case_id"], rows["item"], rows["value"]),
+                                            key=lambda r: r[0]):
+        key = keys.get(item) or keys.setdefault(item, gitems.item(item).key)
+        out.setdefault((str(case), key), []).append(str(value))
     return out
 
 
@@ -49,6 +61,8 @@ def s_checklist_case(a: dict, b: dict, case_id: str, compare: Callable = exact_c
         if (case_id, it.key) in skip:
             continue
         va, vb = a.get((case_id, it.key), []), b.get((case_id, it.key), [])
+        if not va and not vb:
+            continue  # not applicable (scoring.item_score: None)
         if va and vb and [normalise(x) for x in va] == [normalise(x) for x in vb]:
             scores.append(1.0)
             continue
@@ -103,13 +117,30 @@ def coverage_agreement(text: str, spans_a: Iterable[tuple[int, int]], spans_b: I
     words = _words(text)
     if not words:
         return None
+    starts = np.array([w[0] for w in words])
+    ends = np.array([w[1] for w in words])
 
-    def covered(spans):
-        spans = sorted(spans)
-        return [any(s < we and e > ws for s, e in spans) for ws, we in words]
+    def covered(spans) -> np.ndarray:
+        # linear in the text and the spans: a word is covered when a span starts before its end and ends
+        # after its start; marks per character position, summed up to each word's start and end
+        n = len(text) + 2
+        begin, finish = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        odd = np.zeros(len(words), dtype=bool)
+        for s, e in spans:
+            if e <= s:  # an empty or reversed span: the overlap rule word by word
+                odd |= (s < ends) & (e > starts)
+                continue
+            begin[min(max(int(s), 0), n - 1)] += 1
+            finish[min(max(int(e), 0), n - 1)] += 1
+        started = np.cumsum(begin)  # started[p]: spans with start <= p
+        ended = np.cumsum(finish)  # ended[p]: spans with end <= p
+        # spans with start < we and end > ws = (start <= we - 1) - (those with end <= ws), when start < end
+        before_end = started[np.clip(ends - 1, 0, n - 1)]
+        ended_by_start = ended[np.clip(starts, 0, n - 1)]
+        return ((before_end - ended_by_start) > 0) | odd
 
     ca, cb = covered(spans_a), covered(spans_b)
-    return float(np.mean([x == y for x, y in zip(ca, cb)]))
+    return float(np.mean(ca == cb))
 
 
 def extraction_metaeval(llm_rows: pd.DataFrame, human_rows: pd.DataFrame, texts: dict[str, str],
@@ -136,16 +167,15 @@ def extraction_metaeval(llm_rows: pd.DataFrame, human_rows: pd.DataFrame, texts:
         cover[c] = coverage_agreement(texts[c], sa, sb)
     no_llm = sorted(human_cases - set(cases))
 
-    def mean_of(d):
-        return lambda pick: float(np.mean([d[c] for c in pick if d[c] is not None and not math.isnan(d[c])]))
 
     s = Stat(float(np.mean([v for v in per_case.values() if not math.isnan(v)])), "ok", len(cases),
              detail=f"judge={judge}; human cases without extractor output (left out): {len(no_llm)}; "
                     f"unusable item answers left out: {len(skip)}", extra={"per_case": per_case})
     cv = Stat(100 * float(np.mean([v for v in cover.values() if v is not None])), "ok", len(cases),
               detail=f"evidence strings not found in the summary: {missing}", extra={"per_case": cover})
-    s = with_interval(s, cases, mean_of(per_case), n_resamples=n_resamples, seed=seed)
-    cv = with_interval(cv, cases, lambda pick: 100 * mean_of(cover)(pick), n_resamples=n_resamples, seed=seed)
+    s = with_draws(s, len(cases), mean_draws([per_case[c] for c in cases]), n_resamples=n_resamples, seed=seed)
+    cv = with_draws(cv, len(cases), lambda counts: 100 * mean_draws([cover[c] for c in cases])(counts),
+                    n_resamples=n_resamples, seed=seed)
     return {"S_checklist": s, "Coverage": cv}
 
 

@@ -14,15 +14,20 @@ from gavel.core.stats import (
     BOOTSTRAP_RESAMPLES,
     Stat,
     cohen_kappa,
+    cohen_kappa_draws,
     fleiss_kappa,
+    fleiss_kappa_draws,
     krippendorff_alpha,
+    krippendorff_alpha_draws,
     majority,
     majority_pairs,
+    mean_draws,
+    mean_of,
     median_rating,
     pair_f1,
     two_agree,
     unavailable,
-    with_interval,
+    with_draws,
 )
 from gavel.core.vocab import RELATIONS, STYLE_ASPECTS
 from gavel.metrics.metaeval.checklists import exact_compare, item_lists, s_checklist_case
@@ -68,18 +73,17 @@ def comparison_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int
                    extra={"confusion": pd.DataFrame(confusion_matrix(y_true, y_pred, labels=list(RELATIONS)),
                                                      index=[f"{names[0]} {r}" for r in RELATIONS],
                                                      columns=[f"{names[1]} {r}" for r in RELATIONS])})
-        pairs = list(zip(y_true, y_pred))
-        acc = with_interval(acc, pairs, lambda pick: float(np.mean([x == y for x, y in pick])),
-                            n_resamples=n_resamples, seed=seed)
+        acc = with_draws(acc, len(y_true), mean_draws([float(x == y) for x, y in zip(y_true, y_pred)]),
+                         n_resamples=n_resamples, seed=seed)
     else:
         acc = unavailable("empty")
     multi = merged[merged["mode"] == "multi"]
     f1s = [pair_f1(p, g) for p, g in zip(multi["pairs_llm"], multi["pairs_human"])]
     f1s = [f for f in f1s if f is not None]
     if f1s:
-        f1 = with_interval(Stat(float(np.mean(f1s)), "ok", len(f1s),
-                                detail=f"pairs where neither side matched anything: {len(multi) - len(f1s)}"),
-                           f1s, lambda pick: float(np.mean(pick)), n_resamples=n_resamples, seed=seed)
+        f1 = with_draws(Stat(float(np.mean(f1s)), "ok", len(f1s),
+                             detail=f"pairs where neither side matched anything: {len(multi) - len(f1s)}"),
+                        len(f1s), mean_draws(f1s), n_resamples=n_resamples, seed=seed)
     else:
         f1 = unavailable("empty" if not len(multi) else "no_pairs", len(multi))
     return {"Single": acc, "Multi": f1}
@@ -95,15 +99,12 @@ def style_metaeval(llm: pd.DataFrame, human: pd.DataFrame, n_resamples: int = BO
         return {"Style kappa": unavailable("empty"), "Style kappa (quadratic)": unavailable("empty")}
     out = {}
     tasks = sorted(m["task"].unique())
+    unit = m["task"].map({t: i for i, t in enumerate(tasks)}).to_numpy()  # resampled by task
     for name, w in (("Style kappa", None), ("Style kappa (quadratic)", "quadratic")):
         stat = cohen_kappa(list(m["human"]), list(m["llm"]), weights=w, labels=[1, 2, 3, 4, 5])
-
-        def statistic(pick, w=w):
-            sub = pd.concat([m[m["task"] == t] for t in pick])
-            k = cohen_kappa(list(sub["human"]), list(sub["llm"]), weights=w, labels=[1, 2, 3, 4, 5])
-            return k.value
-
-        out[name] = with_interval(stat, tasks, statistic, n_resamples=n_resamples, seed=seed)
+        out[name] = with_draws(stat, len(tasks), cohen_kappa_draws(list(m["human"]), list(m["llm"]), unit,
+                                                                   [1, 2, 3, 4, 5], w),
+                               n_resamples=n_resamples, seed=seed)
     return out
 
 
@@ -116,11 +117,15 @@ def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n
     """Mean over (case, annotator pair) of the symmetrised S_checklist between two annotators' value rows
     (``extraction_rows``); interval over those pairs. Pairs where no item applies are left out and counted."""
     scores, undefined = [], 0
-    for case, g in ext.groupby("case_id"):
-        who = sorted(g["annotator"].unique())
-        for x, y in itertools.combinations(who, 2):
-            a, b = item_lists(g[g["annotator"] == x]), item_lists(g[g["annotator"] == y])
-            v = float(np.mean([s_checklist_case(a, b, case, compare), s_checklist_case(b, a, case, compare)]))
+    lists = {who: item_lists(g) for who, g in ext.groupby("annotator")} if len(ext) else {}
+    raters: dict = {}
+    for case, who in zip(ext["case_id"], ext["annotator"]):
+        raters.setdefault(case, set()).add(who)
+    for case in sorted(raters):  # groupby's order: the resamples draw by position
+        for x, y in itertools.combinations(sorted(raters[case]), 2):
+            a, b = lists[x], lists[y]
+            v = float(np.mean([s_checklist_case(a, b, str(case), compare),
+                               s_checklist_case(b, a, str(case), compare)]))
             if math.isnan(v):
                 undefined += 1
             else:
@@ -132,8 +137,8 @@ def pairwise_s_checklist(ext: pd.DataFrame, compare: Callable = exact_compare, n
     detail = "judge=exact-match" if compare is exact_compare else ""
     if undefined:
         detail += f"; annotator pairs where no item applies (left out): {undefined}"
-    return with_interval(Stat(float(np.mean(scores)), "ok", len(scores), detail=detail.strip("; ")),
-                         scores, lambda pick: float(np.mean(pick)), n_resamples=n_resamples, seed=seed)
+    return with_draws(Stat(float(np.mean(scores)), "ok", len(scores), detail=detail.strip("; ")),
+                      len(scores), mean_draws(scores), n_resamples=n_resamples, seed=seed)
 
 
 def single_label_table(comp: pd.DataFrame) -> pd.DataFrame:
@@ -148,10 +153,8 @@ def single_fleiss(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, s
     if not len(table):
         return unavailable("empty")
     stat = fleiss_kappa(table, categories=list(RELATIONS))
-    cells = table.to_numpy()  # resampled by row position: the same draws as by task, without pandas indexing
-    return with_interval(stat, list(range(len(cells))),
-                         lambda pick: fleiss_kappa(cells[pick], categories=list(RELATIONS)).value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(stat, len(table), fleiss_kappa_draws(table, list(RELATIONS)),  # resampled by task
+                      n_resamples=n_resamples, seed=seed)
 
 
 def single_alpha(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
@@ -161,23 +164,24 @@ def single_alpha(table: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, se
         return unavailable("empty")
     codes = table.apply(lambda col: col.map(lambda v: RELATIONS.index(v) if isinstance(v, str) else np.nan))
     stat = krippendorff_alpha(codes.T, "nominal")
-    cells = codes.to_numpy(dtype=float)
-    return with_interval(stat, list(range(len(cells))), lambda pick: krippendorff_alpha(cells[pick].T, "nominal").value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(stat, len(codes), krippendorff_alpha_draws(codes.T, "nominal"),  # resampled by task
+                      n_resamples=n_resamples, seed=seed)
 
 
 def pairwise_f1(comp: pd.DataFrame, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
     """Mean matching F1 over annotator pairs of the multi-value comparison answers; interval over pairs."""
-    f1s = []
-    for _task, g in comp[comp["mode"] == "multi"].groupby("task"):
+    f1s, two = [], False
+    multi = comp[comp["mode"] == "multi"]
+    for _task, g in multi.groupby("task"):
+        two = two or len(g) >= 2
         for x, y in itertools.combinations(list(g["pairs"]), 2):
             f = pair_f1(x, y)
             if f is not None:
                 f1s.append(f)
-    if not f1s:
-        return unavailable("one_rater")
-    return with_interval(Stat(float(np.mean(f1s)), "ok", len(f1s)), f1s, lambda pick: float(np.mean(pick)),
-                         n_resamples=n_resamples, seed=seed)
+    if not f1s:  # the same statuses as the single-value rows: no answers, one rater, nothing matched
+        return unavailable("empty" if multi.empty else "no_pairs" if two else "one_rater")
+    return with_draws(Stat(float(np.mean(f1s)), "ok", len(f1s)), len(f1s), mean_draws(f1s),
+                      n_resamples=n_resamples, seed=seed)
 
 
 def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Stat:
@@ -185,10 +189,8 @@ def style_alpha(st: pd.DataFrame, level: str = "ordinal", n_resamples: int = BOO
     if st.empty:
         return unavailable("empty")
     table = st.pivot_table(index="annotator", columns="task", values="rating", aggfunc="first")
-    cells = table.to_numpy(dtype=float)
-    return with_interval(krippendorff_alpha(table, level), list(range(cells.shape[1])),
-                         lambda pick: krippendorff_alpha(cells[:, pick], level).value,
-                         n_resamples=n_resamples, seed=seed)
+    return with_draws(krippendorff_alpha(table, level), table.shape[1], krippendorff_alpha_draws(table, level),
+                      n_resamples=n_resamples, seed=seed)  # resampled by task
 
 
 def style_two_agree(st: pd.DataFrame) -> Stat:
@@ -196,7 +198,8 @@ def style_two_agree(st: pd.DataFrame) -> Stat:
     wide = st.pivot_table(index=["task", "aspect"], columns="annotator", values="rating", aggfunc="first")
     rows = [sorted(r.dropna().tolist()) for _, r in wide.iterrows()] if len(wide) else []
     rows = [r for r in rows if len(r) == 3]
-    return two_agree(rows) if rows else unavailable("unequal_raters" if len(wide) else "empty")
+    return two_agree(rows) if rows else unavailable("too_few_raters" if len(wide) else "empty", len(wide),
+                                                    "no unit has three ratings")
 
 
 def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, compare: Callable = exact_compare,
@@ -211,13 +214,10 @@ def inter_annotator(export: pd.DataFrame, texts: dict[str, str] | None = None, c
     out["single-value Fleiss kappa"] = single_fleiss(single_label_table(comp), **kw)
     out["multi-value pairwise F1"] = pairwise_f1(comp, **kw)
     st = style_ratings(export)
-    alphas = []
     for aspect in STYLE_ASPECTS:
-        out[f"style alpha {aspect}"] = a = style_alpha(st[st["aspect"] == aspect], level, **kw)
-        if a.ok:
-            alphas.append(a.value)
-    out["style alpha (mean of aspects)"] = (Stat(float(np.mean(alphas)), "ok", len(alphas), detail=f"level={level}")
-                                           if alphas else unavailable("no_variance" if len(st) else "empty"))
+        out[f"style alpha {aspect}"] = style_alpha(st[st["aspect"] == aspect], level, **kw)
+    out["style alpha (mean of aspects)"] = mean_of([out[f"style alpha {a}"] for a in STYLE_ASPECTS],
+                                                   detail=f"level={level}")
     out["style two-agree share"] = style_two_agree(st)
     return out
 

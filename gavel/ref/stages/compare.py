@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from gavel.answers import Unusable, read
 from gavel.core.checklist import comparable_values
 from gavel.core.items import load as load_checklist
-from gavel.core.vocab import relation_of
+from gavel.core.vocab import matching_of, relation_of
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 
@@ -98,12 +98,24 @@ RESIDUAL_ITEM = "residual_facts"
 RESIDUAL_LABEL = "Facts outside the checklist"
 
 
+#: what a judged row carries beyond the ``compare.csv`` columns (the per-judgment table: gavel.ref.orders)
+JUDGMENT_FIELDS = ("order", "answer_ab", "only_in_model", "only_in_reference")
+
+
+def swapped_stage(stage: str) -> str:
+    """The request stage of the second order (``--orders both``): its own custom ids and ``answers.csv`` rows."""
+    return f"{stage}_swapped"
+
+
 def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_tokens: int | None = None,
                    structured: bool = True, stage: str = STAGE,
-                   checklist=None) -> tuple[list[tuple[Request, dict]], list[dict]]:
+                   order: int = 1, checklist=None) -> tuple[list[tuple[Request, dict]], list[dict]]:
     """(jobs, gated rows). A job is (request, meta): ``meta`` is what ``parse_response`` needs to map the
-    answer back (sides, lengths). Gated pairs get their score without a request. Item names are those of
-    ``checklist`` (a ``gavel.core.items.Checklist``, a name or a file; default: the packaged default)."""
+    answer back (sides, lengths). Gated pairs get their score without a request. ``order=2`` asks every
+    judged pair with the sides swapped (request stage ``swapped_stage(stage)``, ``meta["order"] = 2``). Item
+    names are those of ``checklist`` (a ``gavel.core.items.Checklist``, a name or a file; default: the default)."""
+    if order not in (1, 2):
+        raise ValueError(f"order is 1 or 2, got {order!r}")
     checklist = load_checklist(checklist)
     jobs, gated = [], []
     params = {"max_tokens": max_tokens} if max_tokens else {}
@@ -120,7 +132,7 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
         if g not in ("single", "multi"):
             gated.append(_row(p, g, m, r))
             continue
-        a_is_model = model_is_a(seed, p.subject, p.case_id, p.item)
+        a_is_model = model_is_a(seed, p.subject, p.case_id, p.item) == (order == 1)
         a, b = (m, r) if a_is_model else (r, m)
         name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else checklist.item(p.item).name
         if g == "single":
@@ -129,33 +141,47 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
         else:
             messages = prompts.render_messages("compare_multi", item_name=name, a=_numbered(a), b=_numbered(b))
             schema = MULTI_SCHEMA
-        req = Request(stage=stage, model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
+        req = Request(stage=stage if order == 1 else swapped_stage(stage), model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
                       item=p.item, subject=p.subject, schema=schema if structured else None)
-        jobs.append((req, {"subject": p.subject, "case_id": p.case_id, "item": p.item, "gate": g,
-                           "model_is_a": a_is_model, "n_model": len(m), "n_reference": len(r)}))
+        meta = {"subject": p.subject, "case_id": p.case_id, "item": p.item, "gate": g,
+                "model_is_a": a_is_model, "n_model": len(m), "n_reference": len(r)}
+        jobs.append((req, meta if order == 1 else {**meta, "order": 2}))
     return jobs, gated
 
 
 def parse_response(meta: dict, response: Response | None) -> dict:
     """One judged pair -> a row with the relation (model/reference wording) or the matched pairs
     (model index, reference index), the score, and a status (``ok`` or why the answer is unusable).
-    The answer is read by ``gavel.answers.read`` (A/B wording), then mapped by the pair's orientation."""
-    row = {**meta, "relation": None, "pairs": None, "score": None, "status": "ok", "detail": "", "problems": ""}
+    The answer is read by ``gavel.answers.read`` (A/B wording), then mapped by the pair's orientation
+    (``gavel.core.vocab``). The row also carries ``JUDGMENT_FIELDS``: the answer as read in A/B wording
+    (``answer_ab``), the unmatched sides in model/reference wording, and the order."""
+    row = {**meta, "relation": None, "pairs": None, "score": None, "status": "ok", "detail": "", "problems": "",
+           "order": meta.get("order", 1), "answer_ab": None, "only_in_model": None, "only_in_reference": None}
     if response is None or not response.ok:
         return {**row, "status": "failed", "detail": (response.error if response else "no response") or ""}
     a_is_model = meta["model_is_a"]
     n_a, n_b = (meta["n_model"], meta["n_reference"]) if a_is_model else (meta["n_reference"], meta["n_model"])
     try:
         if meta["gate"] == "single":
-            relation = relation_of(read("compare_single", response.text, response.finish_reason)["relation"],
-                                   a_is_model)
-            return {**row, "relation": relation, "score": scoring.relation_score(relation)}
+            ab = read("compare_single", response.text, response.finish_reason)["relation"]
+            relation = relation_of(ab, a_is_model)
+            return {**row, "relation": relation, "score": scoring.relation_score(relation), "answer_ab": ab}
         reading = read("compare_multi", response.text, response.finish_reason, n_a=n_a, n_b=n_b)
     except Unusable as err:
         return {**row, "status": err.reason, "detail": err.detail}
-    pairs = [(a, b) if a_is_model else (b, a) for a, b in reading["common"]]
+    mapped = matching_of(reading["common"], reading["only_in_a"], reading["only_in_b"], a_is_model)
+    pairs = [tuple(p) for p in mapped["pairs"]]
     problems = "; ".join(f"{d['field']} {d['value']!r}: {d['why'].replace('_', ' ')}" for d in reading["dropped"])
     if not pairs and reading["dropped"] and not (reading["only_in_a"] or reading["only_in_b"]):
         return {**row, "status": "indices", "detail": problems}
     score = scoring.matching_f1(pairs, meta["n_model"], meta["n_reference"])
-    return {**row, "pairs": json.dumps(sorted(set(pairs))), "score": score, "problems": problems}
+    answer = {"common": [list(p) for p in reading["common"]], "only_in_A": reading["only_in_a"],
+              "only_in_B": reading["only_in_b"]}
+    return {**row, "pairs": json.dumps(pairs), "score": score, "problems": problems,
+            "answer_ab": json.dumps(answer), "only_in_model": json.dumps(mapped["only_in_model"]),
+            "only_in_reference": json.dumps(mapped["only_in_reference"])}
+
+
+def table_rows(rows: list[dict]) -> list[dict]:
+    """Judged rows as ``compare.csv`` / ``residual_match.csv`` hold them (without ``JUDGMENT_FIELDS``)."""
+    return [{k: v for k, v in r.items() if k not in JUDGMENT_FIELDS} for r in rows]

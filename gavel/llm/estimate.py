@@ -1,0 +1,138 @@
+"""The dry run: what a stage's requests would cost, before anything is sent.
+
+Input tokens are counted (o200k_base); output tokens per model come from measured answer lengths -- the
+caller's measurement (e.g. the release's recorded answers of that stage), else this stage's own earlier
+answers in its cache -- and only when there is neither from the output cap, said so (an upper bound). Prices
+come from the price table (gavel.core.prices) in the mode the run will use: a provider without a batch API
+runs online whatever was asked. A model the provider does not serve is refused (``allow_unserved`` prices
+it anyway, with a warning). The estimate is kept in ``<workdir>/estimate.json`` so that the run's ledger can
+stand beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from gavel.core import prices
+
+from .providers.base import ProviderError
+
+COLUMNS = ["provider", "model", "mode", "requests", "input_tokens", "output_tokens_est", "output_from",
+           "cost_usd_est", "price_row"]
+
+
+def run_mode(provider, mode: str) -> str:
+    """The mode a run will really use: online where the provider has no batch API."""
+    return mode if mode == "online" or getattr(provider, "supports_batch", True) else "online"
+
+
+def unserved(provider, model: str) -> str | None:
+    """Why ``provider`` cannot answer for ``model`` (its registry provider is another), or None."""
+    if provider.serves_any_model:
+        return None
+    from gavel.core import config
+
+    try:
+        own = config.model(model).provider
+    except KeyError:
+        return None  # the run's own check names an unknown model
+    if own == provider.name:
+        return None
+    return f"provider {provider.name} does not serve {model} (it is served by {own})"
+
+
+def measured_output(runner) -> tuple[float | None, int]:
+    """Mean output tokens of this stage's earlier answers in the runner's cache, and how many."""
+    total, n = 0, 0
+    for path in Path(runner.cache.folder).glob("*/*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if data.get("output_tokens") is None or data.get("custom_id", "").rsplit("-", 1)[0] != runner.stage[:23]:
+            continue
+        total += data["output_tokens"]
+        n += 1
+    return (total / n if n else None), n
+
+
+def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, cached_prefix_tokens: int = 0,
+            show: bool = True, allow_unserved: bool = False, keep: bool = True):
+    """See the module's docstring. ``expected_output_tokens``: one number for every model, or {model: tokens};
+    ``keep=False`` writes no estimate.json (a caller that keeps the estimate of several stages itself)."""
+    import pandas as pd
+
+    from gavel.core.tokens import count_tokens
+
+    mode = run_mode(runner.provider, mode)
+    problems = sorted({why for r in requests if (why := unserved(runner.provider, r.model))})
+    if problems and not allow_unserved:
+        raise ProviderError("; ".join(problems) + ": choose the provider that serves it (or price it anyway with "
+                            "--allow-unserved)")
+    for why in problems:
+        print(f"warning: {why}; priced at its list price anyway", file=sys.stderr)
+    outputs: dict[str, tuple[float | None, str]] = {}
+    rows, too_long = [], {}
+    for r in requests:
+        m = runner._registry_model(r.model)
+        n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
+        cap = r.params.get("max_tokens") or m.max_output_tokens
+        if r.model not in outputs:
+            given = expected_output_tokens.get(r.model) if isinstance(expected_output_tokens, dict) \
+                else expected_output_tokens
+            if given:
+                outputs[r.model] = (float(given), "given")
+            else:
+                mean, n = measured_output(runner)
+                outputs[r.model] = (mean, f"this stage's {n} earlier answers") if n else (None, "cap (no measurement)")
+        mean, source = outputs[r.model]
+        n_out = cap if mean is None else min(cap, mean)
+        cached_in = min(cached_prefix_tokens, n_in)
+        priced = prices.cost(r.model, {"input": n_in, "cache_read": cached_in, "output": n_out}, mode,
+                             provider=runner.provider.name)
+        is_cached = runner.is_cached(r)
+        if not is_cached and n_in + cap > m.context_window:
+            too_long[r.custom_id] = runner.too_long(r)
+        rows.append({"provider": runner.provider.name, "model": r.model, "mode": mode, "cached": is_cached,
+                     "too_long": r.custom_id in too_long, "input_tokens": n_in, "output_tokens_est": n_out,
+                     "output_from": source, "cost_usd_est": priced.usd or 0.0, "price_row": priced.row})
+    df = pd.DataFrame(rows, columns=COLUMNS[:6] + ["cached", "too_long"] + COLUMNS[6:])
+    to_send = df[~df["cached"] & ~df["too_long"]]
+    summary = to_send.groupby(["provider", "model", "mode"]).agg(
+        requests=("input_tokens", "size"), input_tokens=("input_tokens", "sum"),
+        output_tokens_est=("output_tokens_est", "sum"), output_from=("output_from", "first"),
+        cost_usd_est=("cost_usd_est", "sum"), price_row=("price_row", "first")).reset_index()
+    summary = summary[COLUMNS]
+    summary.attrs["already_cached"] = int(df["cached"].sum())
+    summary.attrs["too_long"] = too_long
+    summary.attrs["mode"] = mode
+    total = float(summary["cost_usd_est"].sum())
+    if keep:
+        runner.workdir.mkdir(parents=True, exist_ok=True)
+        (runner.workdir / "estimate.json").write_text(json.dumps(
+            {"stage": runner.stage, "mode": mode, "usd": total, "requests": int(len(to_send)),
+             "input_tokens": int(to_send["input_tokens"].sum()),
+             "output_tokens_est": float(to_send["output_tokens_est"].sum()),
+             "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
+    if show:
+        print(f"dry run of stage {runner.stage!r}, priced as {mode} (the mode the run will use): {len(to_send)} to "
+              f"send, {int(df['cached'].sum())} already cached, {len(too_long)} too long for the context window "
+              f"(will not be sent); total ${total:.4f}; nothing was sent")
+        print(summary.to_string(index=False))
+        if (summary["output_from"] == "cap (no measurement)").any():
+            print("  output at the cap (no answers of this stage measured yet): an upper bound; once a few requests "
+                  "have run, the next dry run measures their answers")
+        for cid, why in too_long.items():
+            print(f"  too long {cid}: {why}")
+    return summary
+
+
+def read_estimate(workdir: str | Path) -> float | None:
+    """The dry run's estimate (USD) kept in a workdir, or None."""
+    try:
+        return float(json.loads((Path(workdir) / "estimate.json").read_text(encoding="utf-8"))["usd"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,218 @@
+"""What a GAVEL-REF evaluation costs: the dry run's one total before it runs, and the ledger after.
+
+Before: extract and style are priced request by request (their requests are known); compare and residual
+depend on what extraction finds, so they are a range, from none of their requests to every one (every
+(summary, item) pair judged; every summary with residual facts). Output tokens per stage are measured
+answer lengths: this run's own earlier answers in the stage's cache, else the release's recorded answers of
+the stage (extract: the released summary checklists; compare: the released judgments) or, for the stages the
+release has no answers of, of the stage whose answers have the same shape (residual facts: extraction;
+residual matching and style: judgments); only with none of these is the output cap used, and said so.
+
+After: ``cost.csv`` in the output folder (every stage's ledger, gavel.llm.ledger) and one closing line
+with the estimate beside the actual.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from gavel.core import config, prices
+from gavel.core.tokens import count_tokens
+from gavel.llm import estimate, ledger
+from gavel.llm.providers.base import ProviderError
+from gavel.llm.runner import StageRunner
+from gavel.ref import prompts
+from gavel.ref.stages import compare, extract, style
+
+#: sampled answers per stage when measuring the release's answer lengths (every k-th, in a fixed order)
+SAMPLE = 1500
+RANGE_COLUMNS = ["stage", "model", "requests_low", "requests_high", "input_tokens_high", "output_tokens_est",
+                 "output_from", "usd_low", "usd_high"]
+
+
+def _mean_tokens(texts: list[str]) -> float | None:
+    if not texts:
+        return None
+    step = max(1, len(texts) // SAMPLE)
+    sample = texts[::step]
+    return sum(count_tokens(t) for t in sample) / len(sample)
+
+
+def recorded_lengths() -> dict:
+    """recorded_answer_lengths of the release gavel finds (GAVEL_RELEASE); {} without one."""
+    try:
+        root = config.release_root()
+    except config.ReleaseNotFoundError:
+        return {}
+    return recorded_answer_lengths(str(root))
+
+
+@lru_cache(maxsize=2)
+def recorded_answer_lengths(root: str) -> dict:
+    """Mean o200k tokens of the release's recorded answers by stage, and of an item's value list:
+    ``{"extract": (mean, source), "compare": (mean, source), "values": mean}``; {} without a release. The
+    release keeps the parsed answers (values with evidence; relations and matchings), not the models'
+    reasoning text, so these are lower than what a model that reasons aloud writes."""
+    from gavel.release import load_release
+
+    rel = load_release(root)
+    values = rel.checklist_values[rel.checklist_values["origin"] == "summary"]
+    answers, lists = [], []
+    for _, g in values.groupby(["model", "part", "case_id", "item"], sort=True):
+        answers.append(json.dumps({"extracted": [{"value": v, "evidence": list(e) if e is not None else []}
+                                                 for v, e in zip(g["value"], g["evidence"])]}, ensure_ascii=False))
+        lists.append("\n".join(f"{i}. {v}" for i, v in enumerate(g["value"], 1)))
+    items = rel.checklist_items[rel.checklist_items["origin"] == "summary"]
+    answers += [json.dumps({"extracted": []})] * int((items["n_values"] == 0).sum())
+    judged = rel.judgments[rel.judgments["task"] == "summary"]
+    verdicts = [json.dumps({"relation": r.relation} if r.kind == "relation" else
+                           {"common": [list(p) for p in r.pairs], "only_in_A": list(r.only_in_model),
+                            "only_in_B": list(r.only_in_reference)}, default=str) for r in judged.itertuples()]
+    out = {}
+    if answers:
+        out["extract"] = (_mean_tokens(answers), f"release: {len(answers)} recorded extraction answers")
+    if verdicts:
+        out["compare"] = (_mean_tokens(verdicts), f"release: {len(verdicts)} recorded judgments")
+    out["values"] = _mean_tokens(lists) or 0.0
+    return out
+
+
+#: the release's stage whose answers have the same shape, for the stages the release has no answers of
+SAME_SHAPE = {"extract": "extract", "compare": "compare", "residual": "extract", "residual_match": "compare",
+              "style": "compare"}
+
+
+def output_for(runner: StageRunner, measured: dict, stage: str) -> tuple[float | None, str]:
+    """Output tokens per answer of ``stage``: this stage's own earlier answers (same prompts, same model) when
+    it has some, else the release's recorded answers of the stage (or of the stage whose answers have the same
+    shape), else None (the cap)."""
+    mean, n = estimate.measured_output(runner)
+    if n:
+        return mean, f"this stage's {n} earlier answers"
+    like = SAME_SHAPE[stage]
+    if like in measured:
+        tokens, source = measured[like]
+        return tokens, source + ("" if like == stage else f" ({like}: the same answer shape)")
+    return None, "cap (no measurement)"
+
+
+def _range_row(stage: str, model: str, n_high: int, inputs: list[int], out: tuple, cap: int, mode: str,
+               provider) -> dict:
+    mean, source = out
+    per_out = cap if mean is None else min(cap, mean)
+    usd = sum(prices.cost(model, {"input": n, "output": per_out}, mode, provider=provider.name).usd or 0.0
+              for n in inputs)
+    return {"stage": stage, "model": model, "requests_low": 0, "requests_high": n_high,
+            "input_tokens_high": int(sum(inputs)), "output_tokens_est": per_out * n_high, "output_from": source,
+            "usd_low": 0.0, "usd_high": usd}
+
+
+def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame:
+    """The table of extract and style (requests, tokens, cost), with ``attrs``: ``range`` (compare and
+    residual, from none to all of their requests), ``total`` ((low, high) USD), ``mode`` and ``too_long``;
+    the total is kept in ``out/estimate.json`` for the run's closing line."""
+    from gavel.llm.registry import llm_model
+
+    out = Path(out)
+    problems = sorted({why for m in (s.extractor, s.judge) if (why := estimate.unserved(provider, m))})
+    if problems and not s.allow_unserved:
+        raise ProviderError("; ".join(problems) + ": choose the provider that serves them, or --extractor and "
+                            "--judge models it serves (or price them anyway with --allow-unserved)")
+    kept = [(subj, c, t) for subj, c, t in summaries if c in references]
+    texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
+    measured = recorded_lengths()
+    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.max_tokens, s.structured)
+    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
+                                             s.max_tokens, s.structured, checklist=s.checklist)]
+    tables, too_long, runners = [], [], {}
+    for stage, reqs in (("extract", ex), ("style", sty)):
+        runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False,
+                                     **s.runner_namespace)
+        tokens, source = output_for(runners[stage], measured, stage)
+        t = estimate.dry_run(runners[stage], reqs, s.mode, tokens, show=False, allow_unserved=s.allow_unserved,
+                             keep=False)  # nothing is written in the stages' folders: out/estimate.json holds it
+        if tokens is not None:
+            t["output_from"] = source
+        tables.append(t.assign(stage=stage))
+        by_id = {r.custom_id: r for r in reqs}
+        too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
+                      "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
+    table = pd.concat(tables, ignore_index=True)
+    mode = estimate.run_mode(provider, s.mode)
+    for stage in ("compare", "residual", "residual_match"):
+        runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False,
+                                     **s.runner_namespace)
+    value_tokens = measured.get("values", 0.0)
+    judge, extractor = llm_model(s.judge), llm_model(s.extractor)
+    judge_cap, extractor_cap = s.max_tokens or judge.max_output_tokens, s.max_tokens or extractor.max_output_tokens
+    per_item = [count_tokens("".join(m["content"] for m in prompts.render_messages(
+        "compare_multi", item_name=it.name, a="", b=""))) + 2 * value_tokens for it in s.items]
+    k = 2 if s.orders == "both" else 1  # --orders both: every judged pair is asked in both orders
+    compare_inputs = [round(n) for _ in kept for n in per_item] * k
+    fact_inputs = [count_tokens("".join(m["content"] for m in prompts.render_messages("residual", spans=t)))
+                   for _, _, t in texts]
+    match_template = count_tokens("".join(m["content"] for m in prompts.render_messages(
+        "compare_multi", item_name=compare.RESIDUAL_LABEL, a="", b="")))
+    match_inputs = [match_template + count_tokens(t) + count_tokens(references[c]) for _, c, t in kept] * k
+    ranges = pd.DataFrame([
+        _range_row("compare", s.judge, len(compare_inputs), compare_inputs,
+                   output_for(runners["compare"], measured, "compare"), judge_cap, mode, provider),
+        _range_row("residual", s.extractor, len(fact_inputs), fact_inputs,
+                   output_for(runners["residual"], measured, "residual"), extractor_cap, mode, provider),
+        _range_row("residual_match", s.judge, len(match_inputs), match_inputs,
+                   output_for(runners["residual_match"], measured, "residual_match"), judge_cap, mode, provider)],
+        columns=RANGE_COLUMNS)
+    fixed = float(table["cost_usd_est"].sum())
+    total = (fixed, fixed + float(ranges["usd_high"].sum()))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "estimate.json").write_text(json.dumps({"usd_low": total[0], "usd_high": total[1], "mode": mode,
+                                                   "written_at": ledger.stamp_time()}, indent=1))
+    table.attrs.update(too_long=pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id",
+                                                                 "why"]), range=ranges, total=total, mode=mode,
+                       compare_max=len(compare_inputs), residual_match_max=len(match_inputs),
+                       fact_max=len(fact_inputs), orders=s.orders)
+    return table
+
+
+def show(table: pd.DataFrame) -> None:
+    """Print a dry run's tables, its one total, and the requests too long to send."""
+    with pd.option_context("display.width", 220, "display.max_columns", 20, "display.max_colwidth", 60):
+        print(table.to_string(index=False))
+        print("compare and residual (their requests depend on what extraction finds: from none to all):")
+        print(table.attrs["range"].to_string(index=False))
+    a = table.attrs
+    print(f"compare: at most {a['compare_max']} requests; residual: at most {a['fact_max']} fact requests and "
+          f"{a['residual_match_max']} matchings (they depend on the extracted values"
+          + ("; --orders both: each judged pair in both orders, twice the requests of one order"
+             if a["orders"] == "both" else "") + ")")
+    low, high = table.attrs["total"]
+    print(f"total: ${low:.2f} to ${high:.2f}, priced as {table.attrs['mode']} (the mode the run will use) at the "
+          f"price table's list prices; nothing was sent")
+    too_long = table.attrs["too_long"]
+    if len(too_long):
+        print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "
+              f"send them):")
+        for row in too_long.to_dict("records"):
+            print(f"  too long: {row['stage']} {row['subject']} case {row['case_id']}"
+                  + (f" item {row['item']}" if row["item"] else "") + f": {row['why']}")
+
+
+def read_estimate(out: str | Path) -> tuple[float, float] | None:
+    try:
+        data = json.loads((Path(out) / "estimate.json").read_text(encoding="utf-8"))
+        return float(data["usd_low"]), float(data["usd_high"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def cost_line(result: dict, out: str | Path) -> str:
+    """The closing line of ``evaluate``: every repeat's ledger (their cost.csv) in one, beside the estimate."""
+    tables = [run["cost"] for run in result["runs"] if "cost" in run]
+    table = pd.concat(tables, ignore_index=True) if tables else ledger.table([])
+    if len(result["runs"]) > 1:
+        ledger.write(Path(out) / "cost_all_repeats.csv", table)
+    return ledger.closing_line(table, Path(out) / "cost.csv", read_estimate(out))

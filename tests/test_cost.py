@@ -1,0 +1,386 @@
+"""What a run costs: usage as each provider reports it (fake servers speaking each wire format), priced by the
+dated price table, summed into cost.csv. Every expected dollar figure is computed by hand in the test from the
+list prices of gavel/core/prices.yaml (USD per million tokens)."""
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+import yaml
+from fakes.anthropic_fake import FakeAnthropic
+from fakes.gemini_fake import FakeGemini
+from fakes.openai_fake import FakeOpenAI
+
+from gavel.core import prices
+from gavel.llm import Request, ledger
+from gavel.llm.providers import get_provider
+from gavel.llm.providers.base import ProviderError
+from gavel.llm.runner import StageRunner
+
+KEY = "sk-cost-test-key-0000000000"
+GPT5, GPT41 = "gpt-5-2025-08-07", "gpt-4.1-2025-04-14"
+SONNET, PRO = "claude-sonnet-4-20250514-thinking", "gemini-2.5-pro"
+
+
+def request(model, ident, stage="judge"):
+    return Request(stage=stage, model=model, case_id=ident, item="filing_date",
+                   messages=[{"role": "system", "content": "Be terse."}, {"role": "user", "content": f"id={ident}"}])
+
+
+def runner(provider, srv, tmp_path, **kw):
+    base = srv.url + ("/v1" if provider == "openai" else "")
+    return StageRunner("judge", get_provider(provider, base_url=base, api_key=KEY), tmp_path / "run",
+                       poll_interval=0.01, progress=False, **kw)
+
+
+def cost_csv(tmp_path):
+    return pd.read_csv(tmp_path / "run" / "cost.csv")
+
+
+def test_openai_batch_with_cached_input_and_reasoning(tmp_path):
+    rq = request(GPT5, "a")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda cid: {"prompt_tokens": 10_000, "completion_tokens": 3_000, "total_tokens": 13_000,
+                                     "prompt_tokens_details": {"cached_tokens": 8_000},
+                                     "completion_tokens_details": {"reasoning_tokens": 2_000}}
+        report = runner("openai", srv, tmp_path).run([rq], mode="batch")
+    usage = report.responses[rq.custom_id].usage
+    assert (usage["input"], usage["cache_read"], usage["output"], usage["reasoning"]) == (10_000, 8_000, 3_000, 2_000)
+    assert usage["cache_write"] is None and usage["mode"] == "batch"  # OpenAI reports no cache writes: unknown
+    row = cost_csv(tmp_path).iloc[0]
+    # GPT-5: 2,000 uncached x $1.25 + 8,000 cached x $0.125 + 3,000 output x $10, half price in batch
+    assert row["usd"] == pytest.approx(0.5 * (2_000 * 1.25 + 8_000 * 0.125 + 3_000 * 10.0) / 1e6)
+    assert row["usd"] == pytest.approx(0.01675)
+    assert (row["cache_read_tokens"], row["reasoning_tokens"], row["mode"]) == (8_000, 2_000, "batch")
+    assert row["price_row"] == "gpt-5-2025-08-07@2025-08-07 batch -50%" and row["unknown"] == 0
+
+
+def test_openai_online_chat_usage_and_service_tier(tmp_path):
+    rq = request(GPT41, "b")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda cid: {"prompt_tokens": 5_000, "completion_tokens": 200, "total_tokens": 5_200,
+                                     "prompt_tokens_details": {"cached_tokens": 4_096},
+                                     "completion_tokens_details": {"reasoning_tokens": 0}, "service_tier": "default"}
+        report = runner("openai", srv, tmp_path).run([rq], mode="online")
+    usage = report.responses[rq.custom_id].usage
+    assert usage["service_tier"] == "default" and usage["mode"] == "online"
+    row = cost_csv(tmp_path).iloc[0]
+    # GPT-4.1 online: 904 x $2 + 4,096 x $0.50 + 200 x $8
+    assert row["usd"] == pytest.approx((904 * 2.0 + 4_096 * 0.5 + 200 * 8.0) / 1e6)
+    assert row["usd"] == pytest.approx(0.005456)
+
+
+def test_anthropic_cache_write_and_read_in_one_call_are_counted_once_each(tmp_path):
+    rq = request(SONNET, "c")
+    with FakeAnthropic() as srv:
+        srv.usage_for = lambda cid: {"input_tokens": 50, "output_tokens": 300, "cache_creation_input_tokens": 1_000,
+                                     "cache_read_input_tokens": 2_000, "service_tier": "standard",
+                                     "cache_creation": {"ephemeral_5m_input_tokens": 600,
+                                                        "ephemeral_1h_input_tokens": 400}}
+        report = runner("anthropic", srv, tmp_path).run([rq], mode="online")
+    usage = report.responses[rq.custom_id].usage
+    assert usage["input"] == 3_050  # 50 after the breakpoint + 1,000 written + 2,000 read: each once
+    assert (usage["cache_write"], usage["cache_write_5m"], usage["cache_write_1h"]) == (1_000, 600, 400)
+    assert usage["service_tier"] == "standard"
+    row = cost_csv(tmp_path).iloc[0]
+    # Sonnet 4: 50 x $3 + 2,000 read x $0.30 + 600 written (5 min) x $3.75 + 400 written (1 h) x $6 + 300 x $15
+    assert row["usd"] == pytest.approx((50 * 3.0 + 2_000 * 0.3 + 600 * 3.75 + 400 * 6.0 + 300 * 15.0) / 1e6)
+    assert row["usd"] == pytest.approx(0.0099)
+    assert row["input_tokens"] == 3_050 and row["cache_write_tokens"] == 1_000
+
+
+def test_anthropic_batch_with_cached_input(tmp_path):
+    rq = request(SONNET, "d")
+    with FakeAnthropic() as srv:
+        srv.usage_for = lambda cid: {"input_tokens": 100, "output_tokens": 50, "cache_creation_input_tokens": 0,
+                                     "cache_read_input_tokens": 5_000, "service_tier": "batch"}
+        report = runner("anthropic", srv, tmp_path).run([rq], mode="batch")
+    assert report.responses[rq.custom_id].usage["service_tier"] == "batch"
+    row = cost_csv(tmp_path).iloc[0]
+    # the read is priced at the cache rate, then halved like every other class: (100 x 3 + 5,000 x 0.30 + 50 x 15) / 2
+    assert row["usd"] == pytest.approx(0.5 * (100 * 3.0 + 5_000 * 0.3 + 50 * 15.0) / 1e6)
+    assert row["usd"] == pytest.approx(0.001275)
+
+
+def test_gemini_prompt_over_the_tier_threshold_prices_the_whole_request(tmp_path):
+    over, under = request(PRO, "e"), request(PRO, "f")
+    counts = {over.custom_id: 250_000, under.custom_id: 200_000}
+    with FakeGemini() as srv:
+        srv.usage_for = lambda cid: {"promptTokenCount": counts[cid], "cachedContentTokenCount": 50_000,
+                                     "candidatesTokenCount": 1_000, "thoughtsTokenCount": 3_000,
+                                     "totalTokenCount": counts[cid] + 4_000}
+        report = runner("gemini", srv, tmp_path).run([over, under], mode="batch")
+    usage = report.responses[over.custom_id].usage
+    assert (usage["input"], usage["cache_read"], usage["output"], usage["reasoning"]) == (250_000, 50_000, 4_000, 3_000)
+    table = cost_csv(tmp_path).set_index("price_row")
+    # over 200K: every token at the long-context rates ($2.50 in, $0.625 cached, $15 out), half price in batch
+    high = table.loc["gemini-2.5-pro@2025-06-17 >200000 batch -50%", "usd"]
+    assert high == pytest.approx(0.5 * (200_000 * 2.5 + 50_000 * 0.625 + 4_000 * 15.0) / 1e6)
+    assert high == pytest.approx(0.295625)
+    # exactly 200K is not over: base rates ($1.25, $0.31, $10)
+    low = table.loc["gemini-2.5-pro@2025-06-17 batch -50%", "usd"]
+    assert low == pytest.approx(0.5 * (150_000 * 1.25 + 50_000 * 0.31 + 4_000 * 10.0) / 1e6)
+
+
+def test_gemini_online_usage_metadata(tmp_path):
+    rq = request("gemini-2.5-flash", "g")
+    with FakeGemini() as srv:
+        srv.usage_for = lambda cid: {"promptTokenCount": 1_000, "cachedContentTokenCount": 400,
+                                     "candidatesTokenCount": 100, "thoughtsTokenCount": 50, "totalTokenCount": 1_150}
+        runner("gemini", srv, tmp_path).run([rq], mode="online")
+    row = cost_csv(tmp_path).iloc[0]
+    # Flash: 600 x $0.30 + 400 x $0.075 + (100 + 50 thinking) x $2.50
+    assert row["usd"] == pytest.approx((600 * 0.3 + 400 * 0.075 + 150 * 2.5) / 1e6)
+    assert row["reasoning_tokens"] == 50 and row["output_tokens"] == 150
+
+
+def test_a_response_without_usage_is_unknown_not_zero(tmp_path):
+    with_usage, without = request(GPT41, "h"), request(GPT41, "i")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: None if ident == "i" else {
+            "prompt_tokens": 1_000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 0}}
+        run = runner("openai", srv, tmp_path)
+        report = run.run([with_usage, without], mode="online")
+    usage = report.responses[without.custom_id].usage
+    assert usage["input"] is None and usage["output"] is None  # never 0
+    table = cost_csv(tmp_path)
+    row = table.iloc[0]
+    assert row["requests"] == 2 and row["unknown"] == 1 and row["unknown_fields"] == "cache_read;input;output"
+    assert row["input_tokens"] == 1_000  # the sum of the reported counts only
+    assert row["usd"] == pytest.approx((1_000 * 2.0 + 10 * 8.0) / 1e6)  # the unpriced one is not in it
+    assert "1 without the usage their price needs" in ledger.closing_line(run.cost_table())
+
+
+def test_a_price_change_between_two_requests_of_one_run(tmp_path, monkeypatch):
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"prices": [
+        {"model": GPT41, "since": "2026-01-01", "source": "test", "input": 2.0, "output": 8.0},
+        {"model": GPT41, "since": "2026-06-01", "source": "test", "input": 1.0, "output": 4.0}]}))
+    monkeypatch.setenv("GAVEL_MODELS", str(models))
+    clock = iter([dt.datetime(2026, 5, 31, 23, 0, tzinfo=dt.UTC),  # the run begins
+                  dt.datetime(2026, 5, 31, 23, 59, tzinfo=dt.UTC), dt.datetime(2026, 6, 1, 0, 1, tzinfo=dt.UTC)])
+    monkeypatch.setattr(ledger, "now", lambda: next(clock))
+    first, second = request(GPT41, "j"), request(GPT41, "k")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: {"prompt_tokens": 1_000, "completion_tokens": 100,
+                                       "prompt_tokens_details": {"cached_tokens": 0}}
+        runner("openai", srv, tmp_path, concurrency=1).run([first, second], mode="online")
+    table = cost_csv(tmp_path).set_index("price_row")["usd"]
+    assert table[f"{GPT41}@2026-01-01"] == pytest.approx((1_000 * 2.0 + 100 * 8.0) / 1e6)  # $0.0028
+    assert table[f"{GPT41}@2026-06-01"] == pytest.approx((1_000 * 1.0 + 100 * 4.0) / 1e6)  # $0.0014
+
+
+def test_a_cached_rerun_costs_nothing_new_and_says_which_rows_were_cached(tmp_path):
+    rq = [request(GPT41, f"m{i}") for i in range(3)]
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: {"prompt_tokens": 1_000, "completion_tokens": 100,
+                                       "prompt_tokens_details": {"cached_tokens": 0}}
+        runner("openai", srv, tmp_path).run(rq[:2], mode="online")
+        paid = (1_000 * 2.0 + 100 * 8.0) / 1e6
+        assert cost_csv(tmp_path)["usd"].sum() == pytest.approx(2 * paid)
+        again = runner("openai", srv, tmp_path)
+        again.run(rq, mode="online")  # two from the cache, one new
+    table = cost_csv(tmp_path).set_index("cached")
+    assert table.loc[True, "requests"] == 2 and table.loc[True, "usd"] == 0.0
+    assert table.loc[True, "usd_when_answered"] == pytest.approx(2 * paid)
+    assert table.loc[False, "requests"] == 1 and table.loc[False, "usd"] == pytest.approx(paid)
+    line = ledger.closing_line(again.cost_table())
+    assert f"${paid:.4f} for 1 answered request(s) paid by this run; 2 from the cache ($0 new)" in line
+
+
+def test_own_gpus_cost_nothing_per_token():
+    priced = prices.cost("Qwen3-32B", {"input": 10**6, "output": 10**6}, "online", provider="vllm")
+    assert priced.usd == 0.0 and priced.row == "own GPUs (vllm)"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["prices"].pop(0), "model gpt-4.1-2025-04-14 (provider openai) has no price row"),
+    (lambda d: d["prices"][1].update(input=-1.0), "prices entry 2 (gpt-5-2025-08-07): field 'input' is negative"),
+    (lambda d: d["prices"][2].update(cahce_read=0.3), "prices entry 3 (claude-sonnet-4-20250514-thinking): unknown "
+                                                      "field 'cahce_read'"),
+    (lambda d: d["prices"].append({**d["prices"][0], "since": d["prices"][0]["since"]}),
+     "model gpt-4.1-2025-04-14: rows since 2025-04-14 and since 2025-04-14 overlap"),
+    (lambda d: d["prices"].insert(1, {**d["prices"][0], "since": dt.date(2024, 1, 1), "until": dt.date(2025, 5, 1)}),
+     "model gpt-4.1-2025-04-14: rows since 2024-01-01 and since 2025-04-14 overlap"),
+    (lambda d: d["prices"][0].update(model="gpt-9"), "prices entry 1 (gpt-9): model 'gpt-9' is not in the model"),
+])
+def test_a_malformed_price_table_is_one_error_naming_file_and_entry(change, message):
+    data = yaml.safe_load(prices.PATH.read_text())
+    change(data)
+    with pytest.raises(prices.PriceTableError, match="^my-prices.yaml") as err:
+        prices.parse(data, "my-prices.yaml")
+    assert message in str(err.value)
+
+
+def test_a_bad_price_row_in_the_models_file_is_one_line_on_the_command_line(tmp_path, monkeypatch, capsys):
+    from gavel.cli import main
+    from gavel.llm.records import write_requests
+
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"prices": [{"model": GPT41, "since": "2026-01-01", "input": -2.0,
+                                                  "output": 8.0}]}))
+    monkeypatch.setenv("GAVEL_MODELS", str(models))
+    write_requests(tmp_path / "r.jsonl", [request(GPT41, "n")])
+    code = main(["stage", "--requests", str(tmp_path / "r.jsonl"), "--provider", "mock", "--workdir",
+                 str(tmp_path / "w"), "--mode", "online"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("error: gavel/core/prices.yaml") or err[0].startswith(f"error: {models}")
+    assert "prices entry 1 (gpt-4.1-2025-04-14): field 'input' is negative" in err[0]
+
+
+def test_dry_run_refuses_a_model_the_provider_does_not_serve(tmp_path, capsys):
+    rq = [request("gpt-oss-20b-BF16", "o")]
+    run = StageRunner("judge", get_provider("openai", api_key=KEY), tmp_path / "run", progress=False)
+    with pytest.raises(ProviderError, match="provider openai does not serve gpt-oss-20b-BF16 .it is served by vllm"):
+        run.dry_run(rq, show=False)
+    table = run.dry_run(rq, show=False, allow_unserved=True)
+    assert "does not serve gpt-oss-20b-BF16" in capsys.readouterr().err and len(table) == 1
+
+
+def test_dry_run_estimates_output_from_earlier_answers_not_from_the_cap(tmp_path):
+    mock = get_provider("mock", answer=lambda r: "x" * 400)  # 100 output tokens (the mock counts 4 chars a token)
+    run = StageRunner("judge", mock, tmp_path / "run", progress=False)
+    run.run([request(GPT41, f"p{i}") for i in range(3)], mode="online")
+    new = [request(GPT41, f"q{i}") for i in range(2)]
+    capped = [Request(**{**r.__dict__, "params": {"max_tokens": 30_000}}) for r in new]
+    for reqs in (new, capped):
+        est = run.dry_run(reqs, mode="online", show=False).iloc[0]
+        assert est["output_tokens_est"] == 200 and est["output_from"] == "this stage's 3 earlier answers"
+        # priced at GPT-4.1's list price (the mock stands in for the model's provider)
+        assert est["cost_usd_est"] == pytest.approx((est["input_tokens"] * 2.0 + 200 * 8.0) / 1e6)
+
+
+def test_dry_run_prices_the_mode_the_run_will_use(tmp_path):
+    local_like = get_provider("mock")
+    local_like.supports_batch = False  # a provider without a batch API runs online whatever is asked
+    run = StageRunner("judge", local_like, tmp_path / "run", progress=False)
+    table = run.dry_run([request(GPT41, "r")], mode="batch", expected_output_tokens=100, show=False)
+    assert table.attrs["mode"] == "online" and table.iloc[0]["mode"] == "online"
+    assert table.iloc[0]["price_row"] == f"{GPT41}@2025-04-14"  # no batch discount
+
+
+def test_estimate_beside_actual_after_a_stage_run(tmp_path, capsys):
+    from gavel.cli import main
+    from gavel.llm.records import write_requests
+
+    write_requests(tmp_path / "r.jsonl", [request(GPT41, f"s{i}") for i in range(4)])
+    args = ["stage", "--requests", str(tmp_path / "r.jsonl"), "--provider", "mock", "--workdir", str(tmp_path / "w"),
+            "--mode", "online"]
+    assert main(args + ["--dry-run"]) == 0
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "cost: $" in out and "dry-run estimate $" in out and "actual/estimate" in out
+    assert (tmp_path / "w" / "cost.csv").exists()
+
+
+def test_evaluate_dry_run_gives_one_total_and_the_run_its_ledger(tmp_path, fixture_root, monkeypatch, capsys):
+    from test_pipeline import ITEMS, MODEL, REF, scripted
+
+    from gavel.llm.providers.mock import MockProvider
+    from gavel.ref import costing, pipeline
+
+    monkeypatch.setenv("GAVEL_RELEASE", str(fixture_root))
+    settings = pipeline.Settings(extractor=GPT41, judge=GPT41, items=ITEMS)
+    summaries, refs = [("model-x", "1", MODEL)], {"1": REF}
+    table = pipeline.dry_run(summaries, refs, MockProvider(answer=scripted), settings, tmp_path)
+    printed = capsys.readouterr().out
+    low, high = table.attrs["total"]
+    ranges = table.attrs["range"].set_index("stage")
+    assert low == pytest.approx(table["cost_usd_est"].sum()) and high == pytest.approx(low + ranges["usd_high"].sum())
+    assert ranges.loc["compare", "requests_high"] == len(ITEMS) and ranges.loc["compare", "requests_low"] == 0
+    assert ranges.loc["compare", "output_from"].startswith("release: ")  # the release's recorded judgments
+    assert set(table.loc[table["stage"] == "extract", "output_from"]) == {costing.recorded_lengths()["extract"][1]}
+    assert f"total: ${low:.2f} to ${high:.2f}, priced as online" in printed
+    tables = pipeline.evaluate(summaries, refs, MockProvider(answer=scripted), tmp_path, settings)
+    cost = pd.read_csv(tmp_path / "cost.csv")
+    assert set(cost["stage"]) >= {"extract", "compare", "style"} and (cost["usd"] > 0).all()
+    line = costing.cost_line({"runs": [tables]}, tmp_path)
+    assert f"cost: ${cost['usd'].sum():.4f}" in line and "dry-run estimate $" in line
+
+
+def test_own_gpus_are_priced_by_the_slurm_jobs_elapsed_time(tmp_path, monkeypatch, capsys):
+    """`stage --slurm-job J` (what the vLLM sbatch template passes): sacct's elapsed time x GPUs at the
+    gpu_hour_usd set in the models file. sacct here is a stand-in script answering as SLURM's does."""
+    from gavel.cli import main
+    from gavel.llm.records import write_requests
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text("#!/bin/sh\necho '5400|billing=8,cpu=8,gres/gpu=2,mem=64G,node=1'\n")
+    (bin_dir / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"gpu_hour_usd": {"vllm": 2.5}}))
+    monkeypatch.setenv("GAVEL_MODELS", str(models))
+    write_requests(tmp_path / "r.jsonl", [request("Qwen3-32B", "t")])
+    code = main(["stage", "--requests", str(tmp_path / "r.jsonl"), "--provider", "mock", "--workdir",
+                 str(tmp_path / "w"), "--mode", "online", "--slurm-job", "4242"])
+    assert code == 0
+    table = pd.read_csv(tmp_path / "w" / "cost.csv").set_index("mode")
+    # 5,400 s = 1.5 h x 2 GPUs = 3 GPU-hours x $2.50
+    assert table.loc["gpu-time", "gpu_hours"] == pytest.approx(3.0)
+    assert table.loc["gpu-time", "usd"] == pytest.approx(7.5)
+    assert "SLURM job 4242: 5400 s x 2 GPU(s)" in table.loc["gpu-time", "price_row"]
+    assert table.loc["online", "usd"] == 0.0  # an open-weight model's tokens cost nothing per token
+    assert "cost: $7.5000" in capsys.readouterr().out
+
+
+def test_documents_commands_close_with_their_cost(tmp_path, capsys):
+    from agent_script import MODEL, corpus  # the agent tests' fake case
+
+    from gavel.cli import main
+    from gavel.documents.corpus import write_folder
+
+    case = write_folder(corpus(), tmp_path / "cases" / "fake-1")
+    out = tmp_path / "out"
+    assert main(["documents", "chunked", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
+                 "--items", "judge_name", "--chunk-tokens", "500"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("cost: $") and str(out / MODEL / "fake-1" / "llm" / "cost.csv") in last
+    assert main(["documents", "agent", str(case), "--provider", "mock", "--model", MODEL, "--out", str(out),
+                 "--config", "grouped/03_judge_info", "--max-steps", "2"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("cost: $")
+
+
+def test_document_extraction_in_dollars_from_the_release(shared_rel):
+    """Real data: the release's token statistics priced per case (our computation, labelled and dated)."""
+    from gavel.paper import extraction_cost
+
+    t = extraction_cost.table(shared_rel)
+    key = ["method", "configuration", "tokens_of", "priced_as"]
+    rows = t.set_index(key)
+    qwen = rows.loc[("chunk_by_chunk", "all items per chunk", "Qwen3-32B", GPT41)]
+    # GPT-4.1 has no long-context tier: per case = mean input x $2 + mean output x $8, batch half of it
+    assert qwen["usd_per_case"] == pytest.approx((qwen["input_tokens_per_case"] * 2.0
+                                                  + qwen["output_tokens_per_case"] * 8.0) / 1e6)
+    assert qwen["usd_per_case_batch"] == pytest.approx(qwen["usd_per_case"] / 2)
+    # the paper's 2.80M tokens per case for 26 Qwen agents (release-facts rule 7)
+    agents = rows.loc[("agent", "individual", "Qwen3-30B-A3B-Thinking-2507", GPT41)]
+    assert (agents["input_tokens_per_case"] + agents["output_tokens_per_case"]) / 1e6 == pytest.approx(2.80, abs=0.005)
+    assert pd.isna(agents["usd_per_case_batch"])  # an agent's calls go online
+    # end-to-end requests average ~180K tokens, some batches over 200K: Gemini 2.5 Pro's tier raises the price
+    e2e = rows.loc[("end_to_end", "all items per request", GPT41, PRO)]
+    flat = (e2e["input_tokens_per_case"] * 1.25 + e2e["output_tokens_per_case"] * 10.0) / 1e6
+    assert e2e["usd_per_case"] > flat and ">200000" in e2e["price_row"]
+    assert set(t["prices_checked"]) == {"2026-11-25"} and t["note"].str.startswith("our computation").all()
+    committed = pd.read_csv(prices.PATH.parents[2] / "data" / "results" / "document_extraction_cost.csv")
+    assert len(committed) == len(t)
+
+
+def test_vllm_batch_keeps_its_usage_and_costs_nothing_per_token(tmp_path):
+    """vLLM offline batches (the fake `vllm run-batch` answers OpenAI-format lines with usage 11 in / 7 out):
+    the usage is kept, the mode is batch, and your own GPUs cost $0 a token."""
+    import sys
+    from pathlib import Path
+
+    fake = Path(__file__).parent / "fakes" / "vllm_run_batch.py"
+    p = get_provider("vllm-batch", folder=tmp_path / "batches", command=f"{sys.executable} {fake}")
+    rq = [request("Qwen3-14B", f"u{i}") for i in range(3)]
+    report = StageRunner("judge", p, tmp_path / "run", poll_interval=0.05, progress=False).run(rq)
+    usage = report.responses[rq[0].custom_id].usage
+    assert (usage["input"], usage["output"], usage["mode"]) == (11, 7, "batch")
+    assert usage["cache_read"] is None  # vLLM gave no prompt_tokens_details: unknown, not 0
+    row = cost_csv(tmp_path).iloc[0]
+    assert (row["provider"], row["mode"], row["requests"], row["input_tokens"]) == ("vllm", "batch", 3, 33)
+    assert row["usd"] == 0.0 and row["price_row"] == "own GPUs (vllm)" and row["unknown"] == 0
