@@ -92,7 +92,7 @@ INTERRUPTED = ("interrupted (Ctrl-C); answers already received are kept in the r
 def user_errors() -> tuple[type[BaseException], ...]:
     """The errors a user meets (bad input, a provider that cannot send, a busy workdir, an unknown model,
     item, document or release): shown as one ``error:`` line, exit status 2."""
-    from gavel.core.items import UnknownItemError
+    from gavel.core.items import ChecklistError, UnknownItemError
     from gavel.documents.agent import AgentError
     from gavel.documents.corpus import CorpusError, DocumentNotFoundError
     from gavel.ref.pipeline import InputError
@@ -102,7 +102,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from .llm.runner import WorkdirBusyError
 
     return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
-            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError)
+            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError, ChecklistError)
 
 
 def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:
@@ -162,17 +162,28 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from ``main``)."""
     import pandas as pd
 
+    from gavel.core.items import load as load_checklist
+
     from .llm import estimate, ledger
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
     from .llm.runner import StageRunner
     from .llm.secrets import scrub
 
+    checklist = load_checklist(args.checklist)
     lines: list[int] = []
     requests = read_requests(args.requests, lines)
     if not requests:
         print(f"error: {args.requests}: no requests", file=sys.stderr)
         return 2
+    from gavel.ref.stages.compare import RESIDUAL_ITEM
+
+    for n, r in zip(lines, requests):  # with a checklist of one's own, every item a request names is one of its
+        if r.item and r.item != RESIDUAL_ITEM and not checklist.is_default:
+            try:
+                checklist.item(r.item)
+            except KeyError as err:
+                raise type(err)(f"{args.requests}, line {n}: {err}") from None
     for i, first in repeats(requests).items():
         print(f"{args.requests}, line {lines[i]}: same request as line {lines[first]} (custom_id "
               f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
@@ -187,7 +198,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
         kwargs = {"model_path": args.gguf} if args.gguf else {}
     runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
-                         max_attempts=args.max_attempts, lock_timeout=args.lock_timeout)
+                         max_attempts=args.max_attempts, lock_timeout=args.lock_timeout,
+                         namespace=checklist.cache_tag)  # a non-default checklist's answers are cached apart
     if args.dry_run:
         runner.dry_run(requests, mode=args.mode, allow_unserved=args.allow_unserved)
         return 0
@@ -225,14 +237,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     printed), 2 for input or setup that cannot run (one ``error:`` line, from ``main``)."""
     import pandas as pd
 
-    from gavel.core.items import item
+    from gavel.core.items import load as load_checklist
     from gavel.ref import costing, pipeline, stability
     from gavel.ref import tables as tables_mod
 
     from .llm.secrets import scrub
 
     # everything that can be checked before reading or sending anything: a wrong name stops here
-    items = tuple(item(name) for name in args.items) if args.items else pipeline.ITEMS
+    checklist = load_checklist(args.checklist)
+    items = checklist.select(args.items)
     pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
@@ -255,7 +268,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         references, bins = pipeline.release_references(load_release(args.release))
     roles = pipeline.default_roles(args.provider)
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
-                                 items=items, alpha=args.alpha, seed=args.seed, mode=args.mode,
+                                 items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
                                  allow_unserved=args.allow_unserved)
     provider = pipeline.provider(args.provider, args.base_url)
@@ -385,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
+    documents_cli.add_checklist_option(p)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--allow-unserved", action="store_true",
@@ -409,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-url", default=None)
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
-    p.add_argument("--items", nargs="*", default=None, help="item names (default: all 26)")
+    p.add_argument("--items", nargs="*", default=None, help="item names (default: every item of the checklist)")
+    documents_cli.add_checklist_option(p)
     p.add_argument("--alpha", type=options.fraction, default=0.9)
     p.add_argument("--seed", type=options.seed, default=0)
     p.add_argument("--mode", default="online", choices=["batch", "online"])

@@ -51,7 +51,7 @@ from .agreement_cache import AgreementCache
 from .auth import verify_password
 from .db import MAX_TOKEN_CHARS, Answer, Assignment, Store, Task, TokenReused, User
 from .secret import load_secret_key
-from .tasks import COMPARISON_LABELS, PREFERENCES
+from .tasks import COMPARISON_LABELS, PREFERENCES, checklist_items
 
 MAX_VALUE_CHARS = 20_000
 MAX_VALUES = 200  # values of one item
@@ -221,11 +221,11 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         common = dict(asg=asg, task=task, data=data, answers=answers, others=others,
                       revisions=store.revisions(asg.id))
         if task.kind == "extraction":
-            state = {it.key: answers.get(f"item:{it.key}", data["prefill"].get(it.key, []))
-                     for it in gitems.ITEMS}
+            item_info = checklist_items(data)
+            state = {it["key"]: answers.get(f"item:{it['key']}", data["prefill"].get(it["key"], [])) for it in item_info}
             text = data["text"]
             paras = [{"start": a, "end": b, "text": text[a:b]} for a, b in data["paragraphs"]]
-            item_info = [{"key": it.key, "label": it.name, "definition": it.definition} for it in gitems.ITEMS]
+            item_info = [{"key": it["key"], "label": it["name"], "definition": it["definition"]} for it in item_info]
             return render_template("extraction.html", paras=paras, state=state, item_info=item_info, **common)
         if task.kind == "comparison":
             return render_template("comparison.html", labels=COMPARISON_LABELS,
@@ -495,7 +495,7 @@ def validate(task: Task, field: str, value):
     data = task.data
     if task.kind == "extraction":
         key = field.removeprefix("item:")
-        if not field.startswith("item:") or key not in gitems.ITEM_KEYS:
+        if not field.startswith("item:") or key not in {it["key"] for it in checklist_items(data)}:
             raise BadAnswer(f"unknown field {field[:130]!r}")
         if not isinstance(value, list):
             raise BadAnswer(f"{field}: an item's answer is a list of values")

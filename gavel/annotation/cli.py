@@ -44,6 +44,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("annotate", help="annotation app: adduser, load-release, assign, serve, export (--help)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", default=None, help="database URL or SQLite file")
+    p.add_argument("--checklist", default=None,
+                   help="load-extraction: the checklist of the value rows, a packaged name or a file (default: legal)")
     p.set_defaults(func=run)
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("adduser", help="add an account")
@@ -116,8 +118,15 @@ def check_assign(store, args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one ``annotate`` subcommand."""
+    from gavel.core.items import ChecklistError
+    from gavel.core.items import load as load_checklist
+
     from .db import Store
 
+    try:
+        args.checklist = load_checklist(args.checklist)  # a bad checklist: one line naming the file and entry
+    except ChecklistError as err:
+        raise SystemExit(f"error: {err}") from None
     url = db_url(args.db)
 
     if args.cmd == "serve":
@@ -155,7 +164,13 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(f"password of {args.username!r} not changed: {err}") from None
         print(f"password of {args.username} changed; their sessions are logged out")
     elif args.cmd == "load-release":
+        from gavel.core.items import load as load_checklist
+
         from ..release import load_release
+
+        if not load_checklist(args.checklist).is_default:
+            raise SystemExit("load-release: the release's tasks are of the default (legal) checklist; "
+                             "use --checklist with load-extraction")
         from .tasks import release_tasks
 
         tasks = release_tasks(load_release(args.release), args.single, args.multi, args.style, args.seed,
@@ -171,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
         s = load_release(args.release).summaries
         human = s[(s["model"] == "human") & (s["set"] == "human_eval")].drop_duplicates("case_id")
         human = human[human["case_id"].isin(set(rows["case_id"].astype(str)))]
-        tasks = extraction_tasks(human[["case_id", "text", "model"]], rows, args.source or Path(args.rows).name)
+        tasks = extraction_tasks(human[["case_id", "text", "model"]], rows, args.source or Path(args.rows).name,
+                                 checklist=args.checklist)
         print(f"{store.add_tasks(tasks)} tasks added; evidence not found in the summary: "
               f"{sum(t['payload']['unlocated'] for t in tasks)}")
     elif args.cmd == "assign":

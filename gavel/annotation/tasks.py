@@ -49,15 +49,23 @@ def paragraphs(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def checklist_from_rows(text: str, rows: pd.DataFrame, source: str) -> tuple[dict, int]:
+def checklist_items(payload: dict) -> list[dict]:
+    """The items an extraction task asks about, ``{key, name, definition}``: the task's own checklist (stored
+    when it was loaded with one other than the default), else the default's 26 legal items."""
+    own = (payload.get("checklist") or {}).get("items")
+    return own or [{"key": it.key, "name": it.name, "definition": it.definition} for it in gitems.ITEMS]
+
+
+def checklist_from_rows(text: str, rows: pd.DataFrame, source: str, checklist=None) -> tuple[dict, int]:
     """Per item key, the list of values ``{value, evidence: [{start, end, text}]}`` of one case's value rows.
     Rows with ``evidence_spans`` use them (checked against the text); others are located by search.
     Returns (checklist, number of evidence strings that could not be located)."""
-    out: dict[str, list] = {it.key: [] for it in gitems.ITEMS}
+    checklist = gitems.load(checklist)
+    out: dict[str, list] = {it.key: [] for it in checklist.items}
     unlocated = 0
     rows = rows.sort_values(["item", "index"]) if len(rows) else rows
     for r in rows.itertuples(index=False):
-        key = gitems.item(r.item).key
+        key = checklist.item(r.item).key
         evidence = as_list(r.evidence)
         spans = as_list(getattr(r, "evidence_spans", None))
         ev = []
@@ -80,21 +88,28 @@ def checklist_from_rows(text: str, rows: pd.DataFrame, source: str) -> tuple[dic
     return out, unlocated
 
 
-def extraction_tasks(summaries: pd.DataFrame, rows: pd.DataFrame | None, source: str) -> list[dict]:
+def extraction_tasks(summaries: pd.DataFrame, rows: pd.DataFrame | None, source: str,
+                     checklist=None) -> list[dict]:
     """One review task per summary (``summaries``: case_id, text[, model]); pre-filled from ``rows`` (value
-    rows of the same cases) or empty when ``rows`` is None."""
+    rows of the same cases) or empty when ``rows`` is None. With a checklist other than the default, each
+    task carries its name and items (the form shows them; its key names the checklist)."""
+    checklist = gitems.load(checklist)
+    own = {} if checklist.is_default else {"checklist": {
+        "name": checklist.name, "fingerprint": checklist.fingerprint,
+        "items": [{"key": it.key, "name": it.name, "definition": it.summary_instruction} for it in checklist.items]}}
     tasks = []
     for s in summaries.itertuples(index=False):
         case_rows = rows[rows["case_id"].astype(str) == str(s.case_id)] if rows is not None else pd.DataFrame()
-        prefill, unlocated = (checklist_from_rows(s.text, case_rows, source) if len(case_rows)
-                              else ({it.key: [] for it in gitems.ITEMS}, 0))
+        prefill, unlocated = (checklist_from_rows(s.text, case_rows, source, checklist) if len(case_rows)
+                              else ({it.key: [] for it in checklist.items}, 0))
         author = getattr(s, "model", "human")
-        tasks.append({"key": f"extraction:{author}:{s.case_id}:{source}", "kind": "extraction",
+        tag = "" if checklist.is_default else f":{checklist.name}"
+        tasks.append({"key": f"extraction:{author}:{s.case_id}:{source}{tag}", "kind": "extraction",
                       "case_id": str(s.case_id), "source": source,
                       "payload": {"case_id": str(s.case_id), "author": author, "text": s.text,
                                   "paragraphs": paragraphs(s.text), "prefill": prefill,
                                   "prefill_source": source if rows is not None else "empty",
-                                  "unlocated": unlocated, "words": len(s.text.split())}})
+                                  "unlocated": unlocated, "words": len(s.text.split()), **own}})
     return tasks
 
 

@@ -1,6 +1,10 @@
-"""The 26 GAVEL checklist items: the one place where they are defined.
+"""Checklists as data: the one loader of checklist files, and the packaged default (the 26 GAVEL items).
 
-Every other part of gavel (loaders, prompts, agent configurations, figures) takes items from here.
+A checklist is a YAML file (docs/checklists.md describes it; ``checklists/legal.yaml`` next to this module is
+the default, ``docs/checklists/example.yaml`` a small example). ``load(spec)`` reads one, by packaged name
+(``legal``) or by path, and checks it whole: a duplicate key, an empty instruction, an unknown field, a group
+naming a missing item, each is one :class:`ChecklistError` naming the file and the entry.
+
 Each item has
 
 * ``key``        a short canonical identifier (``filing_date``), also the folder name suffix the
@@ -8,26 +12,49 @@ Each item has
 * ``name``       the spelling with spaces used by summary checklists, judge files and ``human.json``;
 * ``underscore`` the spelling with underscores used by chunk-by-chunk and agent runs;
 * ``label``      a short human label for figures;
-* ``group``      one of the nine groups of the paper's Appendix B;
-* ``usually_single``  whether the item normally holds one value (the scoring rules do not depend on it:
-                 a pair is compared as single-valued when both sides hold exactly one value);
-* ``definition`` what the item holds, in our own words.
+* ``group``      the key of the group listing it (the agent's grouped configuration), or "" for none;
+* ``usually_single``  whether the item normally holds one value (``values: single``; the scoring rules do
+                 not depend on it: a pair is compared as single-valued when both sides hold exactly one value);
+* ``definition`` the extraction instruction for summaries; ``document_definition`` the one for case documents
+                 (the same text unless the file gives ``document_instruction``);
+* ``not_applicable`` what "not applicable" means for the item ("" when the file says nothing).
 
-The definitions follow the meaning of the paper's Appendix B (adapted there from ExpertLongBench),
-rewritten for this project.
+The module keeps its old face: ``ITEMS``, ``GROUPS``, ``item()``, ``group()`` ... are those of the default
+checklist, so code written for the 26 legal items runs unchanged.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+#: folder of the packaged checklists (``<name>.yaml``)
+PACKAGED_DIR = Path(__file__).with_name("checklists")
+DEFAULT_NAME = "legal"
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
+VALUES = ("single", "multi")
+TOP_FIELDS = ("name", "description", "task", "groups", "items", "style")
+ITEM_FIELDS = ("key", "name", "label", "values", "instruction", "document_instruction", "not_applicable", "aliases")
+GROUP_FIELDS = ("key", "label", "items")
+STYLE_FIELDS = ("label", "what")
+DEFAULT_TASK = "Extract the checklist items below from the documents, citing evidence for every value."
 
 
 class UnknownItemError(KeyError):
-    """Raised for a checklist item name that matches none of the 26 items or their known variants."""
+    """Raised for a checklist item name that matches none of the checklist's items or their known variants."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; give a readable message instead
         return str(self.args[0]) if self.args else "unknown checklist item"
+
+
+class ChecklistError(ValueError):
+    """A checklist file that cannot be used; the message names the file and the entry."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +73,9 @@ class Item:
     group: str
     usually_single: bool
     definition: str
+    document_definition: str = ""
+    not_applicable: str = ""
+    aliases: tuple[str, ...] = ()
 
     @property
     def underscore(self) -> str:
@@ -56,116 +86,17 @@ class Item:
         """Folder name of the Gavel-Agent's per-item run, e.g. ``01_filing_date``."""
         return f"{self.number:02d}_{self.key}"
 
+    @property
+    def document_instruction(self) -> str:
+        """What an extractor reading case documents is told (with the meaning of "not applicable")."""
+        text = self.document_definition or self.definition
+        return f"{text} Not applicable when: {self.not_applicable}" if self.not_applicable else text
 
-GROUPS: tuple[Group, ...] = (
-    Group(1, "basic_case_info", "Basic case information"),
-    Group(2, "legal_foundation", "Legal foundation"),
-    Group(3, "judge_info", "Judge"),
-    Group(4, "related_cases", "Related cases"),
-    Group(5, "filings_proceedings", "Filings and proceedings"),
-    Group(6, "decrees", "Decrees"),
-    Group(7, "settlements", "Settlements"),
-    Group(8, "monitoring", "Monitoring"),
-    Group(9, "context", "Context"),
-)
+    @property
+    def summary_instruction(self) -> str:
+        return f"{self.definition} Not applicable when: {self.not_applicable}" if self.not_applicable \
+            else self.definition
 
-ITEMS: tuple[Item, ...] = (
-    Item(1, "filing_date", "Filing Date", "Filing date", "basic_case_info", True,
-         "The date on which the lawsuit was first brought before a court."),
-    Item(2, "parties", "Who are the Parties", "Parties", "basic_case_info", False,
-         "Each plaintiff and each defendant, with the role, office or position that makes them a party. "
-         "Name them concretely (for example 'the county sheriff', 'the students' parents'), not with "
-         "bare procedural labels such as 'the plaintiffs'."),
-    Item(3, "class_action", "Class Action or Individual Plaintiffs", "Class action vs. individual",
-         "basic_case_info", True,
-         "Whether the plaintiffs sue as a class (or seek to) or as individuals, with a short description "
-         "of who they are."),
-    Item(4, "type_of_counsel", "Type of Counsel", "Type of counsel", "basic_case_info", False,
-         "The kind of lawyers on each side, as a short category (private firm, public-interest "
-         "nonprofit, government lawyers, self-represented), naming the organisation in parentheses "
-         "where known, e.g. 'Public-interest nonprofit (ACLU)'."),
-    Item(5, "cause_of_action", "Cause of Action", "Cause of action", "legal_foundation", False,
-         "The legal vehicle through which the claims are brought, i.e. how the plaintiffs are allowed to "
-         "sue: a statute that gives a right to sue (such as 42 U.S.C. § 1983, the FTCA, Title II of the "
-         "ADA) or a court-made vehicle (such as a Bivens action)."),
-    Item(6, "statutory_basis", "Statutory or Constitutional Basis for the Case",
-         "Statutory/constitutional basis", "legal_foundation", False,
-         "The substantive rights said to be violated, i.e. what law was broken: constitutional "
-         "provisions or clauses (e.g. Fourteenth Amendment equal protection) and statutory rights "
-         "(e.g. Section 504 of the Rehabilitation Act)."),
-    Item(7, "remedy_sought", "Remedy Sought", "Remedy sought", "legal_foundation", False,
-         "The relief each party asks the court for (not what the court granted and not what the parties "
-         "agreed), including relief a defendant requests."),
-    Item(8, "judge_name", "First and Last name of Judge", "Judge name", "judge_info", True,
-         "First and last names of the judges who handled the case, leaving out Supreme Court Justices."),
-    Item(9, "consolidated_cases", "Consolidated Cases Noted", "Consolidated cases", "related_cases", False,
-         "Other cases joined with this one for common proceedings."),
-    Item(10, "related_cases", "Related Cases Listed by Their Case Code Number", "Related cases",
-         "related_cases", False,
-         "Other cases mentioned as connected to this one, identified by their case code (docket) numbers."),
-    Item(11, "important_filings", "Note Important Filings", "Important filings", "filings_proceedings",
-         False,
-         "The significant motions and requests filed, such as motions for a temporary restraining order "
-         "or preliminary injunction, to dismiss, or for summary judgment."),
-    Item(12, "court_rulings", "Court Rulings", "Court rulings", "filings_proceedings", False,
-         "The court's decisions on significant filings: dismissal, summary judgment, preliminary relief, "
-         "class certification, attorneys' fees and similar (not amended complaints or statements of "
-         "interest)."),
-    Item(13, "reported_opinions", "All Reported Opinions Cited with Shortened Bluebook Citation",
-         "Reported opinions", "filings_proceedings", False,
-         "Citations of the case's reported opinions in short Bluebook form (e.g. '2020 WL 4218003'), "
-         "adding case name, court or date only for an opinion from another case."),
-    Item(14, "trials", "Trials", "Trials", "filings_proceedings", False,
-         "Anything about trial proceedings: when trials were scheduled or held, their outcome, and "
-         "trial-related motions and rulings."),
-    Item(15, "appeals", "Appeal", "Appeals", "filings_proceedings", False,
-         "Whether any party appealed, who appealed, to which court, and how the appeal came out."),
-    Item(16, "decree_terms", "Significant Terms of Decrees", "Decree terms", "decrees", False,
-         "The substantive obligations a court order imposes, consent decrees and stipulated "
-         "judgments or injunctions included, since these are entered as orders of the court."),
-    Item(17, "decree_dates", "Dates of All Decrees", "Decree dates", "decrees", False,
-         "Every date in the life of a decree (an injunction, consent decree or stipulated judgment): "
-         "entry, modification or amendment, stay or suspension, partial and full termination."),
-    Item(18, "decree_duration", "How Long Decrees will Last", "Decree duration", "decrees", False,
-         "How long each decree's obligations run, one value per decree. A decree is an order or "
-         "judgment of the court, as opposed to an agreement negotiated between the parties."),
-    Item(19, "settlement_terms", "Significant Terms of Settlement", "Settlement terms", "settlements",
-         False,
-         "The substantive obligations the parties accept in a settlement that is not entered as a court "
-         "order; a settlement the court approves or enforces is still a settlement if it is not an order."),
-    Item(20, "settlement_date", "Date of Settlement", "Settlement dates", "settlements", False,
-         "Every settlement date, one value each: signing or execution, court approval (when not made an "
-         "order), amendments, the court keeping jurisdiction without incorporating the agreement, and "
-         "the agreement's end if it has a contractual term."),
-    Item(21, "settlement_duration", "How Long Settlement will Last", "Settlement duration", "settlements",
-         False,
-         "How long each settlement's obligations run, one value per settlement. A settlement is an "
-         "agreement negotiated between the parties, as opposed to an order of the court."),
-    Item(22, "court_enforced", "Whether the Settlement is Court-enforced or Not", "Settlement court-enforced",
-         "settlements", True,
-         "Whether a settlement that was not entered as an order is enforced by the court: yes when the "
-         "court expressly keeps jurisdiction to enforce it without making it an order (Kokkonen-style "
-         "retention), no when it is a purely private agreement."),
-    Item(23, "enforcement_disputes", "Disputes Over Settlement Enforcement", "Settlement disputes",
-         "settlements", False,
-         "Each dispute over enforcing a settlement that is not a court order (motions to enforce or for "
-         "contempt, requests relying on retained jurisdiction), with its date, who moved, the issue and "
-         "the outcome or that it is pending."),
-    Item(24, "monitor_name", "Name of the Monitor", "Monitor name", "monitoring", True,
-         "The name of any monitor or special master appointed by the court."),
-    Item(25, "monitor_reports", "Monitor Reports", "Monitor reports", "monitoring", False,
-         "What the monitor found about the defendants' compliance with court orders, including which "
-         "obligations are being met."),
-    Item(26, "factual_basis", "Factual Basis of Case", "Factual basis", "context", False,
-         "The facts and evidence behind the claims: the events (what happened, when, where, to whom), "
-         "the supporting evidence (physical, documentary, testimony) and the background."),
-)
-
-ITEM_KEYS: tuple[str, ...] = tuple(item.key for item in ITEMS)
-GROUP_KEYS: tuple[str, ...] = tuple(group.key for group in GROUPS)
-
-_BY_KEY = {item.key: item for item in ITEMS}
-_GROUP_BY_KEY = {group.key: group for group in GROUPS}
 
 # Spellings that differ from an item's name or underscore form only in this way are "variants":
 # they are accepted, and reported by `spelling_of` so the release audit can list them.
@@ -174,68 +105,252 @@ _VARIANT_NORMALISER = re.compile(r"[\s_]+")
 
 def _fold(text: str) -> str:
     """Case-, space- and punctuation-insensitive form used to recognise stray spellings."""
-    text = _VARIANT_NORMALISER.sub(" ", text).strip(" ._-:").lower()
-    return text
+    return _VARIANT_NORMALISER.sub(" ", text).strip(" ._-:").lower()
 
 
-_EXACT: dict[str, Item] = {}
-for _item in ITEMS:
-    for _spelling in (_item.key, _item.name, _item.underscore, _item.slug):
-        _EXACT[_spelling] = _item
-_FOLDED: dict[str, Item] = {_fold(s): it for s, it in _EXACT.items()}
-# Short names the Gavel-Agent README and some configs use.
-_FOLDED[_fold("All Reported Opinions Cited")] = _BY_KEY["reported_opinions"]
+@dataclass(frozen=True, eq=False)  # compared and hashed as the object: ``load`` gives one per file
+class Checklist:
+    """One loaded checklist: its items and groups in file order, style aspect wordings it overrides
+    (``{aspect: (label, what)}``), the task sentence for document extraction, where it came from, and
+    ``fingerprint``: a hash of its content (what cache keys of a non-default checklist include)."""
+
+    name: str
+    items: tuple[Item, ...]
+    groups: tuple[Group, ...]
+    style: dict = field(default_factory=dict)
+    task: str = DEFAULT_TASK
+    description: str = ""
+    source: str = ""
+    fingerprint: str = ""
+
+    def __post_init__(self):
+        exact: dict[str, Item] = {}
+        for it in self.items:
+            for spelling in (it.key, it.name, it.underscore, it.slug):
+                exact[spelling] = it
+        folded = {_fold(s): it for s, it in exact.items()}
+        for it in self.items:
+            for alias in it.aliases:
+                folded[_fold(alias)] = it
+        object.__setattr__(self, "_exact", exact)
+        object.__setattr__(self, "_folded", folded)
+
+    @property
+    def is_default(self) -> bool:
+        """The packaged default's content (wherever it was read from): the release's results, caches and
+        request ids are those of the default, so nothing about the checklist enters them."""
+        return self.fingerprint == default().fingerprint
+
+    @property
+    def cache_tag(self) -> str | None:
+        """What a runner's cache key adds for this checklist: None for the default (keys unchanged)."""
+        return None if self.is_default else f"checklist:{self.name}:{self.fingerprint}"
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(it.key for it in self.items)
+
+    def item(self, name: str) -> Item:
+        """The item for any known spelling (key, spaced name, underscore name, agent slug, an alias, or a stray
+        variant such as a trailing underscore or full stop). Raises UnknownItemError."""
+        found = self._exact.get(name) if isinstance(name, str) else None
+        if found is None and isinstance(name, str):
+            found = self._folded.get(_fold(name))
+        if found is None:
+            which = "GAVEL items" if self.is_default else f"items of checklist {self.name!r} ({self.source})"
+            close = self.closest(name) if isinstance(name, str) else []
+            hint = (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close
+                    else "; `gavel items` lists them")
+            raise UnknownItemError(f"unknown checklist item {name!r}: not one of the {len(self.items)} {which}{hint}")
+        return found
+
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        """The item names (spaced spelling) closest to ``name`` -- by any of its spellings -- best first."""
+        import difflib
+
+        want = _fold(name)
+        scored: dict[str, float] = {}
+        for spelled, it in self._folded.items():
+            ratio = difflib.SequenceMatcher(None, want, spelled).ratio()
+            if ratio >= 0.6 or (len(want) >= 4 and want in spelled):
+                scored[it.name] = max(scored.get(it.name, 0.0), ratio + (0.3 if want in spelled else 0.0))
+        return sorted(scored, key=lambda k: -scored[k])[:n]
+
+    def spelling_of(self, name: str) -> str:
+        """Classify a spelling: 'key', 'name' (spaces), 'underscore', 'slug' or 'variant'."""
+        it = self.item(name)
+        for kind, spelled in (("key", it.key), ("name", it.name), ("underscore", it.underscore), ("slug", it.slug)):
+            if name == spelled:
+                return kind
+        return "variant"
+
+    def group(self, key: str) -> Group:
+        for g in self.groups:
+            if g.key == key:
+                return g
+        raise UnknownItemError(f"unknown checklist group {key!r} in checklist {self.name!r}")
+
+    def items_in_group(self, key: str) -> tuple[Item, ...]:
+        self.group(key)
+        return tuple(it for it in self.items if it.group == key)
+
+    def group_slug(self, key: str) -> str:
+        """Folder name of the Gavel-Agent's grouped run, e.g. ``01_basic_case_info``."""
+        g = self.group(key)
+        return f"{g.number:02d}_{g.key}"
+
+    def select(self, names) -> tuple[Item, ...]:
+        """The items named (any spelling), or all of them when ``names`` is empty."""
+        return tuple(self.item(n) for n in names) if names else self.items
 
 
-def item(name: str) -> Item:
-    """Return the item for any known spelling (key, spaced name, underscore name, agent slug,
-    or a stray variant such as a trailing underscore or full stop). Raises UnknownItemError."""
-    found = _EXACT.get(name)
-    if found is None:
-        found = _FOLDED.get(_fold(name)) if isinstance(name, str) else None
-    if found is None:
-        close = closest(name) if isinstance(name, str) else []
-        hint = (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close
-                else "; `gavel items` lists them")
-        raise UnknownItemError(f"unknown checklist item {name!r}: not one of the 26 GAVEL items{hint}")
-    return found
+# ---------------------------------------------------------------------------------------------- loading
+def _text(value, where: str, what: str, required: bool = True) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ChecklistError(f"{where}: {what} must be a non-empty text" if required else f"{where}: {what} must be text")
+    return value.strip()
 
 
-def closest(name: str, n: int = 3) -> list[str]:
-    """The item names (spaced spelling) closest to ``name`` -- by any of its spellings -- best first."""
-    import difflib
-
-    want = _fold(name)
-    scored: dict[str, float] = {}
-    for spelled, it in _FOLDED.items():
-        ratio = difflib.SequenceMatcher(None, want, spelled).ratio()
-        if ratio >= 0.6 or (len(want) >= 4 and want in spelled):
-            scored[it.name] = max(scored.get(it.name, 0.0), ratio + (0.3 if want in spelled else 0.0))
-    return sorted(scored, key=lambda k: -scored[k])[:n]
+def _fields(entry, allowed: tuple, where: str) -> dict:
+    if not isinstance(entry, dict):
+        raise ChecklistError(f"{where}: expected a mapping of fields, got {type(entry).__name__}")
+    unknown = [k for k in entry if k not in allowed]
+    if unknown:
+        raise ChecklistError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(allowed)})")
+    return entry
 
 
-def spelling_of(name: str) -> str:
-    """Classify a spelling: 'key', 'name' (spaces), 'underscore', 'slug' or 'variant'."""
-    it = item(name)
-    for kind, spelled in (("key", it.key), ("name", it.name), ("underscore", it.underscore), ("slug", it.slug)):
-        if name == spelled:
-            return kind
-    return "variant"
+def parse(data, source: str) -> Checklist:
+    """A checklist from the parsed YAML ``data``; ``source`` (the file) is named in every error."""
+    top = _fields(data, TOP_FIELDS, source)
+    name = _text(top.get("name"), source, "`name`")
+    if not _KEY.match(name):
+        raise ChecklistError(f"{source}: name {name!r} must be letters, digits, '_' or '-'")
+    entries = top.get("items")
+    if not isinstance(entries, list) or not entries:
+        raise ChecklistError(f"{source}: `items` must be a non-empty list")
+    raw, seen = [], {}
+    for n, entry in enumerate(entries, 1):
+        where = f"{source}, item {n}" + (f" ({entry.get('key')!r})" if isinstance(entry, dict) and entry.get("key") else "")
+        e = _fields(entry, ITEM_FIELDS, where)
+        key = _text(e.get("key"), where, "`key`")
+        if not _KEY.match(key):
+            raise ChecklistError(f"{where}: key {key!r} must be letters, digits, '_' or '-'")
+        item_name = _text(e.get("name", key), where, "`name`")
+        for spelling in {key, item_name}:
+            if spelling in seen:
+                raise ChecklistError(f"{where}: {spelling!r} is used twice (first by item {seen[spelling]})")
+            seen[spelling] = n
+        values = e.get("values", "multi")
+        if values not in VALUES:
+            raise ChecklistError(f"{where}: `values` must be one of {', '.join(VALUES)}, got {values!r}")
+        aliases = e.get("aliases") or []
+        if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+            raise ChecklistError(f"{where}: `aliases` must be a list of texts")
+        raw.append(dict(number=n, key=key, name=item_name, label=_text(e.get("label", item_name), where, "`label`"),
+                        usually_single=values == "single", definition=_text(e.get("instruction"), where, "`instruction`"),
+                        document_definition=_text(e.get("document_instruction"), where, "`document_instruction`", False),
+                        not_applicable=_text(e.get("not_applicable"), where, "`not_applicable`", False),
+                        aliases=tuple(a.strip() for a in aliases)))
+    by_key = {r["key"]: r for r in raw}
+    groups, member = [], {}
+    group_entries = top.get("groups") or []
+    if not isinstance(group_entries, list):
+        raise ChecklistError(f"{source}: `groups` must be a list")
+    for n, entry in enumerate(group_entries, 1):
+        where = f"{source}, group {n}" + (f" ({entry.get('key')!r})" if isinstance(entry, dict) and entry.get("key") else "")
+        g = _fields(entry, GROUP_FIELDS, where)
+        key = _text(g.get("key"), where, "`key`")
+        if not _KEY.match(key) or any(x.key == key for x in groups):
+            raise ChecklistError(f"{where}: key {key!r} must be unique letters, digits, '_' or '-'")
+        listed = g.get("items")
+        if not isinstance(listed, list) or not listed:
+            raise ChecklistError(f"{where}: `items` must be a non-empty list of item keys")
+        for k in listed:
+            if k not in by_key:
+                raise ChecklistError(f"{where}: names item {k!r}, which the checklist does not define")
+            if k in member:
+                raise ChecklistError(f"{where}: item {k!r} is already in group {member[k]!r}")
+            member[k] = key
+        groups.append(Group(n, key, _text(g.get("label", key), where, "`label`")))
+    style = _style(top.get("style"), source)
+    items = tuple(Item(group=member.get(r["key"], ""), **r) for r in raw)
+    content = {"name": name, "task": top.get("task"), "groups": group_entries, "items": entries,
+               "style": top.get("style")}
+    fingerprint = hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
+    return Checklist(name=name, items=items, groups=tuple(groups), style=style,
+                     task=_text(top.get("task"), source, "`task`", False) or DEFAULT_TASK,
+                     description=_text(top.get("description"), source, "`description`", False), source=source,
+                     fingerprint=fingerprint)
 
 
-def group(key: str) -> Group:
+def _style(entries, source: str) -> dict:
+    """Style aspects whose wording differs from the default rubric: ``{aspect: (label, what)}``."""
+    from gavel.core.vocab import STYLE_ASPECTS
+
+    if entries is None:
+        return {}
+    if not isinstance(entries, dict):
+        raise ChecklistError(f"{source}: `style` must map style aspects to their wording")
+    out = {}
+    for aspect, entry in entries.items():
+        where = f"{source}, style aspect {aspect!r}"
+        if aspect not in STYLE_ASPECTS:
+            raise ChecklistError(f"{where}: not a style aspect (known: {', '.join(STYLE_ASPECTS)})")
+        e = _fields(entry, STYLE_FIELDS, where)
+        out[aspect] = (_text(e.get("label"), where, "`label`"), _text(e.get("what"), where, "`what`"))
+    return out
+
+
+def packaged() -> tuple[str, ...]:
+    """Names of the packaged checklists."""
+    return tuple(sorted(p.stem for p in PACKAGED_DIR.glob("*.yaml")))
+
+
+def load(spec: str | Path | Checklist | None = None) -> Checklist:
+    """A checklist by packaged name (``legal``), by file path, or as given; None: the default."""
+    if isinstance(spec, Checklist):
+        return spec
+    spec = DEFAULT_NAME if spec is None or spec == "" else spec
+    path = Path(spec)
+    if not path.suffix and not path.exists():
+        if str(spec) not in packaged():
+            raise ChecklistError(f"no checklist {str(spec)!r}: neither a file nor a packaged checklist "
+                                 f"({', '.join(packaged())})")
+        path = PACKAGED_DIR / f"{spec}.yaml"
+    path = str(path.resolve())
     try:
-        return _GROUP_BY_KEY[key]
-    except KeyError:
-        raise UnknownItemError(f"unknown checklist group {key!r}") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ChecklistError(f"{path}: cannot read checklist ({err.strerror or err})") from None
+    return _parsed(path, text)
 
 
-def items_in_group(key: str) -> tuple[Item, ...]:
-    group(key)
-    return tuple(it for it in ITEMS if it.group == key)
+@lru_cache(maxsize=32)
+def _parsed(path: str, text: str) -> Checklist:
+    """One Checklist per file content: a file edited since is read anew."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ChecklistError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    return parse(data, path)
 
 
-def group_slug(key: str) -> str:
-    """Folder name of the Gavel-Agent's grouped run, e.g. ``01_basic_case_info``."""
-    g = group(key)
-    return f"{g.number:02d}_{g.key}"
+def default() -> Checklist:
+    return load(DEFAULT_NAME)
+
+
+# ------------------------------------------------- the default checklist under the module's old names
+_DEFAULT = default()
+ITEMS: tuple[Item, ...] = _DEFAULT.items
+GROUPS: tuple[Group, ...] = _DEFAULT.groups
+ITEM_KEYS: tuple[str, ...] = tuple(it.key for it in ITEMS)
+GROUP_KEYS: tuple[str, ...] = tuple(g.key for g in GROUPS)
+item = _DEFAULT.item
+spelling_of = _DEFAULT.spelling_of
+closest = _DEFAULT.closest
+group = _DEFAULT.group
+items_in_group = _DEFAULT.items_in_group
+group_slug = _DEFAULT.group_slug

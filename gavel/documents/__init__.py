@@ -1,11 +1,11 @@
-"""Checklists extracted straight from a case's documents (paper §4): the three methods and what they share.
+"""Checklists extracted straight from a case's documents (paper §4): the four methods and what they share.
 
 * ``corpus``      case documents from the ``full_case_data`` JSON shape or a folder, in the paper's order
                   (chronological, undated after dated, docket sheets last), each with a unique stable name;
                   corpora built from real release text for tests and benchmarks.
 * ``chunking``    lossless 16K-token (o200k) chunks cut at whitespace.
-* ``configs``     checklist configurations: all 26 items, the 9 groups, the 26 single items (from
-                  ``gavel.core.items``), or any user YAML of keys and definitions.
+* ``configs``     checklist configurations of a checklist (``gavel.core.items``: the 26 legal items by
+                  default, or any checklist file): all items, one run per group, one run per item.
 * ``checklist``   the checklist store (append / update patches, the "Not Applicable" encoding), its files in
                   the release's field names, value rows, and the replay of released agent ledgers.
 * ``tools``       the six Gavel-Agent tools over a corpus and a store, with the paper's limits.
@@ -14,6 +14,8 @@
                   ledger / stats / checklist files, resume after a kill.
 * ``end_to_end``  one request per item over all documents (proportional truncation), evidence grounding.
 * ``chunked``     chunk-by-chunk extraction with an explicit state merge.
+* ``three_pass``  per-chunk high-recall extraction, a pairwise merge tree, a strict prune; evidence checked
+                  mechanically (byte-equal to a candidate's, found at its named place) after every pass.
 
 Data flows one way: ``corpus`` and ``chunking`` know nothing of checklists; ``checklist`` knows nothing of
 tools; every LLM call goes through ``gavel.llm.runner.StageRunner``'s online path.

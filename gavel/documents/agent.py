@@ -291,7 +291,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
     if tool_mode == "native":
         params.update(tools=TOOL_SPECS, tool_choice="auto")
     files = RunFiles(out_dir)
-    runner = runner or StageRunner(STAGE, provider, files.dir / "llm", progress=False)
+    runner = runner or StageRunner(STAGE, provider, files.dir / "llm", progress=False, namespace=config.cache_tag)
     store = ChecklistStore(config.keys)
     ws = Workspace(corpus, store, **({"search_timeout": search_timeout} if search_timeout else {}))
     resumed = False

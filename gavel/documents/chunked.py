@@ -57,10 +57,11 @@ def pieces(corpus: Corpus, max_tokens: int = CHUNK_TOKENS) -> list[Piece]:
     return out
 
 
-def build_request(corpus: Corpus, item, state: list, piece: Piece, model: str, params: dict | None = None) -> Request:
-    it = gitems.item(item)
+def build_request(corpus: Corpus, item, state: list, piece: Piece, model: str, params: dict | None = None,
+                  checklist=None) -> Request:
+    it = gitems.load(checklist).item(item)
     current = json.dumps(state, ensure_ascii=False, indent=1) if state else "(nothing yet)"
-    messages = render_messages(PROMPT, item_name=it.name, definition=it.definition, current_state=current,
+    messages = render_messages(PROMPT, item_name=it.name, definition=it.document_instruction, current_state=current,
                                document_name=piece.document, chunk_id=piece.chunk_id,
                                total_chunks=piece.total_chunks, document_chunk=piece.text)
     return Request(stage=STAGE, model=model, case_id=corpus.case_id, item=it.name, messages=messages,
@@ -135,18 +136,19 @@ class ChunkedResult:
 
 
 def run_chunked(corpus: Corpus, provider, model: str, items=None, workdir=None, max_tokens: int | None = None,
-                params: dict | None = None, runner: StageRunner | None = None) -> ChunkedResult:
+                params: dict | None = None, runner: StageRunner | None = None, checklist=None) -> ChunkedResult:
     """The chunk-by-chunk method: each item's state carried through the case's pieces of at most
-    ``max_tokens`` tokens (None: CHUNK_TOKENS)."""
+    ``max_tokens`` tokens (None: CHUNK_TOKENS), for the items of ``checklist`` (default: the 26 legal ones)."""
     max_tokens = max_tokens or CHUNK_TOKENS
-    chosen = [gitems.item(i).name for i in items] if items else [it.name for it in gitems.ITEMS]
-    runner = runner or StageRunner(STAGE, provider, workdir, progress=False)
+    checklist = gitems.load(checklist)
+    chosen = [it.name for it in checklist.select(items)]
+    runner = runner or StageRunner(STAGE, provider, workdir, progress=False, namespace=checklist.cache_tag)
     parts = pieces(corpus, max_tokens)
     states = {it: [] for it in chosen}
     log, stats = [], {it: {"total_input_tokens": 0, "total_output_tokens": 0, "total_prompts": 0,
                            "chunks_in_case": len(parts), "chunks_processed": 0} for it in chosen}
     for piece in parts:
-        requests = {it: build_request(corpus, it, states[it], piece, model, params) for it in chosen}
+        requests = {it: build_request(corpus, it, states[it], piece, model, params, checklist) for it in chosen}
         report = runner.run(list(requests.values()), mode="online")
         for it, req in requests.items():
             resp = report.responses[req.custom_id]

@@ -1,4 +1,4 @@
-"""``python -m gavel documents ...``: the release checks and the three extraction methods from the shell.
+"""``python -m gavel documents ...``: the release checks and the four extraction methods from the shell.
 
     python -m gavel documents replay                 # released agent ledgers -> checklist.json, how many match
     python -m gavel documents patterns --tokens 128000  # released regex patterns through the search tool
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from gavel.core import config, options
+from gavel.core.items import load as load_checklist
 
 from .agent import MAX_STEPS
 from .chunking import CHUNK_TOKENS
@@ -95,7 +96,7 @@ def cmd_agent(args) -> int:
     corpus = load_case(args)
     provider = provider_from_args(args)
     runs = []
-    for cfg in configs.resolve(args.config):
+    for cfg in configs.resolve(args.config, args.checklist):
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
         res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
                         tool_mode=args.tool_mode)
@@ -104,6 +105,12 @@ def cmd_agent(args) -> int:
                           "resumed": res.resumed}))
     print(cost_line(runs), file=sys.stderr)  # stdout stays one JSON line per run
     return 0
+
+
+def run_folder(args, corpus, checklist) -> Path:
+    """OUT/MODEL/CASE for the default checklist (as before), OUT/MODEL/CASE/CHECKLIST for another."""
+    out = Path(args.out) / args.model / corpus.case_id
+    return out if checklist.is_default else out / checklist.name
 
 
 def cost_line(folders: list[Path]) -> str:
@@ -123,10 +130,11 @@ def cmd_end_to_end(args) -> int:
     from ..llm.runner import StageRunner
     from . import end_to_end
 
+    checklist = load_checklist(args.checklist)
     corpus = load_case(args)
-    built = end_to_end.build_requests(corpus, args.model, items=args.items or None)
-    out = Path(args.out) / args.model / corpus.case_id
-    runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm")
+    built = end_to_end.build_requests(corpus, args.model, items=args.items or None, checklist=checklist)
+    out = run_folder(args, corpus, checklist)
+    runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm", namespace=checklist.cache_tag)
     t = built.truncation
     print(f"case {corpus.case_id}: {len(built.requests)} requests; documents {sum(t.original_tokens):,} tokens, "
           f"kept {sum(t.kept_tokens):,} (budget {built.budget:,})")
@@ -153,10 +161,11 @@ def cmd_end_to_end(args) -> int:
 def cmd_chunked(args) -> int:
     from . import chunked
 
+    checklist = load_checklist(args.checklist)
     corpus = load_case(args)
-    out = Path(args.out) / args.model / corpus.case_id
+    out = run_folder(args, corpus, checklist)
     res = chunked.run_chunked(corpus, provider_from_args(args), args.model, items=args.items or None,
-                              workdir=out / "llm", max_tokens=args.chunk_tokens)
+                              workdir=out / "llm", max_tokens=args.chunk_tokens, checklist=checklist)
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id))
     _write_rows(out / "merge_log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"by_item_case": res.token_stats}, indent=1), encoding="utf-8")
@@ -164,6 +173,25 @@ def cmd_chunked(args) -> int:
     print(f"{sum(len(v) for v in res.states.values())} values -> {out / 'rows.jsonl'}; {errors} pieces not "
           f"merged (see merge_log.jsonl)")
     print(cost_line([out / "llm"]))
+    return 0
+
+
+def cmd_three_pass(args) -> int:
+    from . import three_pass
+
+    checklist = load_checklist(args.checklist)
+    corpus = load_case(args)
+    out = run_folder(args, corpus, checklist)
+    res = three_pass.run_three_pass(corpus, provider_from_args(args), args.model, checklist=checklist,
+                                    workdir=out / "llm", max_tokens=args.chunk_tokens, items=args.items or None)
+    _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id, checklist))
+    _write_rows(out / "log.jsonl", res.log)
+    (out / "token_stats.json").write_text(json.dumps({"checklist": checklist.name, "by_case": res.token_stats},
+                                                     indent=1), encoding="utf-8")
+    counts = {a: len(res.actions(a)) for a in ("merged", "restored", "removed", "dropped_evidence", "dropped_value")}
+    print(f"{sum(len(v) for v in res.values.values())} values -> {out / 'rows.jsonl'}; "
+          + ", ".join(f"{n} {a.replace('_', ' ')}" for a, n in counts.items()) + f" (reasons in {out / 'log.jsonl'})")
+    print(cost_line([out / "llm" / p for p in three_pass.PASSES]))
     return 0
 
 
@@ -210,7 +238,7 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_ids=None) -> int:
+def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_ids=None, checklist=None) -> int:
     """The tasks file of the agent job array: one line per (case, configuration run)."""
     from . import configs
     from . import corpus as corpus_mod
@@ -226,7 +254,7 @@ def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_id
             cases = [(str(src_path), c.case_id) for c in corpus_mod.load_full_case_data(src_path, case_ids)]
         for corpus_path, case_id in cases:
             lines += [f"{Path(corpus_path).resolve()}\t{case_id}\t{cfg.path if cfg.kind != 'custom' else configs_spec}"
-                      for cfg in configs.resolve(configs_spec)]
+                      for cfg in configs.resolve(configs_spec, checklist)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return len(lines)
@@ -241,7 +269,8 @@ def cmd_agent_array(args) -> int:
 
     out_dir = Path(args.script).resolve().parent
     tasks = out_dir / "agent_tasks.tsv"
-    n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id)
+    n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id, args.checklist)
+    checklist = load_checklist(args.checklist)
     directives = [f"#SBATCH --partition={args.partition}"] if args.partition else []
     script = Template((config.SLURM_DIR / "agent_array.sbatch.in").read_text()).substitute(
         job_name=f"gavel-agent-{args.model}"[:60], log_dir=str((out_dir / "logs").resolve()),
@@ -249,15 +278,22 @@ def cmd_agent_array(args) -> int:
         optional_directives="\n".join(directives), repo_dir=str(REPO_ROOT), tasks=str(tasks),
         python=args.python or _sys.executable, provider=args.provider,
         base_url_arg=f"--base-url {args.base_url}" if args.base_url else "", model=args.model,
-        out=str(Path(args.out).resolve()), max_steps=args.max_steps)
+        out=str(Path(args.out).resolve()), max_steps=args.max_steps,
+        checklist_arg="" if checklist.is_default else f"--checklist {checklist.source}")
     (out_dir / "logs").mkdir(parents=True, exist_ok=True)
     Path(args.script).write_text(script, encoding="utf-8")
     print(f"wrote {args.script} ({n} array tasks, listed in {tasks}); submit with: sbatch {args.script}")
     return 0
 
 
+def add_checklist_option(q) -> None:
+    """``--checklist NAME|FILE`` (the same on ``evaluate``, ``stage`` and ``annotate``)."""
+    q.add_argument("--checklist", default=None,
+                   help="a packaged checklist's name or a checklist file (docs/checklists.md); default: legal")
+
+
 def add_parser(sub) -> None:
-    p = sub.add_parser("documents", help="checklists from case documents: release checks and the three methods")
+    p = sub.add_parser("documents", help="checklists from case documents: release checks and the four methods")
     dsub = p.add_subparsers(dest="documents_command", required=True)
     q = dsub.add_parser("replay", help="replay every released agent ledger through our checklist store")
     q.add_argument("--release", default=None)
@@ -282,15 +318,18 @@ def add_parser(sub) -> None:
     q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"), help="output root: OUT/MODEL/CASE/KIND/NAME/")
     q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
+    add_checklist_option(q)
     q.add_argument("--tool-mode", default="json", choices=["json", "native"],
                    help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
     q.set_defaults(func=cmd_agent)
     for name, func, helptext in (("end-to-end", cmd_end_to_end, "end-to-end extraction, one request per item"),
-                                 ("chunked", cmd_chunked, "chunk-by-chunk extraction")):
+                                 ("chunked", cmd_chunked, "chunk-by-chunk extraction"),
+                                 ("three-pass", cmd_three_pass, "three passes: per-chunk recall, merge tree, prune")):
         q = dsub.add_parser(name, help=helptext)
         q.add_argument("corpus", help="a case folder, or a full_case_data JSON file (with --case-id)")
         q.add_argument("--case-id", default=None)
-        q.add_argument("--items", nargs="*", default=None, help="item names or keys (default: all 26)")
+        q.add_argument("--items", nargs="*", default=None, help="item names or keys (default: every item)")
+        add_checklist_option(q)
         q.add_argument("--provider", required=True)
         q.add_argument("--base-url", default=None)
         q.add_argument("--model", required=True)
@@ -330,6 +369,7 @@ def add_parser(sub) -> None:
     q.add_argument("--time-limit", default="04:00:00")
     q.add_argument("--cpus", type=options.positive_int, default=2)
     q.add_argument("--max-parallel", type=options.positive_int, default=32)
+    add_checklist_option(q)
     q.add_argument("--partition", default=None)
     q.add_argument("--python", default=None)
     q.set_defaults(func=cmd_agent_array)

@@ -1,19 +1,15 @@
 """Checklist configurations: which keys one extraction run fills, with their definitions.
 
-The legal ones are generated from ``gavel.core.items`` (one definition per item, never copied): ``all`` (one run
-for the 26 items), the 9 ``grouped`` runs and the 26 ``individual`` runs, named like the release's folders
-(``all/all_26_items``, ``grouped/01_basic_case_info``, ``individual/01_filing_date``). Keys use the
-underscore spelling the release's agent and chunk-by-chunk files use (``Filing_Date``).
+They are generated from a checklist (``gavel.core.items``: the packaged default, the 26 legal items, or any
+checklist file; one definition per item, never copied): ``all`` (one run for every item), the ``grouped``
+runs (one per group of the checklist) and the ``individual`` runs (one per item), named like the release's
+folders (``all/all_26_items``, ``grouped/01_basic_case_info``, ``individual/01_filing_date``); a checklist
+other than the default puts its name before the run's (``all/court_outcome.all_4_items``) so its runs never
+share a folder with the legal ones. Keys use the underscore spelling the release's agent and chunk-by-chunk
+files use (``Filing_Date``); a definition is the item's instruction for documents.
 
-Any other checklist is a YAML file::
-
-    name: research_paper            # folder-safe name of the configuration
-    task: Extract ... from the paper # optional one-line instruction
-    items:
-      - key: Title                   # letters, digits, underscores, hyphens
-        definition: The paper's full title.
-
-``checklists/research_paper.yaml`` next to this module is a shipped non-legal example.
+``checklists/research_paper.yaml`` next to this module is a shipped non-legal example (``load_yaml``: its
+``all`` run, kind ``custom``).
 """
 
 from __future__ import annotations
@@ -22,15 +18,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from gavel.core import items as gitems
 
 KINDS = ("all", "grouped", "individual")
 EXAMPLES_DIR = Path(__file__).with_name("checklists")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-.]*$")
-LEGAL_TASK = ("Extract the checklist items below from the documents of one U.S. civil-rights case, citing "
-              "evidence for every value.")
+LEGAL_TASK = gitems.default().task
 
 
 class ConfigError(ValueError):
@@ -47,6 +40,8 @@ class ChecklistConfig:
     keys: tuple[str, ...]
     definitions: dict
     task: str = LEGAL_TASK
+    checklist: str = gitems.DEFAULT_NAME
+    cache_tag: str | None = None  # a non-default checklist's tag: the agent's runner keys its answers by it
 
     @property
     def path(self) -> str:
@@ -54,77 +49,68 @@ class ChecklistConfig:
         return f"{self.kind}/{self.name}"
 
 
-def _legal(kind: str, name: str, chosen) -> ChecklistConfig:
-    return ChecklistConfig(kind=kind, name=name, keys=tuple(it.underscore for it in chosen),
-                           definitions={it.underscore: it.definition for it in chosen})
+def _config(kind: str, name: str, chosen, checklist: gitems.Checklist) -> ChecklistConfig:
+    return ChecklistConfig(kind=kind, name=name if checklist.is_default else f"{checklist.name}.{name}",
+                           keys=tuple(it.underscore for it in chosen),
+                           definitions={it.underscore: it.document_instruction for it in chosen},
+                           task=checklist.task, checklist=checklist.name, cache_tag=checklist.cache_tag)
 
 
-def all_items() -> ChecklistConfig:
-    return _legal("all", f"all_{len(gitems.ITEMS)}_items", gitems.ITEMS)
+def all_items(checklist=None) -> ChecklistConfig:
+    c = gitems.load(checklist)
+    return _config("all", f"all_{len(c.items)}_items", c.items, c)
 
 
-def group_config(group_key: str) -> ChecklistConfig:
-    return _legal("grouped", gitems.group_slug(group_key), gitems.items_in_group(group_key))
+def group_config(group_key: str, checklist=None) -> ChecklistConfig:
+    c = gitems.load(checklist)
+    return _config("grouped", c.group_slug(group_key), c.items_in_group(group_key), c)
 
 
-def single_config(item_name: str) -> ChecklistConfig:
-    it = gitems.item(item_name)
-    return _legal("individual", it.slug, (it,))
+def single_config(item_name: str, checklist=None) -> ChecklistConfig:
+    c = gitems.load(checklist)
+    it = c.item(item_name)
+    return _config("individual", it.slug, (it,), c)
 
 
-def configurations(kind: str) -> list[ChecklistConfig]:
-    """The runs of one configuration kind: 1 (all), 9 (grouped) or 26 (individual)."""
+def configurations(kind: str, checklist=None) -> list[ChecklistConfig]:
+    """The runs of one configuration kind over a checklist (default: the legal one): 1 (all), one per group
+    (grouped: 9 legal) or one per item (individual: 26 legal)."""
+    c = gitems.load(checklist)
     if kind == "all":
-        return [all_items()]
+        return [all_items(c)]
     if kind == "grouped":
-        return [group_config(g.key) for g in gitems.GROUPS]
+        if not c.groups:
+            raise ConfigError(f"checklist {c.name!r} ({c.source}) has no groups: no grouped configuration")
+        return [group_config(g.key, c) for g in c.groups]
     if kind == "individual":
-        return [single_config(it.key) for it in gitems.ITEMS]
+        return [single_config(it.key, c) for it in c.items]
     raise ConfigError(f"unknown configuration kind {kind!r}; known: {KINDS}")
 
 
-def release_config(kind: str, name: str) -> ChecklistConfig:
+def release_config(kind: str, name: str, checklist=None) -> ChecklistConfig:
     """The configuration of a release folder ``<kind>/<name>`` (e.g. ``individual/13_reported_opinions``)."""
-    for cfg in configurations(kind):
+    for cfg in configurations(kind, checklist):
         if cfg.name == name:
             return cfg
     raise ConfigError(f"no {kind} configuration named {name!r}")
 
 
 def load_yaml(path: str | Path) -> ChecklistConfig:
-    """A user-defined checklist; errors name the file and the entry."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: cannot read checklist YAML ({err})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list) or not data["items"]:
-        raise ConfigError(f"{path}: expected a mapping with a non-empty `items` list")
-    name = str(data.get("name") or path.stem)
-    if not _KEY.match(name):
-        raise ConfigError(f"{path}: name {name!r} must be letters, digits, '_', '-' or '.'")
-    keys, definitions = [], {}
-    for n, entry in enumerate(data["items"], 1):
-        if not isinstance(entry, dict) or not entry.get("key") or not entry.get("definition"):
-            raise ConfigError(f"{path}: item {n} needs a `key` and a `definition`")
-        key = str(entry["key"])
-        if not _KEY.match(key):
-            raise ConfigError(f"{path}: item {n}: key {key!r} must be letters, digits, '_', '-' or '.'")
-        if key in definitions:
-            raise ConfigError(f"{path}: item {n}: key {key!r} is defined twice")
-        keys.append(key)
-        definitions[key] = str(entry["definition"]).strip()
-    task = str(data.get("task") or "Extract the checklist items below from the documents, citing evidence "
-                                   "for every value.")
-    return ChecklistConfig(kind="custom", name=name, keys=tuple(keys), definitions=definitions, task=task)
+    """A checklist file's ``all`` run as one custom configuration (``custom/<checklist name>``); a bad file is
+    one error naming the file and the entry (``gavel.core.items.ChecklistError``)."""
+    c = gitems.load(Path(path))
+    return ChecklistConfig(kind="custom", name=c.name, keys=tuple(it.underscore for it in c.items),
+                           definitions={it.underscore: it.document_instruction for it in c.items}, task=c.task,
+                           checklist=c.name, cache_tag=c.cache_tag)
 
 
-def resolve(spec: str) -> list[ChecklistConfig]:
+def resolve(spec: str, checklist=None) -> list[ChecklistConfig]:
     """A configuration from a command-line word: ``all``, ``grouped``, ``individual`` (every run of that
-    kind), ``grouped/03_judge_info`` or ``individual/08_judge_name`` (one run), or a YAML path."""
+    kind over ``checklist``), ``grouped/03_judge_info`` or ``individual/08_judge_name`` (one run), or a
+    checklist file (its ``all`` run)."""
     if spec in KINDS:
-        return configurations(spec)
+        return configurations(spec, checklist)
     if "/" in spec and spec.split("/", 1)[0] in KINDS and not spec.endswith((".yaml", ".yml")):
         kind, name = spec.split("/", 1)
-        return [release_config(kind, name)]
+        return [release_config(kind, name, checklist)]
     return [load_yaml(spec)]

@@ -54,26 +54,26 @@ class Built:
 
 
 def build_requests(corpus: Corpus, model: str, items=None, context_window: int | None = None,
-                   reserve_output: int | None = None, params: dict | None = None) -> Built:
-    """One request per item (default all 26). ``context_window`` / ``reserve_output`` default to the
-    model's registry settings."""
-    chosen = [gitems.item(i) for i in items] if items else list(gitems.ITEMS)
+                   reserve_output: int | None = None, params: dict | None = None, checklist=None) -> Built:
+    """One request per item of ``checklist`` (default: all 26 legal ones) or of ``items`` among them.
+    ``context_window`` / ``reserve_output`` default to the model's registry settings."""
+    chosen = list(gitems.load(checklist).select(items))
     if context_window is None or reserve_output is None:
         from ..llm.registry import llm_model
 
         m = llm_model(model)
         context_window = context_window or m.context_window
         reserve_output = m.max_output_tokens if reserve_output is None else reserve_output
-    longest = max(chosen, key=lambda it: len(it.definition) + len(it.name))
+    longest = max(chosen, key=lambda it: len(it.document_instruction) + len(it.name))
     prompt_tokens = count_tokens(render(PROMPT, documents="", item_name=longest.name,
-                                        definition=longest.definition))
+                                        definition=longest.document_instruction))
     overhead = count_tokens(document_block(corpus, [""] * len(corpus.documents)))
     budget = max(0, context_window - reserve_output - prompt_tokens - overhead)
     trunc = truncate_proportionally([d.text for d in corpus.documents], budget)
     documents = document_block(corpus, trunc.texts)
     requests = [Request(stage=STAGE, model=model, case_id=corpus.case_id, item=it.name,
                         messages=render_messages(PROMPT, documents=documents, item_name=it.name,
-                                                 definition=it.definition),
+                                                 definition=it.document_instruction),
                         params=dict(params or {}), schema=ANSWER_SCHEMA) for it in chosen]
     return Built(requests, trunc, budget)
 

@@ -18,8 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core import config, stats
-from gavel.core.items import ITEMS
-from gavel.core.items import item as item_named
+from gavel.core import items as gitems
 from gavel.core.vocab import STYLE_ASPECTS
 from gavel.ref.stability import STAGES as REPEAT_STAGES
 from gavel.ref.tables import read_tables
@@ -96,12 +95,23 @@ def heat_class(score) -> str:
     return "qn" if score is None else f"q{min(10, max(0, int(round(float(score) * 10))))}"
 
 
-def item_names(keys) -> list[list[str]]:
-    order = {it.key: it.number for it in ITEMS}
+def run_checklist(manifest: dict) -> gitems.Checklist:
+    """The checklist a run was evaluated with (``evaluation.json``), read from its file where that is still
+    there; else the default (older runs, a file moved since: item keys then show as they are)."""
+    source = (manifest.get("checklist") or {}).get("source")
+    try:
+        return gitems.load(source) if source else gitems.default()
+    except gitems.ChecklistError:
+        return gitems.default()
+
+
+def item_names(keys, checklist=None) -> list[list[str]]:
+    checklist = gitems.load(checklist)
+    order = {it.key: it.number for it in checklist.items}
     out = []
     for k in sorted(set(keys), key=lambda k: (order.get(k, 99), k)):
         try:
-            out.append([k, item_named(k).name])
+            out.append([k, checklist.item(k).name])
         except Exception:  # the residual pseudo-item, or an item a newer run knows
             out.append([k, k.replace("_", " ")])
     return out
@@ -212,7 +222,8 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
     compare = records(tables["compare"])
     scores = records(tables["scores"])
     subjects = sorted({r["subject"] for r in scores} | {r["subject"] for r in compare})
-    items = item_names(r["item"] for r in compare)
+    checklist = run_checklist(manifest)
+    items = item_names((r["item"] for r in compare), checklist)
 
     # leaderboard: per model, the four scores with bootstrap intervals over cases
     board = []
@@ -293,8 +304,9 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
 
     optional = optional_tables(folder)
     return {"kind": "run", "title": title or f"GAVEL-REF run {folder.name}", "source": str(folder.name),
-            "manifest": {k: manifest[k] for k in ("extractor", "judge", "provider", "alpha", "seed", "mode", "items")
-                         if k in manifest},
+            "manifest": {**{k: manifest[k] for k in ("extractor", "judge", "provider", "alpha", "seed", "mode", "items")
+                            if k in manifest},
+                         **({"checklist": manifest["checklist"].get("name")} if manifest.get("checklist") else {})},
             "subjects": subjects, "labels": {s: config.model_label(s) for s in subjects}, "items": items,
             "board": board, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
             "texts": texts, "answers": answers, "raw": raw_texts, "extract_status": extract_status,

@@ -129,10 +129,11 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.cap("extract", s.extractor),
                                 s.structured)
     sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.cap("style", s.judge), s.structured)]
+                                             s.cap("style", s.judge), s.structured, checklist=s.checklist)]
     tables, too_long, runners = [], [], {}
     for stage, reqs in (("extract", ex), ("style", sty)):
-        runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False)
+        runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False,
+                                     **s.runner_namespace)
         tokens, source = output_for(runners[stage], measured, stage)
         t = estimate.dry_run(runners[stage], reqs, s.mode, tokens, show=False, allow_unserved=s.allow_unserved,
                              keep=False)  # nothing is written in the stages' folders: out/estimate.json holds it
@@ -145,7 +146,8 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     table = pd.concat(tables, ignore_index=True)
     mode = estimate.run_mode(provider, s.mode)
     for stage in ("compare", "residual", "residual_match"):
-        runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False)
+        runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False,
+                                     **s.runner_namespace)
     value_tokens = measured.get("values", 0.0)
     judge, extractor = llm_model(s.judge), llm_model(s.extractor)
     judge_cap = s.cap("compare", s.judge) or judge.max_output_tokens

@@ -32,7 +32,8 @@ import pandas as pd
 
 from gavel import answers
 from gavel.core import config, options, stats
-from gavel.core.items import ITEMS, Item
+from gavel.core.items import Item
+from gavel.core.items import load as load_checklist
 from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -67,7 +68,7 @@ TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 class Settings:
     extractor: str
     judge: str
-    items: tuple[Item, ...] = ITEMS
+    items: tuple[Item, ...] | None = None  # None: every item of the checklist
     alpha: float = 0.9
     seed: int = 0
     mode: str = "online"
@@ -79,6 +80,7 @@ class Settings:
     orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.ref.orders)
     allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
     pace: object = None  # a gavel.llm.pace.Pace, or a function giving one: each stage says its duration first
+    checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
 
     def cap(self, stage: str, model: str) -> int | None:
         """The output cap of a stage's requests: ``max_tokens`` when set, else the model's cap for the stage
@@ -90,6 +92,15 @@ class Settings:
     def __post_init__(self):  # checked before anything is built or sent (the command line checks them first)
         options.check_fraction("alpha", self.alpha)
         options.check_positive("max_tokens", self.max_tokens, allow_none=True)
+        self.checklist = load_checklist(self.checklist)
+        self.items = tuple(self.items) if self.items is not None else self.checklist.items
+
+    @property
+    def runner_namespace(self) -> dict:
+        """The runners' cache namespace: a non-default checklist's tag joined to a repeat's namespace (the
+        default checklist adds nothing, so the release's keys stay)."""
+        parts = [x for x in (self.checklist.cache_tag, self.runner_options.get("namespace")) if x]
+        return {"namespace": "|".join(parts)} if parts else {}
 
 
 def default_roles(provider: str | None = None) -> dict:
@@ -132,7 +143,7 @@ class _Stages:
         """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
         answers. Returns the results in job order."""
         runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
-                             **self.s.runner_options)
+                             **{**self.s.runner_options, **self.s.runner_namespace})
         self.runners.append(runner)
         results: list = [None] * len(jobs)
         pending = list(range(len(jobs)))
@@ -268,7 +279,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
 
     # 4. style
     sjobs = style.build_requests([(subj, c, t, refs[c]) for (subj, c), t in kept.items()], s.judge, s.seed,
-                                 s.cap("style", s.judge), s.structured)
+                                 s.cap("style", s.judge), s.structured, checklist=s.checklist)
     style_rows = pd.DataFrame(st.run("style", sjobs, lambda meta, resp: _with_status(style.parse_response(meta, resp))))
 
     # 5. scores
@@ -278,6 +289,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         scores["bin"] = scores["case_id"].map(bins)
         by = ["subject", "bin"]
     model_scores = _model_scores(scores, by, s.seed)
+    scores.insert(0, "checklist", s.checklist.name)
+    model_scores.insert(0, "checklist", s.checklist.name)
     tables = {**results_tables(scores, s.seed),
         "values": pd.DataFrame(value_rows), "answers": pd.DataFrame(st.log), "compare": compare_rows,
         "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
@@ -296,7 +309,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     (out / "texts.jsonl").write_text("".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False)
                                              + "\n" for (subj, c), t in texts.items()), encoding="utf-8")
     manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
-                "items": [it.key for it in s.items], "provider": getattr(provider, "name", str(provider)),
+                "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
+                "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
                 "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
                 **({"orders": s.orders} if s.orders != "one" else {})}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
@@ -339,9 +353,11 @@ def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFr
     """The judge's verdicts on ``pairs``: the table of ``stage`` (order 1, gated pairs included: today's
     ``compare.csv`` / ``residual_match.csv``) and every judgment (both orders with ``--orders both``)."""
     cap = s.cap(stage, s.judge)
-    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, cap, s.structured, stage=stage)
+    jobs, gated = compare.build_requests(pairs, s.judge, s.seed, cap, s.structured, stage=stage,
+                                         checklist=s.checklist)
     if s.orders == "both":
-        jobs += compare.build_requests(pairs, s.judge, s.seed, cap, s.structured, stage=stage, order=2)[0]
+        jobs += compare.build_requests(pairs, s.judge, s.seed, cap, s.structured, stage=stage, order=2,
+                                       checklist=s.checklist)[0]
     judged = st.run(stage, jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
     first = compare.table_rows([r for r in judged if r["order"] == 1])
     return pd.DataFrame(gated + first), [{**r, "stage": stage} for r in judged]
@@ -477,9 +493,9 @@ class NotebookRun:
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
                  items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1,
-                 orders: str = "one") -> NotebookRun:
-    from gavel.core.items import item as item_named
-
+                 orders: str = "one", checklist=None) -> NotebookRun:
+    """``checklist``: a packaged name or a checklist file (None: the default, the 26 legal items)."""
+    checklist = load_checklist(checklist)
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
             for row in read_summaries(in_repo(path))]
     if references:
@@ -490,7 +506,7 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
         refs, bins = release_references(load_release())
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
-                        items=tuple(item_named(n) for n in items) if items else ITEMS, mode=mode, orders=orders)
+                        items=checklist.select(items), mode=mode, orders=orders, checklist=checklist)
     return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 

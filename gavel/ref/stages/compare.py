@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from gavel.answers import Unusable, read
 from gavel.core.checklist import comparable_values
-from gavel.core.items import item as item_named
+from gavel.core.items import load as load_checklist
 from gavel.core.vocab import matching_of, relation_of
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
@@ -109,12 +109,14 @@ def swapped_stage(stage: str) -> str:
 
 def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_tokens: int | None = None,
                    structured: bool = True, stage: str = STAGE,
-                   order: int = 1) -> tuple[list[tuple[Request, dict]], list[dict]]:
+                   order: int = 1, checklist=None) -> tuple[list[tuple[Request, dict]], list[dict]]:
     """(jobs, gated rows). A job is (request, meta): ``meta`` is what ``parse_response`` needs to map the
     answer back (sides, lengths). Gated pairs get their score without a request. ``order=2`` asks every
-    judged pair with the sides swapped (request stage ``swapped_stage(stage)``, ``meta["order"] = 2``)."""
+    judged pair with the sides swapped (request stage ``swapped_stage(stage)``, ``meta["order"] = 2``). Item
+    names are those of ``checklist`` (a ``gavel.core.items.Checklist``, a name or a file; default: the default)."""
     if order not in (1, 2):
         raise ValueError(f"order is 1 or 2, got {order!r}")
+    checklist = load_checklist(checklist)
     jobs, gated = [], []
     params = {"max_tokens": max_tokens} if max_tokens else {}
     for p in pairs:
@@ -132,7 +134,7 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
             continue
         a_is_model = model_is_a(seed, p.subject, p.case_id, p.item) == (order == 1)
         a, b = (m, r) if a_is_model else (r, m)
-        name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else item_named(p.item).name
+        name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else checklist.item(p.item).name
         if g == "single":
             messages = prompts.render_messages("compare_single", item_name=name, a=a[0], b=b[0])
             schema = SINGLE_SCHEMA

@@ -45,7 +45,7 @@ def build_requests(summaries: list[Summary], extractor: str, items: tuple[Item, 
     for s in summaries:
         for it in items:
             messages = prompts.render_messages(TEMPLATE, summary=s.text, item_name=it.name,
-                                               item_definition=it.definition)
+                                               item_definition=it.summary_instruction)
             out.append(Request(stage=STAGE, model=extractor, messages=messages, params=dict(params),
                                case_id=s.case_id, item=it.key, subject=s.subject,
                                schema=SCHEMA if structured else None))

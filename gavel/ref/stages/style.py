@@ -21,9 +21,13 @@ SCHEMA = {"name": "style_ratings", "schema": {
     "required": list(STYLE_ASPECTS), "additionalProperties": False}}
 
 
-def aspects_text() -> str:
+def aspects_text(checklist=None) -> str:
+    """The aspects and their scales; ``checklist`` (a ``gavel.core.items.Checklist``) may word an aspect's
+    label and what it compares for its own field (its ``style`` section); the scales stay."""
+    own = checklist.style if checklist is not None else {}
     lines = []
     for n, (key, (label, what, levels)) in enumerate(STYLE_RUBRIC.items(), 1):
+        label, what = own.get(key, (label, what))
         lines.append(f"{n}. {label} (`{key}`): {what}")
         lines += [f"   {rating} = {levels[rating - 1]}" for rating in range(5, 0, -1)]
     return "\n".join(lines)
@@ -34,14 +38,14 @@ def model_is_a(seed: int, subject: str, case_id: str) -> bool:
 
 
 def build_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, seed: int = 0,
-                   max_tokens: int | None = None, structured: bool = True) -> list[tuple[Request, dict]]:
+                   max_tokens: int | None = None, structured: bool = True, checklist=None) -> list[tuple[Request, dict]]:
     """``pairs``: (subject, case_id, model summary, reference summary) -> jobs (request, meta)."""
     keys = json.dumps({k: "<1-5>" for k in STYLE_ASPECTS}, indent=1)
     jobs = []
     for subject, case_id, text, reference in pairs:
         a_is_model = model_is_a(seed, subject, case_id)
         a, b = (text, reference) if a_is_model else (reference, text)
-        messages = prompts.render_messages("style", aspects=aspects_text(), score_keys=keys, a=a, b=b)
+        messages = prompts.render_messages("style", aspects=aspects_text(checklist), score_keys=keys, a=a, b=b)
         req = Request(stage=STAGE, model=judge_model, messages=messages,
                       params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id, subject=subject,
                       schema=SCHEMA if structured else None)

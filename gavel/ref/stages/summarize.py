@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from gavel.answers import visible_text
-from gavel.core.items import ITEMS
+from gavel.core.items import load as load_checklist
 from gavel.core.tokens import count_tokens, truncate_proportionally
 from gavel.llm.records import Request, Response
 from gavel.llm.registry import llm_model
@@ -22,8 +22,8 @@ STAGE = "summarize"
 _MARKER = re.compile(r"\*{0,2}\s*Case Summary\s*:?\s*\*{0,2}\s*:?", re.I)
 
 
-def checklist_text() -> str:
-    return "\n".join(f"{it.number}. {it.name}: {it.definition}" for it in ITEMS)
+def checklist_text(checklist=None) -> str:
+    return "\n".join(f"{it.number}. {it.name}: {it.summary_instruction}" for it in load_checklist(checklist).items)
 
 
 def _documents_text(names: list[str], texts: list[str]) -> str:

@@ -1,0 +1,363 @@
+"""The three-pass document method: high-recall extraction per chunk, a pairwise merge tree, a strict prune.
+
+1. **Extract** (``doc_3pass_extract``): every piece of every document (``chunked.pieces``) is read once for the
+   whole checklist; each candidate value carries evidence objects ``{text, source_document, location}`` where
+   ``location`` is ``chunk N`` of that document.
+2. **Merge** (``doc_3pass_merge``): the per-piece checklists are joined pairwise, level by level (a tree of
+   LLM calls: n pieces take n - 1 joins at most). Only items that both sides fill go to the model; the others
+   are joined mechanically. The model names the values it joins (``from``); a value it leaves out is restored.
+3. **Prune** (``doc_3pass_prune``): one strict reading of the merged checklist; each value is kept or removed
+   with a reason; a value it does not mention is kept and recorded.
+
+What the model writes is never trusted: after every pass each evidence object is checked mechanically and
+dropped, with its reason in the log, when it is not byte-equal to a candidate's (one the first pass produced
+for the same item) or, for the first pass, when its text is not in the named document at the named
+location. A value left with no evidence is dropped the same way. Nothing is dropped silently: ``log`` holds
+one record per merge, removal, restoration and drop.
+
+Every call goes through ``StageRunner``'s online path with a cache per pass: a killed run reruns and every
+finished call is answered from the cache. Tokens per case are counted like the other methods
+(``token_stats``: totals and per pass).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from gavel.answers import json_candidates
+from gavel.core import items as gitems
+from gavel.core.tokens import count_tokens
+from gavel.ref.prompts import render_messages
+
+from ..llm.records import Request
+from ..llm.runner import StageRunner
+from .chunked import Piece, pieces
+from .chunking import CHUNK_TOKENS
+from .corpus import Corpus
+
+PASSES = ("extract", "merge", "prune")
+STAGES = {p: f"doc_3pass_{p}" for p in PASSES}
+_EVIDENCE = {"type": "object", "properties": {k: {"type": "string"} for k in ("text", "source_document", "location")},
+             "required": ["text", "source_document", "location"], "additionalProperties": False}
+
+
+def _schema(name: str, value_props: dict, top: dict | None = None) -> dict:
+    value = {"type": "object", "properties": {**value_props, "value": {"type": "string"},
+                                              "evidence": {"type": "array", "items": _EVIDENCE}},
+             "required": [*value_props, "value", "evidence"], "additionalProperties": False}
+    items = {"type": "array", "items": {"type": "object", "properties": {
+        "key": {"type": "string"}, "values": {"type": "array", "items": value}},
+        "required": ["key", "values"], "additionalProperties": False}}
+    props = top or {"items": items}
+    return {"name": name, "schema": {"type": "object", "properties": props, "required": list(props),
+                                     "additionalProperties": False}}
+
+
+EXTRACT_SCHEMA = _schema("three_pass_extract", {})
+MERGE_SCHEMA = _schema("three_pass_merge", {"from": {"type": "array", "items": {"type": "string"}}})
+_KEPT = {"type": "object", "properties": {"id": {"type": "string"}, "value": {"type": "string"},
+                                        "evidence": {"type": "array", "items": _EVIDENCE}},
+         "required": ["id", "value", "evidence"], "additionalProperties": False}
+_REMOVED = {"type": "object", "properties": {"id": {"type": "string"}, "why": {"type": "string"}},
+            "required": ["id", "why"], "additionalProperties": False}
+PRUNE_SCHEMA = _schema("three_pass_prune", {}, {"kept": {"type": "array", "items": _KEPT},
+                                                "removed": {"type": "array", "items": _REMOVED}})
+#: the location a first-pass evidence object names: ``chunk N`` of its document (text after N, e.g. "/5", is let be)
+CHUNK_LOCATION = re.compile(r"^\s*chunk\s+(\d+)\b", re.I)
+
+
+def location_of(piece: Piece) -> str:
+    return f"chunk {piece.chunk_id}"
+
+
+def checklist_text(checklist: gitems.Checklist) -> str:
+    return "\n".join(f"- {it.key} ({it.name}): {it.document_instruction}" for it in checklist.items)
+
+
+def _ev(e: dict) -> tuple:
+    return (e["text"], e["source_document"], e["location"])
+
+
+@dataclass
+class ThreePassResult:
+    values: dict  # item key -> final list of {"value", "evidence": [{text, source_document, location}]}
+    log: list  # one record per merge, removal, restoration and drop (pass, action, item, value, why)
+    token_stats: dict  # case -> totals and per pass
+
+    def value_rows(self, case_id: str, checklist=None) -> list[dict]:
+        checklist = gitems.load(checklist)
+        rows = []
+        for key, values in self.values.items():
+            for i, v in enumerate(values, 1):
+                rows.append({"case_id": case_id, "item": checklist.item(key).name, "index": i, "value": v["value"],
+                             "evidence": [e["text"] for e in v["evidence"]],
+                             "source_documents": [e["source_document"] for e in v["evidence"]],
+                             "locations": [e["location"] for e in v["evidence"]]})
+        return rows
+
+    def actions(self, action: str) -> list[dict]:
+        return [r for r in self.log if r["action"] == action]
+
+
+@dataclass
+class _Run:
+    corpus: Corpus
+    checklist: gitems.Checklist
+    model: str
+    runners: dict
+    params: dict
+    chunk_text: dict  # (document, chunk number) -> text
+    log: list = field(default_factory=list)
+    candidates: dict = field(default_factory=dict)  # item key -> {(text, document, location)} of pass 1
+    tokens: dict = field(default_factory=dict)
+
+    def note(self, pass_, action, item, value, why, **extra):
+        self.log.append({"case_id": self.corpus.case_id, "pass": pass_, "action": action, "item": item,
+                         "value": value, "why": why, **extra})
+
+    def call(self, pass_: str, requests: list[Request]) -> dict:
+        """Answers (custom_id -> text or None), failures logged; tokens counted per pass."""
+        if not requests:
+            return {}
+        report = self.runners[pass_].run(requests, mode="online")
+        t = self.tokens.setdefault(pass_, {"input_tokens": 0, "output_tokens": 0, "prompts": 0})
+        out = {}
+        for r in requests:
+            resp = report.responses[r.custom_id]
+            t["prompts"] += 1
+            if not resp.ok or resp.truncated:
+                why = f"call failed: {resp.error}" if not resp.ok else "answer cut by the output-token limit"
+                self.note(pass_, "call_failed", None, None, why, custom_id=r.custom_id)
+                out[r.custom_id] = None
+                continue
+            t["input_tokens"] += resp.input_tokens if resp.input_tokens is not None else \
+                sum(count_tokens(m["content"]) for m in r.messages)
+            t["output_tokens"] += resp.output_tokens if resp.output_tokens is not None else count_tokens(resp.text or "")
+            out[r.custom_id] = resp.text
+        return out
+
+    def request(self, pass_: str, schema: dict, item: str | None = None, **fields) -> Request:
+        messages = render_messages(STAGES[pass_], checklist=checklist_text(self.checklist), **fields)
+        return Request(stage=STAGES[pass_], model=self.model, case_id=self.corpus.case_id, item=item,
+                       messages=messages, params=dict(self.params), schema=schema)
+
+    # ---- mechanical checks
+    def located(self, e: dict) -> str:
+        """"" when the quote is in the named document at the named location, else why not."""
+        doc, where, text = e["source_document"], e["location"], e["text"]
+        if doc not in self.corpus.by_name:
+            return f"no document named {doc!r}"
+        m = CHUNK_LOCATION.match(where)
+        if not m or (doc, int(m.group(1))) not in self.chunk_text:
+            return f"location {where!r} is no chunk of {doc!r}"
+        if text and text in self.chunk_text[(doc, int(m.group(1)))]:
+            return ""
+        elsewhere = [c for (d, c), t in self.chunk_text.items() if d == doc and text and text in t]
+        return (f"quote not in {doc!r} at {where!r}" + (f" (it is in chunk {elsewhere[0]})" if elsewhere else "")
+                + ("" if elsewhere else ": not byte-equal to any text of the document"))
+
+    def checked_evidence(self, pass_: str, key: str, value: str, evidence, allowed: set | None) -> list[dict]:
+        """The evidence objects that pass; each other one logged as dropped with its reason."""
+        kept = []
+        for e in evidence if isinstance(evidence, list) else []:
+            if not (isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("text", "source_document",
+                                                                                    "location"))):
+                self.note(pass_, "dropped_evidence", key, value, f"not an evidence object: {str(e)[:80]!r}")
+                continue
+            e = {k: e[k] for k in ("text", "source_document", "location")}
+            if allowed is not None and _ev(e) not in allowed:
+                self.note(pass_, "dropped_evidence", key, value, "evidence not byte-equal to a candidate's",
+                          evidence=e)
+                continue
+            why = self.located(e)
+            if why:
+                self.note(pass_, "dropped_evidence", key, value, why, evidence=e)
+                continue
+            if e not in kept:
+                kept.append(e)
+        return kept
+
+    def read_values(self, pass_: str, key_values, allowed_for=None) -> dict:
+        """``{item key: [value dicts]}`` from an answer's ``items`` list, values checked (unknown items,
+        empty values and values left without evidence are logged and dropped)."""
+        out: dict = {}
+        for entry in key_values if isinstance(key_values, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            try:
+                key = self.checklist.item(str(entry.get("key"))).key
+            except KeyError:
+                self.note(pass_, "dropped_value", str(entry.get("key")), None, "not an item of the checklist")
+                continue
+            for v in entry.get("values") or []:
+                if not isinstance(v, dict) or not isinstance(v.get("value"), str) or not v["value"].strip():
+                    self.note(pass_, "dropped_value", key, None, f"no value text: {str(v)[:80]!r}")
+                    continue
+                allowed = allowed_for(key) if allowed_for else None
+                ev = self.checked_evidence(pass_, key, v["value"], v.get("evidence"), allowed)
+                if not ev:
+                    self.note(pass_, "dropped_value", key, v["value"], "no evidence left")
+                    continue
+                out.setdefault(key, []).append({"value": v["value"].strip(), "evidence": ev,
+                                                **({"from": v.get("from")} if "from" in v else {})})
+        return out
+
+
+def _answer(text: str | None) -> dict | None:
+    if not text:
+        return None
+    for candidate in [text.strip(), *json_candidates(text)]:
+        try:
+            obj = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def _numbered(side: str, checklist: dict) -> tuple[str, dict]:
+    ids, lines = {}, []
+    n = 0
+    for key, values in checklist.items():
+        lines.append(f"## {key}")
+        for v in values:
+            n += 1
+            ids[f"{side}{n}"] = (key, v)
+            lines.append(json.dumps({"id": f"{side}{n}", "value": v["value"], "evidence": v["evidence"]},
+                                    ensure_ascii=False))
+    return "\n".join(lines), ids
+
+
+def _merge_pair(run: _Run, a: dict, b: dict, text: str | None, where: str) -> dict:
+    """The checklist joining ``a`` and ``b`` from the merge answer (None: no call was needed)."""
+    both = [k for k in run.checklist.keys if a.get(k) and b.get(k)]
+    merged = {k: list(a.get(k, [])) + list(b.get(k, [])) for k in run.checklist.keys if a.get(k) or b.get(k)}
+    if not both or text is None:
+        if both:
+            run.note("merge", "unmerged", None, None, f"{where}: no usable answer; both sides kept as they were")
+        return merged
+    answer = _answer(text)
+    if answer is None:
+        run.note("merge", "unmerged", None, None, f"{where}: answer is not a JSON object; both sides kept")
+        return merged
+    _, a_ids = _numbered("A", {k: a[k] for k in both})
+    _, b_ids = _numbered("B", {k: b[k] for k in both})
+    ids = {**a_ids, **b_ids}
+    got = run.read_values("merge", answer.get("items"), lambda k: run.candidates.get(k, set()))
+    used: set = set()
+    for key in both:
+        out = []
+        for v in got.get(key, []):
+            sources = [i for i in (v.pop("from", None) or []) if isinstance(i, str) and i in ids
+                       and ids[i][0] == key and i not in used]
+            if not sources:
+                run.note("merge", "dropped_value", key, v["value"], "names no value of A or B for this item")
+                continue
+            used.update(sources)
+            if len(sources) > 1:
+                run.note("merge", "merged", key, v["value"], f"{where}: joins {', '.join(sources)}",
+                         sources=[ids[i][1]["value"] for i in sources])
+            out.append(v)
+        for i, (k, v) in ids.items():
+            if k == key and i not in used:
+                run.note("merge", "restored", key, v["value"], f"{where}: {i} left out by the answer; kept")
+                out.append(v)
+        merged[key] = out
+    for key in set(got) - set(both):
+        run.note("merge", "dropped_value", key, None, f"{where}: the answer lists an item it was not given")
+    return merged
+
+
+def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir=None, max_tokens: int | None = None,
+                   params: dict | None = None, items=None) -> ThreePassResult:
+    """The three passes over one case for ``checklist`` (default: the 26 legal items; ``items``: only these),
+    pieces of at most ``max_tokens`` tokens (None: CHUNK_TOKENS). ``workdir`` holds one runner cache per pass."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    checklist = gitems.load(checklist)
+    if items:
+        checklist = replace(checklist, items=checklist.select(items))
+    parts = pieces(corpus, max_tokens or CHUNK_TOKENS)
+    runners = {p: StageRunner(STAGES[p], provider, Path(workdir) / p if workdir else None, progress=False,
+                              namespace=checklist.cache_tag) for p in PASSES}
+    run = _Run(corpus, checklist, model, runners, dict(params or {}),
+               {(p.document, p.chunk_id): p.text for p in parts})
+
+    # 1. extract: one call per piece, every item
+    reqs = [run.request("extract", EXTRACT_SCHEMA, document_name=p.document, location=location_of(p),
+                        total_chunks=p.total_chunks, document_chunk=p.text) for p in parts]
+    texts = run.call("extract", reqs)
+    level = []
+    for p, r in zip(parts, reqs):
+        answer = _answer(texts.get(r.custom_id))
+        if answer is None and texts.get(r.custom_id) is not None:
+            run.note("extract", "unusable", None, None, f"{p.document} {location_of(p)}: answer is not a JSON object")
+        got = run.read_values("extract", (answer or {}).get("items"))
+        for key, values in got.items():
+            run.candidates.setdefault(key, set()).update(_ev(e) for v in values for e in v["evidence"])
+        level.append(got)
+
+    # 2. merge tree: pairs of the level joined at once, until one checklist is left
+    depth = 0
+    while len(level) > 1:
+        depth += 1
+        pairs = [(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        jobs = []
+        for n, (a, b) in enumerate(pairs, 1):
+            both = [k for k in checklist.keys if a.get(k) and b.get(k)]
+            if not both:
+                jobs.append(None)
+                continue
+            a_text, _ = _numbered("A", {k: a[k] for k in both})
+            b_text, _ = _numbered("B", {k: b[k] for k in both})
+            jobs.append(run.request("merge", MERGE_SCHEMA, item=f"level {depth} join {n}", a=a_text, b=b_text))
+        texts = run.call("merge", [j for j in jobs if j is not None])
+        nxt = [_merge_pair(run, a, b, texts.get(j.custom_id) if j else None, f"level {depth} join {n}")
+               for n, ((a, b), j) in enumerate(zip(pairs, jobs), 1)]
+        level = nxt + ([level[-1]] if len(level) % 2 else [])
+    merged = level[0] if level else {}
+
+    # 3. prune: one strict reading of the merged checklist
+    ids, lines = {}, []
+    for key in checklist.keys:
+        for v in merged.get(key, []):
+            ids[f"v{len(ids) + 1}"] = (key, v)
+            lines.append(json.dumps({"id": f"v{len(ids)}", "item": key, "value": v["value"],
+                                     "evidence": v["evidence"]}, ensure_ascii=False))
+    final: dict = {}
+    if ids:
+        req = run.request("prune", PRUNE_SCHEMA, values="\n".join(lines))
+        answer = _answer(run.call("prune", [req]).get(req.custom_id)) or {}
+        if not answer:
+            run.note("prune", "unpruned", None, None, "no usable answer; every merged value kept")
+        decided: dict = {}
+        for r in answer.get("removed") or []:
+            if isinstance(r, dict) and r.get("id") in ids and r["id"] not in decided:
+                decided[r["id"]] = None
+                run.note("prune", "removed", ids[r["id"]][0], ids[r["id"]][1]["value"], str(r.get("why") or ""))
+        for k in answer.get("kept") or []:
+            if not isinstance(k, dict) or k.get("id") not in ids or k["id"] in decided:
+                continue
+            key, old = ids[k["id"]]
+            allowed = {_ev(e) for e in old["evidence"]}
+            value = k["value"].strip() if isinstance(k.get("value"), str) and k["value"].strip() else old["value"]
+            ev = run.checked_evidence("prune", key, value, k.get("evidence"), allowed)
+            if not ev:
+                run.note("prune", "dropped_value", key, value, "no evidence left")
+                decided[k["id"]] = None
+                continue
+            decided[k["id"]] = {"value": value, "evidence": ev}
+        for i, (key, v) in ids.items():
+            if i not in decided and answer:
+                run.note("prune", "kept_unmentioned", key, v["value"], f"{i} neither kept nor removed; kept")
+            if decided.get(i, v) is not None:
+                final.setdefault(key, []).append(decided.get(i, v))
+    totals = {"total_input_tokens": sum(t["input_tokens"] for t in run.tokens.values()),
+              "total_output_tokens": sum(t["output_tokens"] for t in run.tokens.values()),
+              "total_prompts": sum(t["prompts"] for t in run.tokens.values()), "chunks_in_case": len(parts),
+              "merge_levels": depth, "by_pass": run.tokens}
+    return ThreePassResult({k: final[k] for k in checklist.keys if k in final}, run.log, {corpus.case_id: totals})

@@ -1,0 +1,152 @@
+"""Checklists as files: the packaged default is the 26 legal items and keeps every id and key; a bad file is one
+error naming the file and the entry; a checklist of one's own (docs/example_checklist.yaml) reaches every
+stage that builds prompts, its name reaches the tables, and its content the cache keys."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from gavel import cli
+from gavel.core import config
+from gavel.core import items as gitems
+from gavel.core.items import ChecklistError
+from gavel.documents import configs, end_to_end
+from gavel.documents.corpus import Corpus
+from gavel.llm.providers.mock import MockProvider
+from gavel.ref import pipeline
+from gavel.ref.stages import compare, extract, style
+
+EXAMPLE = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+MODEL = "gpt-4.1-2025-04-14"
+
+
+def test_the_default_is_the_packaged_legal_file_and_keeps_the_module_api():
+    legal = gitems.load("legal")
+    assert legal is gitems.default() and legal.is_default and legal.cache_tag is None
+    assert gitems.ITEMS == legal.items and len(legal.items) == 26 and len(legal.groups) == 9
+    assert legal.source.endswith("gavel/core/checklists/legal.yaml")
+    assert gitems.item("All Reported Opinions Cited").key == "reported_opinions"  # an alias from the file
+    # the default's text is what the prompts always had: the document and summary instructions are the definition
+    assert all(it.document_instruction == it.summary_instruction == it.definition for it in legal.items)
+
+
+def test_a_copy_of_the_default_is_the_default(tmp_path):
+    copy = tmp_path / "mine.yaml"
+    shutil.copy(gitems.PACKAGED_DIR / "legal.yaml", copy)
+    assert gitems.load(copy).is_default and gitems.load(copy).cache_tag is None
+    copy.write_text(copy.read_text().replace("The date on which", "The day on which"))
+    changed = gitems.load(copy)
+    assert not changed.is_default and changed.cache_tag == f"checklist:legal:{changed.fingerprint}"
+
+
+def test_the_example_checklist():
+    c = gitems.load(EXAMPLE)
+    assert c.name == "court_outcome" and c.keys == ("court", "state", "outcome", "money")
+    assert [g.key for g in c.groups] == ["venue", "outcome"] and c.items_in_group("outcome")[1].key == "money"
+    assert c.item("court").usually_single and not c.item("outcome").usually_single
+    assert c.item("court").document_instruction.startswith("The court where the case was first filed. Docket")
+    assert c.item("money").summary_instruction.endswith("Not applicable when: no payment of money was ordered or agreed.")
+    assert "citation_style" in c.style
+    with pytest.raises(gitems.UnknownItemError, match="court_outcome"):
+        c.item("Filing Date")
+
+
+GOOD = """name: tiny
+groups:
+  - key: g
+    items: [a, b]
+items:
+  - key: a
+    instruction: The first thing.
+  - key: b
+    name: Bee
+    instruction: The second thing.
+"""
+
+
+@pytest.mark.parametrize("change,message", [
+    (("  - key: b\n    name: Bee", "  - key: a\n    name: Bee"), r"item 2 \('a'\): 'a' is used twice \(first by item 1\)"),
+    (("The second thing.", "''"), r"item 2 \('b'\): `instruction` must be a non-empty text"),
+    (("    name: Bee", "    name: Bee\n    colour: red"), r"item 2 \('b'\): unknown field 'colour'"),
+    (("items: [a, b]", "items: [a, c]"), r"group 1 \('g'\): names item 'c', which the checklist does not define"),
+    (("name: tiny", "name: tiny\nauthor: me"), r"unknown field 'author'"),
+    (("    instruction: The first thing.", "    instruction: The first thing.\n    values: several"),
+     r"item 1 \('a'\): `values` must be one of single, multi"),
+])
+def test_a_bad_checklist_is_one_error_naming_file_and_entry(tmp_path, change, message):
+    path = tmp_path / "bad.yaml"
+    gitems.load(_write(path, GOOD))  # the good one loads
+    bad = tmp_path / "worse.yaml"
+    _write(bad, GOOD.replace(*change))
+    with pytest.raises(ChecklistError, match=message) as err:
+        gitems.load(bad)
+    assert str(err.value).startswith(str(bad.resolve()))
+
+
+def test_bad_checklist_on_the_command_line_is_one_line(tmp_path, capsys):
+    bad = _write(tmp_path / "bad.yaml", GOOD.replace("The first thing.", "''"))
+    code = cli.main(["evaluate", "--summaries", str(tmp_path / "none.json"), "--provider", "mock",
+                     "--checklist", str(bad), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: {bad.resolve()}, item 1 ('a'): `instruction` must be a non-empty text"]
+    code = cli.main(["documents", "three-pass", str(tmp_path), "--provider", "mock", "--model", MODEL,
+                     "--checklist", "no_such_checklist"])
+    assert code == 2 and "no checklist 'no_such_checklist'" in capsys.readouterr().err
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_example_reaches_the_prompts_and_the_cache_keys():
+    c = gitems.load(EXAMPLE)
+    req = extract.build_requests([extract.Summary("m", "1", "A summary.")], MODEL, c.items)[2]
+    assert req.item == "outcome" and "still pending and nothing in it has been resolved" in req.messages[-1]["content"]
+    jobs, _ = compare.build_requests([compare.Pair("m", "1", "money", ("$5",), ("$6",))], MODEL, checklist=c)
+    assert "Money Awarded or Agreed" in jobs[0][0].messages[-1]["content"]
+    sty = style.build_requests([("m", "1", "a", "b")], MODEL, checklist=c)[0][0].messages[0]["content"]
+    assert "References to the record" in sty and "Citation" not in sty.split("References to the record")[0][-200:]
+    corpus = Corpus.build("1", ["The court sits in Maine."], ["Complaint"])
+    built = end_to_end.build_requests(corpus, MODEL, checklist=c, context_window=8000, reserve_output=500)
+    assert [r.item for r in built.requests] == ["Court", "State", "Outcome", "Money Awarded or Agreed"]
+    assert "Docket sheets and the first page" in built.requests[0].messages[-1]["content"]
+    assert [cfg.path for cfg in configs.resolve("grouped", c)] == ["grouped/court_outcome.01_venue",
+                                                                  "grouped/court_outcome.02_outcome"]
+    assert {cfg.cache_tag for cfg in configs.resolve("individual", c)} == {c.cache_tag}  # the agent's runner key
+    assert {cfg.cache_tag for cfg in configs.resolve("individual")} == {None}
+    # the default adds nothing to a runner's key; another checklist adds its tag
+    assert pipeline.Settings("x", "y").runner_namespace == {}
+    assert pipeline.Settings("x", "y", checklist=c).runner_namespace == {"namespace": c.cache_tag}
+    repeat = pipeline.Settings("x", "y", checklist=c, runner_options={"namespace": "repeat-2"})
+    assert repeat.runner_namespace == {"namespace": f"{c.cache_tag}|repeat-2"}
+
+
+def test_evaluate_with_the_example_names_it_in_tables_and_keeps_its_cache_apart(tmp_path):
+    summaries = [("m", "1", "The U.S. District Court in Maine dismissed the case in 2012.")]
+    refs = {"1": "Filed in the District of Maine; dismissed on June 1, 2012."}
+    provider = pipeline.provider("mock")
+    out = tmp_path / "ex"
+    tables = pipeline.evaluate(summaries, refs, provider, out,
+                               pipeline.Settings(MODEL, MODEL, checklist=EXAMPLE))
+    assert set(tables["compare"]["item"]) == {"court", "state", "outcome", "money"}
+    assert set(tables["scores"]["checklist"]) == {"court_outcome"}
+    assert set(tables["model_scores"]["checklist"]) == {"court_outcome"}
+    manifest = json.loads((out / "evaluation.json").read_text())
+    assert manifest["checklist"]["name"] == "court_outcome" and manifest["items"] == ["court", "state", "outcome", "money"]
+    # the same checklist again: every answer from the cache
+    again = pipeline.evaluate(summaries, refs, provider, out, pipeline.Settings(MODEL, MODEL, checklist=EXAMPLE))
+    assert sum(again["manifest"]["sent"].values()) == 0 and again["manifest"]["cached"]["extract"] == 8
+    # a change that no prompt shows (a label) is still another checklist: nothing of the first is reused
+    relabelled = _write(tmp_path / "relabelled.yaml", EXAMPLE.read_text().replace("label: Money", "label: Sums"))
+    other = pipeline.evaluate(summaries, refs, provider, out, pipeline.Settings(MODEL, MODEL, checklist=relabelled))
+    assert sum(other["manifest"]["cached"].values()) == 0 and other["manifest"]["sent"]["extract"] == 8
+    # the run's report names the checklist and its items as the checklist spells them
+    from gavel.paper.report_run import run_data
+
+    data = run_data(out)
+    assert data["manifest"]["checklist"] == "court_outcome"
+    assert ["money", "Money Awarded or Agreed"] in data["items"]

@@ -1,0 +1,144 @@
+"""The three-pass document method with scripted models: planted duplicates are merged, an unsupported entry is
+removed, an altered evidence quote and evidence at the wrong place are dropped with their reasons; nothing else
+happens, a rerun is answered from the cache, and tokens are counted per case and pass."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gavel.core import config
+from gavel.documents import three_pass
+from gavel.documents.corpus import Corpus
+from gavel.llm.providers.mock import MockProvider
+
+MODEL = "gpt-4.1-2025-04-14"
+EXAMPLE = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+COURT = "U.S. District Court for the District of Maine"
+TEXTS = {
+    "Complaint": f"The plaintiffs filed this suit in the {COURT} on March 3, 2011, against the county jail.",
+    "Order": f"ORDER. The {COURT} dismissed the case on June 1, 2012. No party paid any money.",
+    "Docket": "Docket entry 40: Case closed on June 1, 2012.",
+}
+
+
+def corpus() -> Corpus:
+    return Corpus.build("9", list(TEXTS.values()), list(TEXTS), dates=["2011-03-03", "2012-06-01", "2012-06-02"])
+
+
+def ev(text, doc, location="chunk 1"):
+    return {"text": text, "source_document": doc, "location": location}
+
+
+#: what the first pass finds in each document: the court twice (a duplicate), the outcome twice (a duplicate
+#: one level further up the tree), and a payment the evidence does not support
+EXTRACT = {
+    "Complaint": [{"key": "court", "values": [{"value": COURT, "evidence": [ev(COURT, "Complaint")]}]},
+                  {"key": "state", "values": [{"value": "Maine", "evidence": [ev("District of Maine", "Complaint")]}]}],
+    "Order": [{"key": "court", "values": [{"value": COURT, "evidence": [ev(COURT, "Order")]}]},
+              {"key": "outcome", "values": [{"value": "Dismissed on June 1, 2012",
+                                             "evidence": [ev("dismissed the case on June 1, 2012", "Order")]}]},
+              {"key": "money", "values": [{"value": "$1 million paid to the plaintiffs",
+                                           "evidence": [ev("No party paid any money.", "Order")]}]}],
+    "Docket": [{"key": "outcome", "values": [{"value": "Dismissed on June 1, 2012",
+                                              "evidence": [ev("Case closed on June 1, 2012.", "Docket")]}]}],
+}
+ALTERED = "dismissed the case on 1 June 2012"  # the merge answer's copy of an Order quote, reworded
+
+
+def _listed(block: str) -> list[tuple[str, dict]]:
+    out, key = [], None
+    for line in block.splitlines():
+        if line.startswith("## "):
+            key = line[3:].strip()
+        elif line.startswith("{"):
+            out.append((key, json.loads(line)))
+    return out
+
+
+def scripted(calls: list):
+    def answer(request):
+        calls.append(request.stage)
+        prompt = request.messages[-1]["content"]
+        if request.stage == three_pass.STAGES["extract"]:
+            doc = re.search(r"^Document: (\w+) \(", prompt, re.M).group(1)
+            return json.dumps({"items": EXTRACT[doc]})
+        if request.stage == three_pass.STAGES["merge"]:
+            a = _listed(prompt.split("# Checklist A", 1)[1].split("# Checklist B", 1)[0])
+            b = _listed(prompt.split("# Checklist B", 1)[1].split("# Answer", 1)[0])
+            items: dict = {}
+            for key, v in a + b:  # join values with the same text (the planted duplicates)
+                same = next((x for x in items.setdefault(key, []) if x["value"] == v["value"]), None)
+                evidence = [dict(e, text=ALTERED) if e["text"] == "dismissed the case on June 1, 2012" else e
+                            for e in v["evidence"]]
+                if same:
+                    same["from"].append(v["id"])
+                    same["evidence"] += evidence
+                else:
+                    items[key].append({"from": [v["id"]], "value": v["value"], "evidence": evidence})
+            return json.dumps({"items": [{"key": k, "values": vs} for k, vs in items.items()]})
+        values = [json.loads(line) for line in prompt.split("(each value has an id)", 1)[1].split("# Answer", 1)[0].splitlines()
+                  if line.startswith("{")]
+        return json.dumps({"kept": [{"id": v["id"], "value": v["value"], "evidence": v["evidence"]}
+                                    for v in values if v["item"] != "money"],
+                           "removed": [{"id": v["id"], "why": "the quote says no money was paid"}
+                                       for v in values if v["item"] == "money"]})
+    return MockProvider(answer=answer)
+
+
+def test_duplicates_merged_unsupported_removed_altered_quote_dropped(tmp_path):
+    calls: list = []
+    res = three_pass.run_three_pass(corpus(), scripted(calls), MODEL, checklist=EXAMPLE, workdir=tmp_path / "w")
+    merged = [(r["item"], r["value"]) for r in res.actions("merged")]
+    assert merged == [("court", COURT), ("outcome", "Dismissed on June 1, 2012")]
+    assert [(r["item"], r["value"], r["why"]) for r in res.actions("removed")] == [
+        ("money", "$1 million paid to the plaintiffs", "the quote says no money was paid")]
+    dropped = res.actions("dropped_evidence")
+    assert [(r["item"], r["evidence"]["text"], r["why"]) for r in dropped] == [
+        ("outcome", ALTERED, "evidence not byte-equal to a candidate's")]
+    assert {r["action"] for r in res.log} == {"merged", "removed", "dropped_evidence"}  # nothing else happened
+    assert res.values == {
+        "court": [{"value": COURT, "evidence": [ev(COURT, "Complaint"), ev(COURT, "Order")]}],
+        "state": [{"value": "Maine", "evidence": [ev("District of Maine", "Complaint")]}],
+        "outcome": [{"value": "Dismissed on June 1, 2012", "evidence": [ev("Case closed on June 1, 2012.", "Docket")]}]}
+    # a tree: 3 pieces -> join(Complaint, Order) at level 1, then join(that, Docket) at level 2
+    assert calls == ["doc_3pass_extract"] * 3 + ["doc_3pass_merge"] * 2 + ["doc_3pass_prune"]
+    stats = res.token_stats["9"]
+    assert stats["merge_levels"] == 2 and stats["total_prompts"] == 6
+    assert [stats["by_pass"][p]["prompts"] for p in three_pass.PASSES] == [3, 2, 1]
+    assert stats["total_input_tokens"] > 0 and stats["total_output_tokens"] > 0
+    rows = res.value_rows("9", EXAMPLE)
+    assert {r["item"] for r in rows} == {"Court", "State", "Outcome"}
+    # resumable: a rerun over the same workdir is answered from the runner caches, nothing is sent again
+    again_calls: list = []
+    again = three_pass.run_three_pass(corpus(), scripted(again_calls), MODEL, checklist=EXAMPLE,
+                                      workdir=tmp_path / "w")
+    assert again_calls == [] and again.values == res.values
+
+
+def test_first_pass_evidence_checked_in_the_named_document_at_the_named_location(tmp_path):
+    wrong = {"items": [{"key": "court", "values": [
+        {"value": "a", "evidence": [ev(COURT, "Docket")]},  # not in that document
+        {"value": "b", "evidence": [ev(COURT, "Complaint", "chunk 7")]},  # no such chunk
+        {"value": "c", "evidence": [ev(COURT, "Nowhere")]},  # no such document
+        {"value": "d", "evidence": [ev(COURT.upper(), "Complaint")]},  # not byte-equal
+        {"value": "e", "evidence": [ev(COURT, "Complaint"), ev("District of Maine", "Order")]}]},
+        {"key": "colour", "values": []}]}
+    two = Corpus.build("9", [TEXTS["Complaint"], TEXTS["Docket"]], ["Complaint", "Docket"])
+
+    def answer(request):
+        if "extract" not in request.stage:
+            return json.dumps({"kept": [], "removed": []})
+        return json.dumps(wrong if "Document: Complaint" in request.messages[-1]["content"] else {"items": []})
+    res = three_pass.run_three_pass(two, MockProvider(answer=answer), MODEL, checklist=EXAMPLE, workdir=tmp_path / "w")
+    whys = [(r["value"], r["why"]) for r in res.actions("dropped_evidence")]
+    assert whys == [("a", "quote not in 'Docket' at 'chunk 1': not byte-equal to any text of the document"),
+                    ("b", "location 'chunk 7' is no chunk of 'Complaint'"),
+                    ("c", "no document named 'Nowhere'"),
+                    ("d", "quote not in 'Complaint' at 'chunk 1': not byte-equal to any text of the document"),
+                    ("e", "no document named 'Order'")]
+    assert [(r["item"], r["value"]) for r in res.actions("dropped_value")] == [
+        ("court", "a"), ("court", "b"), ("court", "c"), ("court", "d"), ("colour", None)]
+    # the prune answered with neither kept nor removed: the one value left is kept, and that is recorded
+    assert [r["value"] for r in res.actions("kept_unmentioned")] == ["e"]
+    assert res.values == {"court": [{"value": "e", "evidence": [ev(COURT, "Complaint")]}]}
