@@ -14,6 +14,7 @@ import pytest
 from fakes.openai_fake import FakeOpenAI
 
 from gavel.cli import main
+from gavel.core.items import ITEMS
 from gavel.llm import Request
 from gavel.llm.providers import get_provider
 from gavel.llm.runner import StageRunner
@@ -229,7 +230,7 @@ def test_summaries_named_human_are_refused_naming_the_file(how, tmp_path, capsys
 def test_the_pipeline_api_keeps_a_human_subject_apart(tmp_path):
     from gavel.ref import pipeline
 
-    settings = pipeline.Settings(extractor=QWEN, judge=QWEN, items=(pipeline.ITEMS[0],))
+    settings = pipeline.Settings(extractor=QWEN, judge=QWEN, items=(ITEMS[0],))
     tables = pipeline.evaluate([("human", "1", SUMMARY), ("m", "1", SUMMARY)], {"1": REFERENCE},
                                pipeline.provider("mock"), tmp_path, settings)
     assert set(tables["scores"]["subject"]) == {"m"}
