@@ -372,9 +372,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main()
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's own refusals (a bad option value, a missing argument) as one ``error:`` line with exit
+    status 2, like every other error of gavel's; subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} ({self.prog} --help lists the options)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="gavel", description=__doc__)
+    parser = OneLineParser(prog="gavel", description=__doc__)
     parser.add_argument("--traceback", action="store_true", help="show the traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")

@@ -586,14 +586,17 @@ def test_assign_takes_the_names_the_admin_form_takes_and_bad_input_is_one_error_
 
     def run(*argv):
         capsys.readouterr()
-        code = gavel_main(["annotate", "--db", db, "assign", *argv])
+        try:
+            code = gavel_main(["annotate", "--db", db, "assign", *argv])
+        except SystemExit as stop:  # a value the option's type refuses: argparse's one error line
+            code = stop.code
         return code, capsys.readouterr()
 
     for argv, words in [(("ann1", "ann2"), "no user 'ann1'"),
                         (("+A1", "--k", "2"), "--k 2"),
                         (("+A1", "é.b@c", "--k-long", "3"), "3 annotators wanted"),
-                        (("+A1", "--n-long", "-1"), "--n-long must be at least 0"),
-                        (("+A1", "--k", "0"), "--k must be at least 1"),
+                        (("+A1", "--n-long", "-1"), "--n-long: must be a whole number >= 0"),
+                        (("+A1", "--k", "0"), "--k: must be a whole number >= 1"),
                         (("+A1", "two words"), "a user name is"),
                         (("+A1", "--adjudicator", "nobody"), "no user 'nobody'")]:
         code, out = run(*argv)

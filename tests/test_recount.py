@@ -216,7 +216,9 @@ def test_committed_agreement_has_intervals_and_the_figure_draws_them(committed):
     for stat in results.CORRELATIONS:
         assert (a[f"{stat}_ci_low"] <= a[stat] + 1e-4).all() and (a[stat] <= a[f"{stat}_ci_high"] + 1e-4).all()
     w = (a["pearson_ci_high"] - a["pearson_ci_low"]).to_numpy()
-    assert (w[a["level"] == "system"].min() > w[a["level"] == "summary"].max())
+    # system-level intervals (12 models) are at least as wide as any summary-level one (1,158 summaries); the
+    # endpoints are written at the digits the resampling supports, so two widths can round to the same value
+    assert w[a["level"] == "system"].min() >= w[a["level"] == "summary"].max() - 1e-9
     fig = figures.fig_metric_agreement(committed)
     bars = [c for ax in fig.axes[:2] for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert len(bars) == 2 * 3  # pearson, spearman, kendall on both panels
