@@ -10,15 +10,14 @@ averaged, so they are the true extremes of the mean given the ambiguous cells (s
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from gavel.core import config
+from gavel.core.draws import draw_counts, group_correlations
 from gavel.core.items import GROUPS, ITEMS
 from gavel.core.stats import bootstrap_means, endpoint, resamples
 from gavel.core.tokens import LENGTH_BINS
@@ -52,17 +51,6 @@ def checklist_over_cases(pc: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return out.rename(columns={"ambiguous": "ambiguous_cells"})
 
 
-def _fast_correlations(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Pearson, Spearman (average ranks) and Kendall tau-b, the quantities of ``scoring.correlations``,
-    computed in O(n log n) for the many resamples of a bootstrap (NaN where undefined)."""
-    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
-        return math.nan, math.nan, math.nan
-    pearson = float(np.corrcoef(x, y)[0, 1])
-    spearman = float(np.corrcoef(stats.rankdata(x), stats.rankdata(y))[0, 1])
-    kendall = float(stats.kendalltau(x, y).statistic)
-    return pearson, spearman, kendall
-
-
 CORRELATIONS = ("pearson", "spearman", "kendall")
 
 
@@ -78,25 +66,18 @@ def agreement_intervals(scores: pd.DataFrame, metrics_: list[str], rng: np.rando
     case_draws = resamples(len(case_ids), rng)
     model_ids = sorted(scores["model"].unique())
     model_draws = resamples(len(model_ids), rng)
+    case_counts, model_counts = (draw_counts(d, len(ids)) for d, ids in ((case_draws, case_ids),
+                                                                           (model_draws, model_ids)))
     for metric in metrics_:
         sel = scores.dropna(subset=[metric, reference])
-        pos = {c: i for i, c in enumerate(case_ids)}
-        rows_of = [[] for _ in case_ids]
-        for i, c in enumerate(sel["case_id"].to_numpy()):
-            rows_of[pos[c]].append(i)
-        rows_of = [np.asarray(r, dtype=int) for r in rows_of]
-        x, y = sel[metric].to_numpy(float), sel[reference].to_numpy(float)
-        per_summary = []
-        for draw in case_draws:
-            idx = np.concatenate([rows_of[k] for k in draw])
-            per_summary.append(_fast_correlations(x[idx], y[idx]))
+        case_of = sel["case_id"].map({c: i for i, c in enumerate(case_ids)}).to_numpy()
+        per_summary = group_correlations(sel[metric].to_numpy(float), sel[reference].to_numpy(float),
+                                         case_of, case_counts)
         means = sel.groupby("model")[[metric, reference]].mean().reindex(model_ids)
         mx, my = means[metric].to_numpy(float), means[reference].to_numpy(float)
-        per_system = []
-        for draw in model_draws:
-            draw = draw[~np.isnan(mx[draw])]
-            per_system.append(_fast_correlations(mx[draw], my[draw]))
-        for level, boots in (("summary", np.array(per_summary)), ("system", np.array(per_system))):
+        have = ~np.isnan(mx)  # a model without the metric is left out of the draws that pick it
+        per_system = group_correlations(mx[have], my[have], np.arange(int(have.sum())), model_counts[:, have])
+        for level, boots in (("summary", per_summary), ("system", per_system)):
             row = {"metric": metric, "level": level}
             used = []
             for k, name in enumerate(CORRELATIONS):
