@@ -4,8 +4,6 @@ rows are checked on the committed tables (CI checks that `make results` reproduc
 
 from __future__ import annotations
 
-import math
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -14,7 +12,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
-from gavel.core import stats
+from gavel.core import draws, stats
 from gavel.core.checklist import entry_values  # noqa: E402
 from gavel.paper import figures, reproduction, results  # noqa: E402
 from gavel.ref import grounding, scoring  # noqa: E402
@@ -202,13 +200,14 @@ def test_agreement_intervals_resample_cases_and_models():
     assert (iv["resamples"] > 0.9 * stats.BOOTSTRAP_RESAMPLES).all()
 
 
-def test_fast_correlations_are_the_scoring_correlations():
+def test_draw_correlations_are_the_scoring_correlations():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 5, 60).astype(float)  # ties on both sides
     y = x + rng.integers(0, 3, 60)
     ref = scoring.correlations(x, y)
-    assert results._fast_correlations(x, y) == pytest.approx((ref["pearson"], ref["spearman"], ref["kendall"]))
-    assert all(math.isnan(v) for v in results._fast_correlations(np.ones(4), y[:4]))
+    one = draws.group_correlations(x, y, np.arange(60), np.ones((1, 60)))[0]
+    assert tuple(one) == pytest.approx((ref["pearson"], ref["spearman"], ref["kendall"]))
+    assert np.isnan(draws.group_correlations(np.ones(4), y[:4], np.arange(4), np.ones((1, 4)))).all()
 
 
 def test_committed_agreement_has_intervals_and_the_figure_draws_them(committed):
