@@ -27,6 +27,7 @@ import hashlib
 import itertools
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -53,42 +54,42 @@ class MetricError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------- ROUGE
-class _MemoStemmer:
-    """rouge-score's Porter stemmer (nltk), each word stemmed once: the 1,300 release texts repeat a few
-    thousand words ~900,000 times, and stemming is pure Python."""
-
-    def __init__(self):
-        from nltk.stem import porter
-
-        self.stem = lru_cache(maxsize=1 << 17)(porter.PorterStemmer().stem)
-
-
 @lru_cache(maxsize=1)
-def _stemmer() -> _MemoStemmer:
-    return _MemoStemmer()
+def _rouge_word():
+    """word -> its rouge-score token ("" for none): rouge-score's Porter stemmer (nltk) for words longer than
+    three characters, then its validity check; each distinct word once (the 1,300 release texts repeat a few
+    thousand words ~900,000 times, and stemming is pure Python)."""
+    from nltk.stem import porter
+    from rouge_score import tokenize
+
+    stem, valid = porter.PorterStemmer().stem, tokenize.VALID_TOKEN_RE.match
+
+    class Tokens(dict):
+        def __missing__(self, word: str) -> str:
+            token = stem(word) if len(word) > 3 else word
+            self[word] = token = token if valid(token) else ""
+            return token
+
+    return Tokens()
 
 
 @lru_cache(maxsize=8192)
 def rouge_tokens(text: str) -> tuple[str, ...]:
-    """rouge-score's tokens (its own tokenizer, Porter-stemmed); cached, since one reference is scored
-    against many summaries."""
+    """rouge-score's tokens (``rouge_score.tokenize.tokenize`` with its Porter stemmer: lower-cased, split at
+    every character outside [a-z0-9], words longer than three characters stemmed, invalid tokens dropped);
+    cached, since one reference is scored against many summaries."""
     from rouge_score import tokenize
 
-    return tuple(tokenize.tokenize(text, _stemmer()))
+    token = _rouge_word()
+    words = tokenize.SPACES_RE.split(tokenize.NON_ALPHANUM_RE.sub(" ", text.lower()))
+    return tuple(t for t in map(token.__getitem__, words) if t)
 
 
-class _CachedTokenizer:
-    """The object ``RougeScorer(tokenizer=...)`` asks for: rouge-score's stemming tokenizer, memoised."""
-
-    def tokenize(self, text: str) -> list[str]:
-        return list(rouge_tokens(text))
-
-
-@lru_cache(maxsize=1)
-def _ngram_scorer():
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2"], tokenizer=_CachedTokenizer())
+@lru_cache(maxsize=8192)
+def _ngrams(text: str, n: int):
+    """rouge-score's n-gram counts of ``text`` (``rouge_scorer._create_ngrams``'s Counter of token tuples)."""
+    tokens = rouge_tokens(text)
+    return Counter(zip(*(tokens[i:] for i in range(n))))
 
 
 def _fmeasure(precision: float, recall: float) -> float:
@@ -96,15 +97,16 @@ def _fmeasure(precision: float, recall: float) -> float:
 
 
 def rouge_scores(summary: str, reference: str) -> dict[str, float]:
-    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of ``summary`` against ``reference`` (0-1)."""
+    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of ``summary`` against ``reference`` (0-1): rouge-score's
+    ``_score_ngrams`` on its n-gram counts (tokens and counts of a text computed once)."""
     from rapidfuzz.distance import LCSseq
+    from rouge_score.rouge_scorer import _score_ngrams
 
-    ngram = _ngram_scorer().score(reference, summary)  # rouge-score's order: target, prediction
+    out = {f"rouge{n}": _score_ngrams(_ngrams(reference, n), _ngrams(summary, n)).fmeasure for n in (1, 2)}
     s, r = rouge_tokens(summary), rouge_tokens(reference)
     lcs = LCSseq.similarity(r, s) if s and r else 0
     precision, recall = (lcs / len(s) if s else 0.0), (lcs / len(r) if r else 0.0)
-    return {"rouge1": ngram["rouge1"].fmeasure, "rouge2": ngram["rouge2"].fmeasure,
-            "rougeL": _fmeasure(precision, recall)}
+    return {**out, "rougeL": _fmeasure(precision, recall)}
 
 
 # ---------------------------------------------------------------------------------------------- embeddings

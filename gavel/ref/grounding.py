@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 from rapidfuzz import fuzz
 
 STATUSES = ("exact", "normalized", "fuzzy", "not_found")
@@ -55,6 +56,12 @@ _CHAR_PAIRS = tuple((chr(k), v) for k, v in _CHAR_MAP.items())  # no value is al
 _SPACE_RUN = re.compile(r"\s+")  # str.isspace's characters, as the character loop below tests them
 
 
+#: ``str.isspace`` (and so the ``\s`` of a str pattern) of every code point up to U+3000, the last space (tested);
+#: code points above it are looked up at the end, False
+_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
+_ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace other than single plain spaces
+
+
 @lru_cache(maxsize=4096)  # a summary is normalised once for its 26 items, all their snippets and every variant
 def normalize(text: str) -> tuple[str, list[int]]:
     """The normalised text and, for each of its characters, the offset of the original character it came
@@ -66,21 +73,19 @@ def normalize(text: str) -> tuple[str, list[int]]:
     low = mapped.lower()
     if len(low) != len(mapped) or "\u03a3" in mapped:  # a character that lower-cases to two, or a Greek
         return _normalize_chars(text)              # capital sigma (lower() of a whole word is contextual)
-    pieces: list[str] = []
-    offsets: list[int] = []
-    at = 0
-    for m in _SPACE_RUN.finditer(low):
-        if m.start() > at:
-            pieces.append(low[at:m.start()])
-            offsets.extend(range(at, m.start()))
-        if offsets and m.end() < len(low):  # not leading, not trailing: one space at the run's first character
-            pieces.append(" ")
-            offsets.append(m.start())
-        at = m.end()
-    if at < len(low):
-        pieces.append(low[at:])
-        offsets.extend(range(at, len(low)))
-    return "".join(pieces), offsets
+    if not _ODD_SPACE.search(low):  # single spaces only (most snippets): trim the ends, nothing else moves
+        start, end = len(low) - len(low.lstrip(" ")), len(low.rstrip(" "))
+        return low[start:end], list(range(start, end))
+    # kept: every non-space character and the first of each whitespace run between two of them
+    codes = np.frombuffer(low.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    space = _IS_SPACE[np.minimum(codes, len(_IS_SPACE) - 1)]
+    solid = np.flatnonzero(~space)
+    if not len(solid):
+        return "", []
+    start, end = int(solid[0]), int(solid[-1]) + 1
+    keep = ~space[start:end]
+    keep[1:] |= ~space[start:end - 1]
+    return _SPACE_RUN.sub(" ", low[start:end]), (np.flatnonzero(keep) + start).tolist()
 
 
 def _normalize_chars(text: str) -> tuple[str, list[int]]:
@@ -151,36 +156,51 @@ MIN_SPAN_WORDS = 3
 MATCHES = ("exact", "normalized", "fuzzy")
 
 
-def _find(snippet, text: str, norm, match: str) -> tuple[int, int] | None:
-    if match == "exact":
+def _finder(text: str):
+    """``find(snippet, match)``: where ``snippet`` lies in ``text`` under ``match`` (``MATCHES``), or None.
+    Each snippet is located once for every match and variant (``locate`` without its fuzzy step; the fuzzy
+    step only where that finds nothing): the three matches are steps of one search."""
+    norm = normalize(text)
+    plain: dict[str, Located] = {}
+    fuzzy: dict[str, Located] = {}
+
+    def find(snippet, match: str) -> tuple[int, int] | None:
         if not isinstance(snippet, str) or not snippet.strip():
             return None
-        at = text.find(snippet)
-        return (at, at + len(snippet)) if at >= 0 else None
-    hit = locate(snippet, text, threshold=FUZZY_THRESHOLD if match == "fuzzy" else None, normalized_text=norm)
-    return (hit.start, hit.end) if hit.found else None
+        hit = plain.get(snippet)
+        if hit is None:
+            hit = plain[snippet] = locate(snippet, text, threshold=None, normalized_text=norm)
+        if match == "exact" and hit.status != "exact":
+            return None
+        if match == "fuzzy" and not hit.found:
+            hit = fuzzy.get(snippet)
+            if hit is None:
+                hit = fuzzy[snippet] = locate(snippet, text, threshold=FUZZY_THRESHOLD, normalized_text=norm)
+        return (hit.start, hit.end) if hit.found else None
+
+    return find
 
 
 def uncovered_spans(text: str, values: list[tuple[str, list[str]]], match: str = "fuzzy",
-                    values_first: bool = True) -> list[tuple[int, int]]:
+                    values_first: bool = True, find=None) -> list[tuple[int, int]]:
     """Residual spans of ``text`` given its checklist ``values`` as (value, evidence snippets): the paper's
     two-stage matching. A value found in the text (exactly or after normalisation) covers just its own
     words; a value that is not (a paraphrase) covers its evidence snippets instead, located as ``match``
     says (``MATCHES``: how evidence is matched). ``values_first=False``: evidence only, every value
     covers its evidence. What is left, in runs of at least ``MIN_SPAN_WORDS`` words, is residual (leading
-    and trailing whitespace trimmed)."""
+    and trailing whitespace trimmed). ``find``: a ``_finder(text)`` shared by several calls on one text."""
     if match not in MATCHES:
         raise ValueError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
+    find = find or _finder(text)
     covered = bytearray(len(text))
-    norm = normalize(text)
     for value, evidence in values:
         if values_first:
-            hit = _find(value, text, norm, "normalized")
+            hit = find(value, "normalized")
             if hit is not None:
                 covered[hit[0]:hit[1]] = b"\x01" * (hit[1] - hit[0])
                 continue
         for snippet in evidence:
-            ev = _find(snippet, text, norm, match)
+            ev = find(snippet, match)
             if ev is not None:
                 covered[ev[0]:ev[1]] = b"\x01" * (ev[1] - ev[0])
     out = []
@@ -204,8 +224,9 @@ def residual_ratios(summaries, values, match: str = "fuzzy", values_first: bool 
         text = summaries.get(key)
         if not text:
             continue
+        find = _finder(text)
         for n, (m, first) in enumerate(variants or [(match, values_first)]):
-            spans = uncovered_spans(text, vals, match=m, values_first=first)
+            spans = uncovered_spans(text, vals, match=m, values_first=first, find=find)
             covered = sum(e - s for s, e in spans)
             row = {"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)}
             out.append({**row, "variant": n} if variants else row)
