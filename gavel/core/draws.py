@@ -11,8 +11,8 @@ operations over the original rows, never expanding a draw into its rows:
 - Spearman from the average ranks of the multiset: the cumulative weights of the distinct values, the rank of
   a value being the weight below it plus (its own weight + 1) / 2; then Pearson of the ranks, all integer or
   half-integer sums, exact, in the order numpy's ``corrcoef`` divides (its value to the bit).
-- Pearson from the weighted, centred sums of the rows (equal to ``np.corrcoef`` of the expanded draw up to
-  float rounding, ~1e-16).
+- Pearson from per-group sums of the centred values (equal to ``np.corrcoef`` of the expanded draw up to
+  float rounding, ~1e-15).
 
 A correlation is NaN where it is undefined, as for the expanded draw: fewer than two rows, or x or y constant.
 """
@@ -38,9 +38,11 @@ def _distinct(values: np.ndarray) -> tuple[np.ndarray, int]:
     return inverse.ravel(), int(inverse.max()) + 1 if len(values) else 0
 
 
-def _contingency(groups: np.ndarray, k: int, codes: np.ndarray, g: int) -> np.ndarray:
-    """groups x distinct values: how many rows of each group have each value."""
-    return np.bincount(groups * g + codes, minlength=k * g).reshape(k, g).astype(float)
+def _value_weights(w: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
+    """draws x distinct values: each draw's weight of each value (the row weights ``w`` summed per value)."""
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(g))
+    return np.add.reduceat(w[:, order], starts, axis=1)
 
 
 def _ranks(weights: np.ndarray) -> np.ndarray:
@@ -54,16 +56,12 @@ def _pairs(weights: np.ndarray) -> np.ndarray:
     return (weights * (weights - 1)).sum(axis=1) / 2
 
 
-def _corrcoef(w: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Weighted Pearson of rows ``a``, ``b`` (draw x row) with row weights ``w`` and n = w.sum(1), with
-    ``np.corrcoef``'s sequence of roundings (means, centred products, times 1 / (n - 1), divided by each
-    standard deviation in turn, clipped to [-1, 1])."""
+def _corrcoef(n: np.ndarray, sab: np.ndarray, saa: np.ndarray, sbb: np.ndarray) -> np.ndarray:
+    """Pearson from the centred sums of products (``np.corrcoef``'s roundings from there: times 1 / (n - 1),
+    divided by each standard deviation in turn, clipped to [-1, 1])."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = a - ((w * a).sum(axis=1) / n)[:, None]
-        b = b - ((w * b).sum(axis=1) / n)[:, None]
         inv = np.true_divide(1, n - 1)
-        cab, caa, cbb = ((w * p * q).sum(axis=1) * inv for p, q in ((a, b), (a, a), (b, b)))
-        return np.clip(cab / np.sqrt(caa) / np.sqrt(cbb), -1.0, 1.0)
+        return np.clip(sab * inv / np.sqrt(saa * inv) / np.sqrt(sbb * inv), -1.0, 1.0)
 
 
 def group_correlations(x, y, groups, counts) -> np.ndarray:
@@ -85,23 +83,31 @@ def group_correlations(x, y, groups, counts) -> np.ndarray:
         return out
     cx, gx = _distinct(x)
     cy, gy = _distinct(y)
-    hx, hy = _contingency(groups, k, cx, gx), _contingency(groups, k, cy, gy)
-    # sign(dx) * sign(dy) summed over the rows of each pair of groups (integers, exact)
+    # Pearson: per-group sums of the values centred on their overall means, then per draw (one pass)
+    xc, yc = x - x.mean(), y - y.mean()
+    sums = np.stack([np.bincount(groups, weights=v, minlength=k)
+                     for v in (np.ones_like(xc), xc, yc, xc * yc, xc * xc, yc * yc)], axis=1)
+    # Kendall: sign(dx) * sign(dy) summed over the rows of each pair of groups (integers, exact)
     s = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).ravel()
     sk = np.bincount((groups[:, None] * k + groups[None, :]).ravel(), weights=s, minlength=k * k).reshape(k, k)
     for lo in range(0, len(counts), CHUNK):
         c = counts[lo:lo + CHUNK]
+        n, sx, sy, sxy, sxx, syy = (c @ sums).T
         w = c[:, groups]
-        n = w.sum(axis=1)
-        wx, wy = c @ hx, c @ hy
+        wx, wy = _value_weights(w, cx, gx), _value_weights(w, cy, gy)
         tot = n * (n - 1) / 2
         xtie, ytie = _pairs(wx), _pairs(wy)
         ok = (n >= 2) & (xtie < tot) & (ytie < tot)  # xtie == tot: every drawn x is the same
         cmd = ((c @ sk) * c).sum(axis=1) / 2  # concordant - discordant pairs
         with np.errstate(divide="ignore", invalid="ignore"):
             kendall = np.clip(cmd / np.sqrt(tot - xtie) / np.sqrt(tot - ytie), -1.0, 1.0)
-        rx, ry = _ranks(wx)[:, cx], _ranks(wy)[:, cy]
-        block = np.stack([_corrcoef(w, n, x[None, :], y[None, :]), _corrcoef(w, n, rx, ry), kendall], axis=1)
+            pearson = _corrcoef(n, sxy - sx * sy / n, sxx - sx * sx / n, syy - sy * sy / n)
+        # Spearman: ranks are half-integers, every sum below is exact (so one pass equals numpy's centring)
+        rx, ry = _ranks(wx), _ranks(wy)
+        mid = n * ((n + 1) / 2) ** 2
+        spearman = _corrcoef(n, (w * rx[:, cx] * ry[:, cy]).sum(axis=1) - mid,
+                             (wx * rx * rx).sum(axis=1) - mid, (wy * ry * ry).sum(axis=1) - mid)
+        block = np.stack([pearson, spearman, kendall], axis=1)
         block[~ok] = np.nan
         out[lo:lo + CHUNK] = block
     return out

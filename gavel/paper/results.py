@@ -428,7 +428,8 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
 
     Evidence is counted once per released entry: an entry whose ``value`` is a list becomes one value row
     per value (``checklist_values``), every row carrying the entry's evidence; only its first row counts."""
-    s = rel.summaries[rel.summaries["set"] == "benchmark"].set_index(["model", "case_id"])["text"]
+    bench = rel.summaries[rel.summaries["set"] == "benchmark"]
+    s = dict(zip(zip(bench["model"], bench["case_id"]), bench["text"]))
     v = rel.checklist_values
     v = v[(v["origin"] == "summary") & (v["method"] == "llm")]
     v = v.drop_duplicates(subset=["model", "unit", "part", "case_id", "item", "entry"])

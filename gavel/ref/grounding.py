@@ -120,6 +120,11 @@ def _span(offsets: list[int], text: str, start: int, end: int) -> tuple[int, int
     return offsets[start], last + 1 if last < len(text) else len(text)
 
 
+@lru_cache(maxsize=1 << 14)  # the grounding table and the residual ratios align the same snippets in one text
+def _alignment(norm_snippet: str, norm_text: str):
+    return fuzz.partial_ratio_alignment(norm_snippet, norm_text)
+
+
 def locate(snippet: str, text: str, threshold: float | None = FUZZY_THRESHOLD,
            normalized_text: tuple[str, list[int]] | None = None) -> Located:
     """Find ``snippet`` in ``text``. ``normalized_text`` may pass ``normalize(text)`` precomputed when many
@@ -139,7 +144,7 @@ def locate(snippet: str, text: str, threshold: float | None = FUZZY_THRESHOLD,
         return Located(start, end, "normalized", 100.0)
     if threshold is None or len(norm_snippet) < MIN_FUZZY_CHARS:
         return Located(None, None, "not_found", 0.0)
-    alignment = fuzz.partial_ratio_alignment(norm_snippet, norm_text)
+    alignment = _alignment(norm_snippet, norm_text)
     if alignment is None:
         return Located(None, None, "not_found", 0.0)
     if alignment.score >= threshold and alignment.dest_end > alignment.dest_start:
@@ -156,60 +161,60 @@ MIN_SPAN_WORDS = 3
 MATCHES = ("exact", "normalized", "fuzzy")
 
 
-def _finder(text: str):
-    """``find(snippet, match)``: where ``snippet`` lies in ``text`` under ``match`` (``MATCHES``), or None.
-    Each snippet is located once for every match and variant (``locate`` without its fuzzy step; the fuzzy
-    step only where that finds nothing): the three matches are steps of one search."""
+def _hits(text: str, values: list[tuple[str, list[str]]], fuzzy: bool) -> list[tuple]:
+    """Per (value, evidence): the value's span after normalisation (or None) and, per evidence snippet, its
+    span under each of ``MATCHES`` (None where not found; ``fuzzy=False``: no fuzzy step, the fuzzy span is
+    the normalised one). Each distinct snippet is located once: the three matches are steps of one search."""
     norm = normalize(text)
-    plain: dict[str, Located] = {}
-    fuzzy: dict[str, Located] = {}
+    plain: dict[str, tuple] = {}
+    full: dict[str, tuple] = {}
 
-    def find(snippet, match: str) -> tuple[int, int] | None:
+    def spans(snippet, with_fuzzy: bool) -> tuple:
         if not isinstance(snippet, str) or not snippet.strip():
-            return None
-        hit = plain.get(snippet)
-        if hit is None:
-            hit = plain[snippet] = locate(snippet, text, threshold=None, normalized_text=norm)
-        if match == "exact" and hit.status != "exact":
-            return None
-        if match == "fuzzy" and not hit.found:
-            hit = fuzzy.get(snippet)
-            if hit is None:
-                hit = fuzzy[snippet] = locate(snippet, text, threshold=FUZZY_THRESHOLD, normalized_text=norm)
-        return (hit.start, hit.end) if hit.found else None
+            return None, None, None
+        if snippet not in plain:
+            hit = locate(snippet, text, threshold=None, normalized_text=norm)
+            span = (hit.start, hit.end) if hit.found else None
+            plain[snippet] = (span if hit.status == "exact" else None, span, span)
+        found = plain[snippet]
+        if not with_fuzzy or found[1] is not None:
+            return found
+        if snippet not in full:
+            hit = locate(snippet, text, threshold=FUZZY_THRESHOLD, normalized_text=norm)
+            full[snippet] = (None, None, (hit.start, hit.end) if hit.found else None)
+        return full[snippet]
 
-    return find
+    return [(spans(value, False)[1], [spans(e, fuzzy) for e in evidence]) for value, evidence in values]
+
+
+def _residual(text: str, hits: list[tuple], match: str, values_first: bool) -> list[tuple[int, int]]:
+    """``uncovered_spans`` from ``_hits``."""
+    m = MATCHES.index(match)
+    covered = bytearray(len(text))
+    for value, evidence in hits:
+        for span in ([value] if values_first and value is not None else [e[m] for e in evidence]):
+            if span is not None:
+                covered[span[0]:span[1]] = b"\x01" * (span[1] - span[0])
+    out = []
+    for run in re.finditer(rb"\x00+", bytes(covered)):
+        piece = text[run.start():run.end()]
+        if len(re.findall(r"\w+", piece)) >= MIN_SPAN_WORDS:
+            lead = len(piece) - len(piece.lstrip())
+            out.append((run.start() + lead, run.start() + len(piece.rstrip())))
+    return out
 
 
 def uncovered_spans(text: str, values: list[tuple[str, list[str]]], match: str = "fuzzy",
-                    values_first: bool = True, find=None) -> list[tuple[int, int]]:
+                    values_first: bool = True) -> list[tuple[int, int]]:
     """Residual spans of ``text`` given its checklist ``values`` as (value, evidence snippets): the paper's
     two-stage matching. A value found in the text (exactly or after normalisation) covers just its own
     words; a value that is not (a paraphrase) covers its evidence snippets instead, located as ``match``
     says (``MATCHES``: how evidence is matched). ``values_first=False``: evidence only, every value
     covers its evidence. What is left, in runs of at least ``MIN_SPAN_WORDS`` words, is residual (leading
-    and trailing whitespace trimmed). ``find``: a ``_finder(text)`` shared by several calls on one text."""
+    and trailing whitespace trimmed)."""
     if match not in MATCHES:
         raise ValueError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
-    find = find or _finder(text)
-    covered = bytearray(len(text))
-    for value, evidence in values:
-        if values_first:
-            hit = find(value, "normalized")
-            if hit is not None:
-                covered[hit[0]:hit[1]] = b"\x01" * (hit[1] - hit[0])
-                continue
-        for snippet in evidence:
-            ev = find(snippet, match)
-            if ev is not None:
-                covered[ev[0]:ev[1]] = b"\x01" * (ev[1] - ev[0])
-    out = []
-    for m in re.finditer(rb"\x00+", bytes(covered)):
-        piece = text[m.start():m.end()]
-        if len(re.findall(r"\w+", piece)) >= MIN_SPAN_WORDS:
-            lead = len(piece) - len(piece.lstrip())
-            out.append((m.start() + lead, m.start() + len(piece.rstrip())))
-    return out
+    return _residual(text, _hits(text, values, fuzzy=match == "fuzzy"), match, values_first)
 
 
 def residual_ratios(summaries, values, match: str = "fuzzy", values_first: bool = True,
@@ -219,14 +224,18 @@ def residual_ratios(summaries, values, match: str = "fuzzy", values_first: bool 
     ``values_first`` as in ``uncovered_spans``. ``variants``: several (match, values_first) at once, each
     summary under all of them in turn (its text and snippets normalised once, not once per variant); the
     rows then carry ``variant`` (its index)."""
+    todo = variants or [(match, values_first)]
+    for m, _ in todo:
+        if m not in MATCHES:
+            raise ValueError(f"match must be one of {', '.join(MATCHES)}, got {m!r}")
     out = []
     for key, vals in values.items():
         text = summaries.get(key)
         if not text:
             continue
-        find = _finder(text)
-        for n, (m, first) in enumerate(variants or [(match, values_first)]):
-            spans = uncovered_spans(text, vals, match=m, values_first=first, find=find)
+        hits = _hits(text, vals, fuzzy=any(m == "fuzzy" for m, _ in todo))
+        for n, (m, first) in enumerate(todo):
+            spans = _residual(text, hits, m, first)
             covered = sum(e - s for s, e in spans)
             row = {"who": key[0], "case_id": key[1], "r": covered / len(text), "spans": len(spans)}
             out.append({**row, "variant": n} if variants else row)
