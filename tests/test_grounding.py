@@ -89,3 +89,23 @@ def test_residual_ratio_from_released_evidence(shared_rel):
     assert set(t.sort_values(ascending=False).index[:2]) == top
     assert t[list(top)].min() > 2 * t.drop(list(top)).max()
     assert len(t) == 12 and "claude-opus-4-1-20250805-thinking" not in t  # 11 models + human; Opus unreleased
+
+
+def test_normalize_equals_the_character_loop_on_random_texts():
+    """The array-based ``normalize`` (and the offsets-free ``normalized_str`` of snippets) give what the
+    one-character-at-a-time definition gives: every whitespace kind, runs, ends, quotes, dashes, case."""
+    import random
+    import sys
+
+    from gavel.ref import grounding
+
+    assert not [c for c in range(0x3001, sys.maxunicode + 1) if chr(c).isspace()]  # _IS_SPACE's range
+    alphabet = list("aB zZ.,'\"`-") + ["  ", "\n", "\t", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0",
+                                        "\u1680", "\u2003", "\u2028", "\u202f", "\u3000", "\u2019", "\u201c",
+                                        "\u2014", "\u2212", "\u00c9", "\ud55c", "\U0001f600", "\ud800"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        want = grounding._normalize_chars(text)
+        assert grounding.normalize.__wrapped__(text) == want, repr(text)
+        assert grounding.normalized_str.__wrapped__(text) == want[0], repr(text)

@@ -53,7 +53,6 @@ class Located:
 
 
 _CHAR_PAIRS = tuple((chr(k), v) for k, v in _CHAR_MAP.items())  # no value is also a key: order is free
-_SPACE_RUN = re.compile(r"\s+")  # str.isspace's characters, as the character loop below tests them
 
 
 #: ``str.isspace`` (and so the ``\s`` of a str pattern) of every code point up to U+3000, the last space (tested);
@@ -62,17 +61,33 @@ _IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
 _ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace other than single plain spaces
 
 
-@lru_cache(maxsize=4096)  # a summary is normalised once for its 26 items, all their snippets and every variant
-def normalize(text: str) -> tuple[str, list[int]]:
-    """The normalised text and, for each of its characters, the offset of the original character it came
-    from (a run of whitespace maps to its first character)."""
+def _lower(text: str) -> str | None:
+    """``text`` with quotes and dashes mapped and lower-cased, character for character; None where that
+    cannot keep every character in its place."""
     mapped = text
     for old, new in _CHAR_PAIRS:  # = text.translate(_CHAR_MAP), one character for one; str.replace is C-fast
         if old in mapped:
             mapped = mapped.replace(old, new)
     low = mapped.lower()
     if len(low) != len(mapped) or "\u03a3" in mapped:  # a character that lower-cases to two, or a Greek
-        return _normalize_chars(text)              # capital sigma (lower() of a whole word is contextual)
+        return None                                # capital sigma (lower() of a whole word is contextual)
+    return low
+
+
+@lru_cache(maxsize=1 << 16)  # snippets: every variant and table locates the same ones
+def normalized_str(text: str) -> str:
+    """``normalize(text)[0]``, without the offsets (what a snippet needs)."""
+    low = _lower(text)
+    return _normalize_chars(text)[0] if low is None else " ".join(low.split())  # split(): str.isspace runs
+
+
+@lru_cache(maxsize=4096)  # a summary is normalised once for its 26 items, all their snippets and every variant
+def normalize(text: str) -> tuple[str, list[int]]:
+    """The normalised text and, for each of its characters, the offset of the original character it came
+    from (a run of whitespace maps to its first character)."""
+    low = _lower(text)
+    if low is None:
+        return _normalize_chars(text)
     if not _ODD_SPACE.search(low):  # single spaces only (most snippets): trim the ends, nothing else moves
         start, end = len(low) - len(low.lstrip(" ")), len(low.rstrip(" "))
         return low[start:end], list(range(start, end))
@@ -85,7 +100,7 @@ def normalize(text: str) -> tuple[str, list[int]]:
     start, end = int(solid[0]), int(solid[-1]) + 1
     keep = ~space[start:end]
     keep[1:] |= ~space[start:end - 1]
-    return _SPACE_RUN.sub(" ", low[start:end]), (np.flatnonzero(keep) + start).tolist()
+    return " ".join(low.split()), (np.flatnonzero(keep) + start).tolist()
 
 
 def _normalize_chars(text: str) -> tuple[str, list[int]]:
@@ -135,7 +150,7 @@ def locate(snippet: str, text: str, threshold: float | None = FUZZY_THRESHOLD,
     if at >= 0:
         return Located(at, at + len(snippet), "exact", 100.0)
     norm_text, offsets = normalized_text or normalize(text)
-    norm_snippet, _ = normalize(snippet)
+    norm_snippet = normalized_str(snippet)
     if not norm_snippet or not norm_text:
         return Located(None, None, "not_found", 0.0)
     at = norm_text.find(norm_snippet)
