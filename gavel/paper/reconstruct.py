@@ -386,24 +386,24 @@ def fill_unreleased(cells: pd.DataFrame) -> pd.DataFrame:
     base = cells[known_model & empty_side & no_judgment]
     own_empty, pooled_empty = _per_model_rates(base, base["n_model"] == 0)
 
-    idx = cells.index[not_class_action & st.isin([Status.MODEL_UNKNOWN_REF_NONEMPTY,
-                                                  Status.MODEL_UNKNOWN_REF_CONSENSUS])]
-    for i in idx:
-        p, n, source = _estimate(cells.at[i, "model"], cells.at[i, "item"], own_identical, pooled_identical)
-        if source == "none":  # no released cell of this item anywhere: the status's own guess stays
-            continue
-        cells.at[i, "best"] = p
-        cells.at[i, "estimate_basis"] = n
-        cells.at[i, "estimate_source"] = source
-    idx = cells.index[not_class_action & st.isin([Status.MODEL_UNKNOWN_REF_EMPTY, Status.BOTH_UNKNOWN])]
-    for i in idx:
-        p, n, source = _estimate(cells.at[i, "model"], cells.at[i, "item"], own_empty, pooled_empty)
-        if source == "none":
-            continue
-        cells.at[i, "best"] = NAN if p >= 0.5 else 0.0
-        cells.at[i, "estimate_basis"] = n
-        cells.at[i, "estimate_source"] = source
+    _fill(cells, not_class_action & st.isin([Status.MODEL_UNKNOWN_REF_NONEMPTY, Status.MODEL_UNKNOWN_REF_CONSENSUS]),
+          own_identical, pooled_identical, lambda p: p)
+    _fill(cells, not_class_action & st.isin([Status.MODEL_UNKNOWN_REF_EMPTY, Status.BOTH_UNKNOWN]),
+          own_empty, pooled_empty, lambda p: NAN if p >= 0.5 else 0.0)
     return cells
+
+
+def _fill(cells: pd.DataFrame, where: pd.Series, own: dict, pooled: dict, best) -> None:
+    """Set ``best`` (= ``best(rate)``), ``estimate_basis`` and ``estimate_source`` of the cells ``where``
+    says from ``_estimate``; a cell of an item with no released cell anywhere keeps its status's guess."""
+    sel = cells.loc[where, ["model", "item"]]
+    found = [(i, e) for i, e in zip(sel.index, (_estimate(m, it, own, pooled) for m, it in
+                                               zip(sel["model"], sel["item"]))) if e[2] != "none"]
+    if found:
+        rows = [i for i, _ in found]
+        cells.loc[rows, "best"] = [best(p) for _, (p, _, _) in found]
+        cells.loc[rows, "estimate_basis"] = [n for _, (_, n, _) in found]
+        cells.loc[rows, "estimate_source"] = [source for _, (_, _, source) in found]
 
 
 def _judged_cases(rel) -> dict:
