@@ -109,3 +109,30 @@ def test_normalize_equals_the_character_loop_on_random_texts():
         want = grounding._normalize_chars(text)
         assert grounding.normalize.__wrapped__(text) == want, repr(text)
         assert grounding.normalized_str.__wrapped__(text) == want[0], repr(text)
+
+
+def test_residual_gaps_equal_marking_every_covered_character():
+    """``uncovered_spans`` takes the gaps between the sorted spans; on random spans (empty, nested,
+    overlapping, touching, at both ends) they are the runs a per-character mask leaves uncovered."""
+    import random
+    import re
+
+    from gavel.ref import grounding
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        text = "".join(rng.choice(["ab ", "c", " ", "\n", "dd ", ", "]) for _ in range(rng.randint(0, 40)))
+        spans = []
+        for _ in range(rng.randint(0, 6)):
+            a = rng.randint(0, len(text))
+            spans.append((a, rng.randint(a, len(text))))
+        mask = bytearray(len(text))
+        for a, b in spans:
+            mask[a:b] = b"\x01" * (b - a)
+        want = []
+        for run in re.finditer(rb"\x00+", bytes(mask)):
+            piece = text[run.start():run.end()]
+            if len(re.findall(r"\w+", piece)) >= grounding.MIN_SPAN_WORDS:
+                want.append((run.start() + len(piece) - len(piece.lstrip()), run.start() + len(piece.rstrip())))
+        hits = [(None, [(s, s, s) for s in spans])]
+        assert grounding._residual(text, hits, "exact", values_first=True) == want, (text, spans)

@@ -88,7 +88,9 @@ def group_correlations(x, y, groups, counts) -> np.ndarray:
     sums = np.stack([np.bincount(groups, weights=v, minlength=k)
                      for v in (np.ones_like(xc), xc, yc, xc * yc, xc * xc, yc * yc)], axis=1)
     # Kendall: sign(dx) * sign(dy) summed over the rows of each pair of groups (integers, exact)
-    s = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).ravel()
+    small = np.int16 if max(gx, gy) < 2 ** 15 else np.int64  # the value codes order the values (and are small)
+    ix, iy = cx.astype(small), cy.astype(small)
+    s = (np.sign(np.subtract.outer(ix, ix)) * np.sign(np.subtract.outer(iy, iy))).ravel()
     sk = np.bincount((groups[:, None] * k + groups[None, :]).ravel(), weights=s, minlength=k * k).reshape(k, k)
     for lo in range(0, len(counts), CHUNK):
         c = counts[lo:lo + CHUNK]
@@ -98,7 +100,8 @@ def group_correlations(x, y, groups, counts) -> np.ndarray:
         tot = n * (n - 1) / 2
         xtie, ytie = _pairs(wx), _pairs(wy)
         ok = (n >= 2) & (xtie < tot) & (ytie < tot)  # xtie == tot: every drawn x is the same
-        cmd = ((c @ sk) * c).sum(axis=1) / 2  # concordant - discordant pairs
+        cmd = (np.einsum("bk,kl->bl", c, sk) * c).sum(axis=1) / 2  # concordant - discordant pairs (einsum: no
+        # threads spun up for a small product)
         with np.errstate(divide="ignore", invalid="ignore"):
             kendall = np.clip(cmd / np.sqrt(tot - xtie) / np.sqrt(tot - ytie), -1.0, 1.0)
             pearson = _corrcoef(n, sxy - sx * sy / n, sxx - sx * sx / n, syy - sy * sy / n)

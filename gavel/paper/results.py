@@ -435,7 +435,6 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
     v = v[(v["origin"] == "summary") & (v["method"] == "llm")]
     v = v.drop_duplicates(subset=["model", "unit", "part", "case_id", "item", "entry"])
     rows = []
-    normalized = {}
     no_summary: set = set()
     for r in v[["model", "case_id", "item", "evidence"]].itertuples(index=False):
         snippets = r.evidence if isinstance(r.evidence, list) else []
@@ -446,10 +445,8 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
         if text is None:  # a damaged copy of the release: counted and said, not located
             no_summary.add((r.model, r.case_id))
             continue
-        if (r.model, r.case_id) not in normalized:
-            normalized[(r.model, r.case_id)] = grounding.normalize(text)
         for snippet in snippets:
-            hit = grounding.locate(snippet, text, normalized_text=normalized[(r.model, r.case_id)])
+            hit = grounding.located(snippet, text)
             rows.append({"model": r.model, "item": r.item, "status": hit.status})
     if no_summary:
         print(f"evidence grounding: checklists of {len(no_summary)} (model, case) pairs have no summary in the "

@@ -176,46 +176,69 @@ MIN_SPAN_WORDS = 3
 MATCHES = ("exact", "normalized", "fuzzy")
 
 
+def located(snippet, text: str) -> Located:
+    """``locate(snippet, text)`` at the default threshold, memoised: the grounding table and every residual
+    ratio variant locate the same snippets in the same summaries, each once per process."""
+    if not isinstance(snippet, str) or not isinstance(text, str):
+        return locate(snippet, text)
+    return _located(snippet, text)
+
+
+@lru_cache(maxsize=1 << 17)
+def _located(snippet: str, text: str) -> Located:
+    return locate(snippet, text, normalized_text=normalize(text))
+
+
 def _hits(text: str, values: list[tuple[str, list[str]]], fuzzy: bool) -> list[tuple]:
     """Per (value, evidence): the value's span after normalisation (or None) and, per evidence snippet, its
     span under each of ``MATCHES`` (None where not found; ``fuzzy=False``: no fuzzy step, the fuzzy span is
     the normalised one). Each distinct snippet is located once: the three matches are steps of one search."""
     norm = normalize(text)
-    plain: dict[str, tuple] = {}
-    full: dict[str, tuple] = {}
+    plain: dict[str, Located] = {}
 
-    def spans(snippet, with_fuzzy: bool) -> tuple:
+    def hit(snippet, with_fuzzy: bool) -> Located | None:
         if not isinstance(snippet, str) or not snippet.strip():
-            return None, None, None
+            return None
+        if with_fuzzy:
+            return located(snippet, text)
         if snippet not in plain:
-            hit = locate(snippet, text, threshold=None, normalized_text=norm)
-            span = (hit.start, hit.end) if hit.found else None
-            plain[snippet] = (span if hit.status == "exact" else None, span, span)
-        found = plain[snippet]
-        if not with_fuzzy or found[1] is not None:
-            return found
-        if snippet not in full:
-            hit = locate(snippet, text, threshold=FUZZY_THRESHOLD, normalized_text=norm)
-            full[snippet] = (None, None, (hit.start, hit.end) if hit.found else None)
-        return full[snippet]
+            plain[snippet] = locate(snippet, text, threshold=None, normalized_text=norm)
+        return plain[snippet]
 
-    return [(spans(value, False)[1], [spans(e, fuzzy) for e in evidence]) for value, evidence in values]
+    def spans(snippet) -> tuple:
+        h = hit(snippet, fuzzy)
+        span = (h.start, h.end) if h is not None and h.found else None
+        return (span if span and h.status == "exact" else None,
+                span if span and h.status != "fuzzy" else None, span)
+
+    out = []
+    for value, evidence in values:
+        h = hit(value, False)
+        out.append(((h.start, h.end) if h is not None and h.found else None, [spans(e) for e in evidence]))
+    return out
+
+
+_WORD = re.compile(r"\w+")
 
 
 def _residual(text: str, hits: list[tuple], match: str, values_first: bool) -> list[tuple[int, int]]:
-    """``uncovered_spans`` from ``_hits``."""
+    """``uncovered_spans`` from ``_hits``: the gaps between the covered spans (merged in order)."""
     m = MATCHES.index(match)
-    covered = bytearray(len(text))
+    spans = []
     for value, evidence in hits:
-        for span in ([value] if values_first and value is not None else [e[m] for e in evidence]):
-            if span is not None:
-                covered[span[0]:span[1]] = b"\x01" * (span[1] - span[0])
+        if values_first and value is not None:
+            spans.append(value)
+        else:
+            spans.extend(e[m] for e in evidence if e[m] is not None)
     out = []
-    for run in re.finditer(rb"\x00+", bytes(covered)):
-        piece = text[run.start():run.end()]
-        if len(re.findall(r"\w+", piece)) >= MIN_SPAN_WORDS:
-            lead = len(piece) - len(piece.lstrip())
-            out.append((run.start() + lead, run.start() + len(piece.rstrip())))
+    at = 0
+    for start, end in sorted(s for s in spans if s[1] > s[0]) + [(len(text), len(text) + 1)]:
+        if start > at:  # a gap: residual if it holds enough words
+            piece = text[at:start]
+            if len(_WORD.findall(piece)) >= MIN_SPAN_WORDS:
+                lead = len(piece) - len(piece.lstrip())
+                out.append((at + lead, at + len(piece.rstrip())))
+        at = max(at, end)
     return out
 
 
