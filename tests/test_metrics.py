@@ -51,6 +51,56 @@ def test_rouge_on_release_summaries_equals_rouge_score(shared_rel):
             assert ours[k] == pytest.approx(theirs[k], abs=1e-12)
 
 
+def test_rouge_ngram_scores_are_rouge_scores_exactly_on_release_pairs(shared_rel):
+    """Stems of distinct words, n-gram counts per text, the restated n-gram F-measure: rouge-score's values to
+    the bit (a sample of 60 release pairs, ROUGE-1 and ROUGE-2)."""
+    s = shared_rel.summaries[shared_rel.summaries["set"] == "benchmark"]
+    refs = s[s["model"] == "human"].set_index("case_id")["text"]
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2"], use_stemmer=True)
+    for r in s[s["model"] != "human"].sample(60, random_state=8).itertuples():
+        ours, theirs = metrics.rouge_scores(r.text, refs[r.case_id]), scorer.score(refs[r.case_id], r.text)
+        assert (ours["rouge1"], ours["rouge2"]) == (theirs["rouge1"].fmeasure, theirs["rouge2"].fmeasure)
+
+
+@pytest.fixture
+def stem_cache(tmp_path, monkeypatch):
+    """ROUGE's word -> stem map read afresh from an empty cache folder (and forgotten afterwards)."""
+    def forget():
+        for f in (metrics._rouge_word, metrics.rouge_tokens, metrics._ngrams):
+            f.cache_clear()
+
+    monkeypatch.setattr(metrics, "ROUGE_STEM_CACHE", tmp_path / "rouge_stems")
+    forget()
+    yield tmp_path / "rouge_stems"
+    forget()
+
+
+def test_rouge_stems_are_cached_and_reused_without_the_stemmer(stem_cache, monkeypatch):
+    text = "The plaintiffs challenged the agencies' policies; the courts ruled."
+    want = metrics.rouge_tokens(text)
+    metrics.save_rouge_stems()
+    files = list(stem_cache.glob("porter-nltk-*.json"))
+    assert len(files) == 1 and '"policies": "polici"' in files[0].read_text()
+    for f in (metrics._rouge_word, metrics.rouge_tokens, metrics._ngrams):
+        f.cache_clear()
+
+    def no_stemmer():
+        raise AssertionError("a cached word was stemmed again")
+
+    monkeypatch.setattr(metrics, "_porter", no_stemmer)
+    assert metrics.rouge_tokens(text) == want
+    metrics.save_rouge_stems()  # nothing new: nothing written
+    assert len(list(stem_cache.iterdir())) == 1
+
+
+def test_an_unreadable_stem_cache_is_stemmed_again(stem_cache):
+    stem_cache.mkdir(parents=True)
+    (stem_cache / metrics._stem_cache_path().name).write_text("{not json")
+    assert metrics.rouge_tokens("courts ruled") == ("court", "rule")
+    metrics.save_rouge_stems()
+    assert '"courts": "court"' in (stem_cache / metrics._stem_cache_path().name).read_text()
+
+
 # ---------------------------------------------------------------------------------------------- embeddings
 @pytest.fixture(scope="module")
 def embedder():
