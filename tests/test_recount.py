@@ -232,3 +232,17 @@ def test_one_status_vocabulary_and_not_reproducible_rows_name_what_is_missing(cl
     with_analogue = nr[nr["analogue"].notna()]
     assert with_analogue["note"].str.contains("analogue").all(), list(with_analogue.index)
     assert nr["ours"].isna().all()
+
+
+def test_records_are_itertuples():
+    """reconstruct.records reads string columns as arrays; rows, values and value types stay itertuples'."""
+    from gavel.paper import reconstruct
+
+    df = pd.DataFrame({"model": pd.array(["a", None, "c"], dtype="string"),
+                       "part": pd.array([1, None, 2], dtype="Int64"), "x": [1.5, float("nan"), 2.0],
+                       "evidence": [["e"], [], None], "class": ["k", "l", "m"]})
+    ours, theirs = list(reconstruct.records(df)), list(df.itertuples(index=False))
+    assert len(ours) == 3 and ours[0]._fields == theirs[0]._fields
+    for a, b in zip(ours, theirs):
+        assert [type(v) for v in a] == [type(v) for v in b]
+        assert all(x is y or x == y or (x != x and y != y) for x, y in zip(a, b))

@@ -331,9 +331,9 @@ def residual_ratio_table(rel) -> pd.DataFrame:
     sel = cv[cv["origin"] == "summary"]
     s = rel.summaries
     keep = ((s["model"] == "human") & (s["set"] == "human_eval")) | ((s["model"] != "human") & (s["set"] == "benchmark"))
-    texts = {(m, c): t for m, c, t in s.loc[keep, ["model", "case_id", "text"]].itertuples(index=False)}
+    texts = {(m, c): t for m, c, t in reconstruct.records(s.loc[keep, ["model", "case_id", "text"]])}
     values: dict = {}
-    for m, c, v, e in sel[["model", "case_id", "value", "evidence"]].itertuples(index=False):
+    for m, c, v, e in reconstruct.records(sel[["model", "case_id", "value", "evidence"]]):
         values.setdefault((m, c), []).append((v, list(e)))
     per = None
     every = pd.DataFrame(grounding.residual_ratios(texts, values, variants=[(m, f) for _, m, f in R_VARIANTS]))
@@ -436,7 +436,7 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
     v = v.drop_duplicates(subset=["model", "unit", "part", "case_id", "item", "entry"])
     rows = []
     no_summary: set = set()
-    for r in v[["model", "case_id", "item", "evidence"]].itertuples(index=False):
+    for r in reconstruct.records(v[["model", "case_id", "item", "evidence"]]):
         snippets = r.evidence if isinstance(r.evidence, list) else []
         if not snippets:
             rows.append({"model": r.model, "item": r.item, "status": "no_evidence"})
