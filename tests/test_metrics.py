@@ -66,7 +66,7 @@ def test_rouge_ngram_scores_are_rouge_scores_exactly_on_release_pairs(shared_rel
 def stem_cache(tmp_path, monkeypatch):
     """ROUGE's word -> stem map read afresh from an empty cache folder (and forgotten afterwards)."""
     def forget():
-        for f in (metrics._rouge_word, metrics.rouge_tokens, metrics._ngrams):
+        for f in (metrics._rouge_word, metrics.rouge_tokens, metrics._token_ids, metrics._ngrams):
             f.cache_clear()
 
     monkeypatch.setattr(metrics, "ROUGE_STEM_CACHE", tmp_path / "rouge_stems")
@@ -81,7 +81,7 @@ def test_rouge_stems_are_cached_and_reused_without_the_stemmer(stem_cache, monke
     metrics.save_rouge_stems()
     files = list(stem_cache.glob("porter-nltk-*.json"))
     assert len(files) == 1 and '"policies": "polici"' in files[0].read_text()
-    for f in (metrics._rouge_word, metrics.rouge_tokens, metrics._ngrams):
+    for f in (metrics._rouge_word, metrics.rouge_tokens, metrics._token_ids, metrics._ngrams):
         f.cache_clear()
 
     def no_stemmer():
@@ -254,3 +254,17 @@ def test_bad_llm_score_files_are_refused(tmp_path, text, message):
     (tmp_path / "bad.csv").write_text(text)
     with pytest.raises(metrics.MetricError, match=message):
         metrics.load_llm_scores(tmp_path)
+
+
+def test_rouge_tokens_are_rouge_scores_tokenizer_on_random_texts():
+    import random
+
+    from nltk.stem import porter
+    from rouge_score import tokenize
+
+    stemmer, rng = porter.PorterStemmer(), random.Random(4)
+    words = ["courts", "ruling", "a", "the", "ab", "abc", "abcd", "1990s", "U.S.", "won't", "\u00e9t\u00e9",
+             "\u0130stanbul", "--", "\n", "  ", "agencies'", "x9y", "caf\u00e9s"]
+    for _ in range(500):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        assert list(metrics.rouge_tokens(text)) == tokenize.tokenize(text, stemmer), text

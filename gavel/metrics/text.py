@@ -29,7 +29,7 @@ import itertools
 import json
 import math
 import os
-from collections import Counter
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -61,6 +61,9 @@ def _stem_cache_path() -> Path:
     from importlib.metadata import version
 
     return ROUGE_STEM_CACHE / f"porter-nltk-{version('nltk')}.json"
+
+
+_ROUGE_WORD = re.compile(r"[a-z0-9]+")
 
 
 class _Tokens(dict):
@@ -120,30 +123,47 @@ def rouge_tokens(text: str) -> tuple[str, ...]:
     """rouge-score's tokens (``rouge_score.tokenize.tokenize`` with its Porter stemmer: lower-cased, split at
     every character outside [a-z0-9], words longer than three characters stemmed, invalid tokens dropped);
     cached, since one reference is scored against many summaries."""
-    from rouge_score import tokenize
-
     token = _rouge_word()
-    words = tokenize.SPACES_RE.split(tokenize.NON_ALPHANUM_RE.sub(" ", text.lower()))
-    return tuple(filter(None, map(token.__getitem__, words)))  # "": no token
+    # = rouge-score's split at runs of [^a-z0-9] (its empty pieces at the ends give no token anyway)
+    return tuple(filter(None, map(token.__getitem__, _ROUGE_WORD.findall(text.lower()))))  # "": no token
+
+
+_TOKEN_IDS: dict[str, int] = {}  # token -> a number, for n-gram keys
 
 
 @lru_cache(maxsize=8192)
-def _ngrams(text: str, n: int) -> Counter:
-    """rouge-score's n-gram counts of ``text`` (``rouge_scorer._create_ngrams``'s Counter of token tuples)."""
+def _token_ids(text: str) -> np.ndarray:
     tokens = rouge_tokens(text)
-    return Counter(zip(*(tokens[i:] for i in range(n))))
+    for t in set(tokens).difference(_TOKEN_IDS):
+        _TOKEN_IDS[t] = len(_TOKEN_IDS)
+    return np.fromiter(map(_TOKEN_IDS.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+
+
+@lru_cache(maxsize=8192)
+def _ngrams(text: str, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """rouge-score's n-gram counts of ``text`` (``rouge_scorer._create_ngrams``): the distinct n-grams as
+    sorted integer keys (token numbers, ``n`` of them in one int64), their counts, and the number of n-grams."""
+    ids = _token_ids(text)
+    width = 21  # bits per token number: 2,097,152 distinct tokens, three of them in an int64
+    if len(_TOKEN_IDS) >= 1 << width or n > 3:
+        raise MetricError(f"ROUGE-{n} keys hold up to three tokens of {1 << width} distinct ones")
+    keys = ids[:len(ids) - n + 1].copy() if len(ids) >= n else ids[:0]
+    for k in range(1, n):
+        keys = (keys << width) | ids[k:len(ids) - n + 1 + k]
+    distinct, counts = np.unique(keys, return_counts=True)
+    return distinct, counts, len(keys)
 
 
 def _fmeasure(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
-def _ngram_fmeasure(target: Counter, prediction: Counter) -> float:
+def _ngram_fmeasure(target: tuple, prediction: tuple) -> float:
     """rouge-score's ``_score_ngrams`` F-measure (clipped n-gram matches over each side's count)."""
-    overlap = sum(min(target[g], prediction[g]) for g in target.keys() & prediction.keys())
-    precision = overlap / max(sum(prediction.values()), 1)
-    recall = overlap / max(sum(target.values()), 1)
-    return _fmeasure(precision, recall)
+    (tk, tc, tn), (pk, pc, pn) = target, prediction
+    _, ti, pi = np.intersect1d(tk, pk, assume_unique=True, return_indices=True)
+    overlap = int(np.minimum(tc[ti], pc[pi]).sum())
+    return _fmeasure(overlap / max(pn, 1), overlap / max(tn, 1))
 
 
 def rouge_scores(summary: str, reference: str) -> dict[str, float]:

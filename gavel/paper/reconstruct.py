@@ -140,12 +140,12 @@ def _score_judgment(row, n_model: int, n_ref: int, rules: Rules) -> float:
     return scoring.matching_f1(row.pairs, n_model, n_ref, strict=rules.strict_f1)
 
 
-def records(df: pd.DataFrame):
+def records(df: pd.DataFrame, named: bool = True):
     """``df.itertuples(index=False)``: the same rows and values, without pandas reading string columns one
-    element at a time (about a microsecond a value; ``make results`` goes through ~700,000)."""
-    row = namedtuple("Pandas", df.columns, rename=True)
+    element at a time (about a microsecond a value; ``make results`` goes through ~700,000). ``named=False``:
+    plain tuples (for unpacking)."""
     cols = [df[c].to_numpy(dtype=object) if isinstance(df[c].dtype, pd.StringDtype) else df[c] for c in df.columns]
-    return map(row._make, zip(*cols))
+    return map(namedtuple("Pandas", df.columns, rename=True)._make, zip(*cols)) if named else zip(*cols)
 
 
 def checklist_lengths(rel, rules: Rules = Rules()) -> pd.DataFrame:

@@ -331,9 +331,9 @@ def residual_ratio_table(rel) -> pd.DataFrame:
     sel = cv[cv["origin"] == "summary"]
     s = rel.summaries
     keep = ((s["model"] == "human") & (s["set"] == "human_eval")) | ((s["model"] != "human") & (s["set"] == "benchmark"))
-    texts = {(m, c): t for m, c, t in reconstruct.records(s.loc[keep, ["model", "case_id", "text"]])}
+    texts = {(m, c): t for m, c, t in reconstruct.records(s.loc[keep, ["model", "case_id", "text"]], named=False)}
     values: dict = {}
-    for m, c, v, e in reconstruct.records(sel[["model", "case_id", "value", "evidence"]]):
+    for m, c, v, e in reconstruct.records(sel[["model", "case_id", "value", "evidence"]], named=False):
         values.setdefault((m, c), []).append((v, list(e)))
     per = None
     every = pd.DataFrame(grounding.residual_ratios(texts, values, variants=[(m, f) for _, m, f in R_VARIANTS]))
