@@ -76,3 +76,23 @@ def test_correlations_equal_scipy():
     assert got["pearson"] == pytest.approx(stats.pearsonr(x, y)[0])
     assert got["spearman"] == pytest.approx(stats.spearmanr(x, y)[0])
     assert got["kendall"] == pytest.approx(stats.kendalltau(x, y)[0])
+
+
+def test_kendall_pair_counts_are_the_pairs_own():
+    """The pair counts behind Kendall's tau-b (value codes, ties from multiplicities) equal counting the
+    pairs i < j one by one, ties and NaN included."""
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    for n in (2, 3, 17, 80):
+        for _ in range(20):
+            x = rng.integers(0, 4, n).astype(float)
+            y = np.round(rng.normal(size=n), int(rng.integers(0, 3)))
+            if rng.random() < 0.2:
+                y[rng.integers(0, n)] = np.nan
+            pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+            sx = np.array([np.sign(x[i] - x[j]) for i, j in pairs])
+            sy = np.array([np.sign(y[i] - y[j]) for i, j in pairs])
+            want = (float((sx * sy).sum()), int((sx != 0).sum()), int((sy != 0).sum()))
+            got = scoring._pair_counts(x, y)
+            assert got[1:] == want[1:] and (got[0] == want[0] or (np.isnan(got[0]) and np.isnan(want[0])))

@@ -162,6 +162,23 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def _pair_counts(x: np.ndarray, y: np.ndarray) -> tuple[float, int, int]:
+    """Over the pairs i < j: the sum of sign(x_i - x_j) * sign(y_i - y_j), and the pairs not tied in x, in y
+    (integers: the full sign matrices of small value codes, halved; ties from the values' multiplicities)."""
+    if np.isnan(x).any() or np.isnan(y).any():  # NaN signs: as the pairs themselves give them
+        upper = np.triu_indices(len(x), k=1)
+        sx, sy = np.sign(x[:, None] - x[None, :])[upper], np.sign(y[:, None] - y[None, :])[upper]
+        return float((sx * sy).sum()), int((sx != 0).sum()), int((sy != 0).sum())
+    pairs = len(x) * (len(x) - 1) // 2
+    out = []
+    for v in (x, y):
+        _, codes, counts = np.unique(v, return_inverse=True, return_counts=True)
+        codes = codes.ravel().astype(np.int32)
+        out.append((np.sign(np.subtract.outer(codes, codes)).astype(np.int8), pairs - int((counts * (counts - 1) // 2).sum())))
+    (sx, nx), (sy, ny) = out
+    return float(np.einsum("ij,ij->", sx, sy, dtype=np.int64) // 2), nx, ny
+
+
 def correlations(x, y) -> dict[str, float]:
     """Pearson r, Spearman rho and Kendall tau-b of two equal-length samples."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -173,11 +190,7 @@ def correlations(x, y) -> dict[str, float]:
         denom = math.sqrt(float((a * a).sum() * (b * b).sum()))
         return float((a * b).sum() / denom) if denom else math.nan
 
-    dx = np.sign(x[:, None] - x[None, :])
-    dy = np.sign(y[:, None] - y[None, :])
-    upper = np.triu_indices(len(x), k=1)
-    sx, sy = dx[upper], dy[upper]
-    concordance = float((sx * sy).sum())
-    denom = math.sqrt(float((sx != 0).sum()) * float((sy != 0).sum()))
+    concordance, untied_x, untied_y = _pair_counts(x, y)
+    denom = math.sqrt(float(untied_x) * float(untied_y))
     return {"pearson": pearson(x, y), "spearman": pearson(_ranks(x), _ranks(y)),
             "kendall": concordance / denom if denom else math.nan}
