@@ -60,7 +60,11 @@ def lengths(out: Path) -> None:
     answer length (a looping answer counts as the cap) and the answers per request (re-asks included)."""
     import pandas as pd
 
-    a = pd.read_csv(out / "answers.csv")
+    lengths_table(pd.read_csv(out / "answers.csv"))
+
+
+def lengths_table(a) -> None:
+    """``lengths`` of a table of answers (stage, output_tokens, finish_reason, round)."""
     print(f"{'stage':<15} {'answers':>7} {'requests':>8} {'mean':>6} {'most':>6} {'cut':>4}  stage_max_tokens  "
           f"stage_answer_tokens  stage_rounds")
     for stage, g in a.groupby("stage", sort=False):

@@ -49,8 +49,6 @@ class Announcer:
             self.speed = self.speed or pace.measure(provider, settings.extractor)
             self.said = True
             seconds, n = forecast(summaries, references, settings, self.speed)
-            show(f"local model: {1 / self.speed.prompt_s:,.0f} prompt tokens/s, "
-                 f"{1 / max(self.speed.generate_s, 1e-9):,.0f} generated tokens/s (measured now); expected duration "
-                 f"{pace.duration(seconds * repeats)} for at most {n * repeats} requests"
+            show(f"{pace.speed_line(self.speed)}; expected duration {pace.duration(seconds * repeats)} for at most {n * repeats} requests"
                  f"{f' ({repeats} repeats)' if repeats > 1 else ''} (cached answers take no time)")
         return self.speed
