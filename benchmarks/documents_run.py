@@ -22,13 +22,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from first_run import lengths_table, predicted_seconds  # noqa: E402  (one rule for predictions and caps)
+from first_run import lengths_table, predicted_seconds, start, tidy  # noqa: E402  (one rule for predictions and caps)
 
 CASE = "46340"  # one of the cases whose human checklist is in human.json
 AUTHORS = ("human", "gpt-4.1-2025-04-14")
@@ -66,16 +65,10 @@ def main() -> int:
     ap.add_argument("--methods", nargs="+", default=["end-to-end", "three-pass"], choices=METHODS)
     ap.add_argument("--measure", action="store_true", help="answer lengths per stage at a 1,024-token cap")
     ap.add_argument("--max-steps", type=int, default=6, help="the agent's step limit")
+    ap.add_argument("--items", nargs="+", default=ITEMS, help="the items of the non-agent methods")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO))
-    from gavel.core import config
-    from gavel.llm.providers.local import installed
-
-    if installed():
-        raise SystemExit(f"the local model is not installed ({installed()}): make install-local")
-    release = config.release_root()
-    folder = Path(tempfile.mkdtemp(prefix="gavel-documents-run-"))
+    release, folder = start("gavel-documents-run-")
     case = case_folder(release, folder)
     ratios = {}
     for method in args.methods:
@@ -85,7 +78,7 @@ def main() -> int:
         if method == "agent":
             cmd += ["--config", "individual/01_filing_date", "--max-steps", str(args.max_steps)]
         else:
-            cmd += ["--items", *ITEMS]
+            cmd += ["--items", *args.items]
         if method in ("chunked", "three-pass"):
             cmd += ["--chunk-tokens", "400"]
         if method == "end-to-end":
@@ -94,31 +87,34 @@ def main() -> int:
             cmd += ["--max-tokens", "1024"]
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {' '.join(cmd[1:])}", flush=True)
         t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
-                              env={**os.environ, "GAVEL_RELEASE": str(release)})
-        actual = time.perf_counter() - t0
-        output = done.stdout + done.stderr
-        print("\n".join(x for x in output.splitlines() if "it/s]" not in x and "s/it]" not in x)[-3000:])
-        if done.returncode not in (0, 1):
-            raise SystemExit(f"{method} failed (exit status {done.returncode})")
+        said = None  # when the forecast line came: what it forecasts is the time after it
+        with subprocess.Popen(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              env={**os.environ, "GAVEL_RELEASE": str(release)}) as proc:
+            lines = []
+            for line in proc.stdout:
+                lines.append(line)
+                if said is None and "(measured now)" in line:
+                    said = time.perf_counter()
+        end = time.perf_counter()
+        actual = end - t0
+        output = "".join(lines)
+        print(output[-3000:])
+        if proc.returncode not in (0, 1) or said is None:
+            raise SystemExit(f"{method} failed (exit status {proc.returncode}) or printed no forecast")
+        after = end - said
         if method == "agent":  # its forecast: about (every turn like the first), at most (full context)
             predicted = predicted_seconds(output.replace("turns: about", "expected duration"))
         else:
             predicted = predicted_seconds(output)
         ratios[method] = actual / predicted
-        print(f"{method}: predicted {predicted:.0f} s, actual {actual:.0f} s (whole command, model start "
-              f"included): ratio actual/predicted {actual / predicted:.2f} (target 0.5-1.5); load average "
+        print(f"{method}: predicted {predicted:.0f} s; actual {actual:.0f} s for the whole command (start, speed "
+              f"measurement and model start included): ratio {actual / predicted:.2f} (target 0.5-1.5); "
+              f"{after:.0f} s after the forecast line: ratio {after / predicted:.2f}; load average "
               f"{os.getloadavg()[0]:.1f}", flush=True)
         if args.measure:
             lengths_table(answers(out, method))
     print("ratios actual/predicted: " + ", ".join(f"{m} {r:.2f}" for m, r in ratios.items()))
-    if args.keep:
-        print(f"kept {folder}")
-    else:
-        import shutil
-
-        shutil.rmtree(folder, ignore_errors=True)
-    return 0
+    return tidy(folder, args.keep)
 
 
 if __name__ == "__main__":

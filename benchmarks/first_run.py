@@ -77,20 +77,24 @@ def lengths_table(a) -> None:
               f"{len(g) / max(first, 1):>12.2f}")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=int, default=2)
-    ap.add_argument("--measure", action="store_true", help="answer lengths per stage at a 1,024-token cap")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
-    args = ap.parse_args()
+def start(prefix: str) -> tuple[Path, Path]:
+    """(the release, a fresh temporary folder) once the local model is known to be installed."""
     sys.path.insert(0, str(REPO))
     from gavel.core import config
     from gavel.llm.providers.local import installed
 
     if installed():
         raise SystemExit(f"the local model is not installed ({installed()}): make install-local")
-    release = config.release_root()
-    folder = Path(tempfile.mkdtemp(prefix="gavel-first-run-"))
+    return config.release_root(), Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=2)
+    ap.add_argument("--measure", action="store_true", help="answer lengths per stage at a 1,024-token cap")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    args = ap.parse_args()
+    release, folder = start("gavel-first-run-")
     summaries = own_summaries(release, folder, args.cases)
     cmd = [sys.executable, "-m", "gavel", "evaluate", "--summaries", str(summaries), "--provider", "local",
            "--items", *ITEMS, "--out", str(folder / "runs" / "first")]
@@ -110,7 +114,12 @@ def main() -> int:
           f"ratio actual/predicted {actual / predicted:.2f} (target 0.5-1.5); load average {os.getloadavg()[0]:.1f}")
     if args.measure:
         lengths(folder / "runs" / "first")
-    if args.keep:
+    return tidy(folder, args.keep)
+
+
+def tidy(folder: Path, keep: bool) -> int:
+    """Keep the temporary folder (and say where) or remove it; the benchmark's exit status."""
+    if keep:
         print(f"kept {folder}")
     else:
         import shutil

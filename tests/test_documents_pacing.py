@@ -173,3 +173,19 @@ def test_agent_forecast_per_turn_is_the_first_turns_request():
     say = pacing.agent_say(c, [cfg], LOCAL, max_steps=10)(SPEED)
     first = pace.forecast([agent.first_turn(c, cfg, LOCAL, 10)], SPEED)
     assert f"each turn about {pace.duration(first)}" in say and f"about {pace.duration(10 * first)}," in say
+
+
+def test_pieces_fit_a_small_models_window_and_are_the_papers_elsewhere():
+    from gavel.core.tokens import count_tokens
+    from gavel.documents.chunking import CHUNK_TOKENS
+    from gavel.llm.registry import llm_model
+
+    assert chunked.piece_tokens("gpt-4.1-2025-04-14") == CHUNK_TOKENS  # the paper's 16K pieces, as before
+    size = chunked.piece_tokens(LOCAL, three_pass.STAGES["extract"])
+    assert size < CHUNK_TOKENS
+    long_doc = Corpus.build("7", ["The court ordered the county to report on the jail's conditions. " * 3000], ["Order"])
+    reqs, n = pacing.three_pass_requests(long_doc, LOCAL)  # the default piece size, every item of the checklist
+    assert n > 1
+    for r in reqs[:n]:  # every extract request fits the model's window with its answer (the runner sends it)
+        assert sum(count_tokens(m["content"]) for m in r.messages) + r.params["max_tokens"] <= \
+            llm_model(LOCAL).context_window

@@ -50,6 +50,18 @@ class Piece:
     text: str
 
 
+def piece_tokens(model: str, stage: str = STAGE) -> int:
+    """The default piece size on ``model``: the paper's CHUNK_TOKENS where the model's context window holds a
+    piece, as much again for the rest of the prompt (instructions, checklist, state) and ``stage``'s output cap;
+    else half of what the window leaves after the cap (a small local model's 8,192-token window)."""
+    from ..llm.pace import stage_cap
+    from ..llm.registry import llm_model
+
+    m = llm_model(model)
+    room = m.context_window - (stage_cap(model, stage) or m.max_output_tokens)
+    return CHUNK_TOKENS if 2 * CHUNK_TOKENS <= room else max(room // 2, 1)
+
+
 def pieces(corpus: Corpus, max_tokens: int = CHUNK_TOKENS) -> list[Piece]:
     out = []
     for d in corpus.documents:
@@ -140,10 +152,10 @@ def run_chunked(corpus: Corpus, provider, model: str, items=None, workdir=None, 
                 params: dict | None = None, runner: StageRunner | None = None, checklist=None,
                 pace=None) -> ChunkedResult:
     """The chunk-by-chunk method: each item's state carried through the case's pieces of at most
-    ``max_tokens`` tokens (None: CHUNK_TOKENS), for the items of ``checklist`` (default: the 26 legal ones).
+    ``max_tokens`` tokens (None: ``piece_tokens``), for the items of ``checklist`` (default: the 26 legal ones).
     ``pace`` (a ``gavel.llm.pace.Pace`` or a function giving one): each piece's round says its expected
     duration before it sends, and shows a progress bar."""
-    max_tokens = max_tokens or CHUNK_TOKENS
+    max_tokens = max_tokens or piece_tokens(model)
     checklist = gitems.load(checklist)
     chosen = [it.name for it in checklist.select(items)]
     runner = runner or StageRunner(STAGE, provider, workdir, progress=pace is not None, namespace=checklist.cache_tag)

@@ -381,7 +381,9 @@ def add_parser(sub) -> None:
             q.add_argument("--mode", default="batch", choices=["batch", "online"])
             q.add_argument("--dry-run", action="store_true")
         else:
-            q.add_argument("--chunk-tokens", type=options.positive_int, default=CHUNK_TOKENS)
+            q.add_argument("--chunk-tokens", type=options.positive_int, default=None,
+                           help=f"piece size in tokens (default: {CHUNK_TOKENS:,}, or half of what a smaller model's "
+                                f"context window leaves after the output cap)")
         q.set_defaults(func=func)
     q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
     q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")

@@ -19,7 +19,7 @@ shows its progress: a bar per round, a line per agent turn.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gavel.llm import pace
 from gavel.llm.pace import Pace
@@ -50,7 +50,7 @@ def chunked_requests(corpus, model: str, items=None, max_tokens: int | None = No
     checklist = gitems.load(checklist)
     earlier = [{"value": filler(pace.answer_tokens(model, chunked.STAGE)), "evidence": []}]
     return [chunked.build_request(corpus, it.name, earlier if n else [], piece, model, params, checklist)
-            for n, piece in enumerate(chunked.pieces(corpus, max_tokens or chunked.CHUNK_TOKENS))
+            for n, piece in enumerate(chunked.pieces(corpus, max_tokens or chunked.piece_tokens(model)))
             for it in checklist.select(items)]
 
 

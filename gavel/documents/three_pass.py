@@ -34,8 +34,7 @@ from gavel.ref.prompts import render_messages
 from ..llm.pace import announce, capped
 from ..llm.records import Request
 from ..llm.runner import StageRunner
-from .chunked import Piece, pieces
-from .chunking import CHUNK_TOKENS
+from .chunked import Piece, piece_tokens, pieces
 from .corpus import Corpus
 
 PASSES = ("extract", "merge", "prune")
@@ -288,7 +287,7 @@ def prepare(corpus: Corpus, model: str, checklist=None, max_tokens: int | None =
     checklist = gitems.load(checklist)
     if items:
         checklist = replace(checklist, items=checklist.select(items))
-    parts = pieces(corpus, max_tokens or CHUNK_TOKENS)
+    parts = pieces(corpus, max_tokens or piece_tokens(model, STAGES["extract"]))
     return _Run(corpus, checklist, model, {}, dict(params or {}), {(p.document, p.chunk_id): p.text for p in parts}), parts
 
 
@@ -305,7 +304,8 @@ def merge_joins(pieces_: int) -> list[int]:
 def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir=None, max_tokens: int | None = None,
                    params: dict | None = None, items=None, pace=None) -> ThreePassResult:
     """The three passes over one case for ``checklist`` (default: the 26 legal items; ``items``: only these),
-    pieces of at most ``max_tokens`` tokens (None: CHUNK_TOKENS). ``workdir`` holds one runner cache per pass.
+    pieces of at most ``max_tokens`` tokens (None: ``chunked.piece_tokens``). ``workdir`` holds one runner cache
+    per pass.
     ``pace`` (a ``gavel.llm.pace.Pace`` or a function giving one): each pass (each merge level) says its
     expected duration before it sends, and shows a progress bar."""
     from pathlib import Path

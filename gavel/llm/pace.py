@@ -18,8 +18,8 @@ instead of at its context window.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .records import Request
 

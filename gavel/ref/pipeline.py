@@ -149,9 +149,9 @@ class _Stages:
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
                    for req, _ in jobs]
-        from gavel.llm.pace import announce  # a measured speed (or an Announcer measuring it now): the duration
+        from gavel.llm.pace import announce
 
-        announce(self.s.pace, runner, current, f"stage {stage}")
+        announce(self.s.pace, runner, current, f"stage {stage}")  # with a measured speed: the stage's duration
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
