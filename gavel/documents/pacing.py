@@ -82,8 +82,11 @@ def three_pass_say(corpus, model: str, **kwargs) -> Callable[[Pace], str]:
     """The three-pass method's forecast (its stand-in requests built only when it is said)."""
     def say(speed: Pace) -> str:
         reqs, n = three_pass_requests(corpus, model, **kwargs)
+        per = {p: pace.duration(pace.forecast([r for r in reqs if r.stage == three_pass.STAGES[p]], speed))
+               for p in three_pass.PASSES}
         return _expected(pace.forecast(reqs, speed), len(reqs),
-                         detail=f" ({n} pieces: {n} extract, at most {max(n - 1, 0)} merge, 1 prune)")
+                         detail=f" ({n} pieces: {n} extract {per['extract']}, at most {max(n - 1, 0)} merge "
+                                f"{per['merge']}, 1 prune {per['prune']})")
     return say
 
 
