@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from gavel.core.items import item
-from gavel.core.spreadsheet import FORMULA_START, _NUMBER, plain_cell, read_csv, safe_cell, write_csv
+from gavel.core.spreadsheet import _NUMBER, FORMULA_START, plain_cell, read_csv, safe_cell, write_csv
 from gavel.llm.providers.mock import MockProvider
 from gavel.ref import pipeline
 from gavel.ref.tables import read_tables
