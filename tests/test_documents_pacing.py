@@ -26,8 +26,8 @@ TEXTS = {"Complaint": "The plaintiffs filed this suit on March 3, 2011, against 
 
 
 def _answer(request):
-    if request.stage == agent.STAGE:
-        return json.dumps({"decision": "stop", "reason": "nothing more to find"})
+    if request.stage == agent.STAGE:  # a terminal escape in the model's text is not passed to the terminal
+        return json.dumps({"decision": "stop", "reason": "nothing more\x1b[2J to find"})
     return json.dumps({"items": [], "extracted": []})
 
 
@@ -152,6 +152,7 @@ def test_agent_local_says_each_turn_and_the_step_limits_most(local, tmp_path, ca
     assert m, line
     # progress: a line per model turn (stop, the driver's own review step, stop again)
     assert re.findall(r"turn (\d) of at most 7: stop #(\d)", out) == [("1", "1"), ("3", "2")]
+    assert "\x1b" not in out and "nothing more [2J to find" in out
     assert measured == [LOCAL]
     out = _run(capsys, *_common(case, tmp_path, "agent"), "--config", "individual/01_filing_date",
                "--max-steps", "7")  # the finished run again: nothing to send, nothing measured

@@ -350,8 +350,9 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
                            model=model, corpus_hash=corpus.fingerprint)
 
     def save(events: list, turn: float | None = None) -> None:
-        if turn is not None and pace is not None:  # progress: one line per model turn
-            say_now(f"  turn {state.step} of at most {max_steps}: {state.history[-1]['brief'][:100]} "
+        if turn is not None and pace is not None:  # progress: one line per model turn (the model's text shown
+            brief = "".join(c if c.isprintable() else " " for c in state.history[-1]["brief"][:100])  # inert)
+            say_now(f"  turn {state.step} of at most {max_steps}: {brief} "
                     f"({'from the cache' if cached else duration(time.perf_counter() - turn)})")
         files.append_events(state, events)
         state.checklist = store.to_json()

@@ -12,7 +12,11 @@ output cap (``stage_max_tokens``) and the mean answer length (``stage_answer_tok
 that model's own answers (``benchmarks/first_run.py --measure`` prints them), and the answers per request
 (``stage_rounds``: re-asks of unusable answers included). A stage's cap applies when
 neither the request nor the user (``--max-tokens``) set one: a small model that loops stops at the cap
-instead of at its context window.
+instead of at its context window (``capped`` puts it into a request's params: one definition for every stage).
+
+Who says it: an ``Announcer`` measures the speed on first need (a run answered wholly from the cache never
+starts the server) and says the whole run's forecast; ``announce`` says one round's before it is sent.
+``gavel.ref.forecast`` counts an evaluation's requests, ``gavel.documents.pacing`` each document method's.
 """
 
 from __future__ import annotations
@@ -161,7 +165,8 @@ def announce(speed, runner, requests: list[Request], label: str, show: Callable[
     todo = [r for r in requests if not runner.is_cached(r)]
     if todo:
         pace = speed() if callable(speed) else speed
-        (show or say_now)(f"{label}: {len(todo)} of {len(requests)} requests to send; expected {duration(forecast(todo, pace))}")
+        (show or say_now)(f"{label}: {len(todo)} of {len(requests)} requests to send; expected "
+                          f"{duration(forecast(todo, pace))}")
     return len(todo)
 
 
