@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gavel.core import config, options
 from gavel.core.items import load as load_checklist
+from gavel.core.spreadsheet import write_csv
 
 from .agent import MAX_STEPS
 from .chunking import CHUNK_TOKENS
@@ -78,6 +79,21 @@ def provider_from_args(args):
     return get_provider(args.provider, **kwargs)
 
 
+def local_pace(args, provider, say):
+    """With ``--provider local``: a ``gavel.llm.pace.Announcer`` (on first need it measures the server's
+    speed and prints ``say(speed)``, the run's expected duration); None for every other provider."""
+    if args.provider != "local":
+        return None
+    from ..llm.pace import Announcer
+
+    return Announcer(provider, args.model, say)
+
+
+def _params(args) -> dict:
+    """The requests' params the command line sets: ``--max-tokens`` (else each stage's own cap)."""
+    return {"max_tokens": args.max_tokens} if args.max_tokens else {}
+
+
 def load_case(args):
     """The case a command runs on (a folder or a full_case_data file); CorpusError when it holds no text."""
     from . import corpus as corpus_mod
@@ -90,16 +106,21 @@ def load_case(args):
 
 
 def cmd_agent(args) -> int:
-    from . import configs
+    from . import configs, pacing
     from .agent import run_agent
 
     corpus = load_case(args)
     provider = provider_from_args(args)
     runs = []
-    for cfg in configs.resolve(args.config, args.checklist):
+    chosen = configs.resolve(args.config, args.checklist)
+    speed = local_pace(args, provider, pacing.agent_say(corpus, chosen, args.model, args.max_steps, _params(args),
+                                                        tool_mode=args.tool_mode))
+    for cfg in chosen:
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
+        if speed is not None:
+            print(f"agent {cfg.path}:", flush=True)
         res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
-                        tool_mode=args.tool_mode)
+                        tool_mode=args.tool_mode, pace=speed, params=_params(args))
         runs.append(out / "llm")
         print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
                           "resumed": res.resumed}))
@@ -128,11 +149,12 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 def cmd_end_to_end(args) -> int:
     from ..llm.runner import StageRunner
-    from . import end_to_end
+    from . import end_to_end, pacing
 
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
-    built = end_to_end.build_requests(corpus, args.model, items=args.items or None, checklist=checklist)
+    built = end_to_end.build_requests(corpus, args.model, items=args.items or None, checklist=checklist,
+                                      params=_params(args))
     out = run_folder(args, corpus, checklist)
     runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm", namespace=checklist.cache_tag)
     t = built.truncation
@@ -141,6 +163,10 @@ def cmd_end_to_end(args) -> int:
     if args.dry_run:
         runner.dry_run(built.requests, mode=args.mode)
         return 0
+    todo = [r for r in built.requests if not runner.is_cached(r)]
+    speed = local_pace(args, runner.provider, pacing.requests_say(todo))
+    if speed is not None and todo:  # the speed measured now, the duration said; then the runner's progress bar
+        speed()
     report = runner.run(built.requests, mode=args.mode)
     rows, problems = [], []
     for r in built.requests:
@@ -159,13 +185,17 @@ def cmd_end_to_end(args) -> int:
 
 
 def cmd_chunked(args) -> int:
-    from . import chunked
+    from . import chunked, pacing
 
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
     out = run_folder(args, corpus, checklist)
-    res = chunked.run_chunked(corpus, provider_from_args(args), args.model, items=args.items or None,
-                              workdir=out / "llm", max_tokens=args.chunk_tokens, checklist=checklist)
+    provider = provider_from_args(args)
+    speed = local_pace(args, provider, pacing.chunked_say(
+        corpus, args.model, items=args.items or None, max_tokens=args.chunk_tokens, checklist=checklist,
+        params=_params(args)))
+    res = chunked.run_chunked(corpus, provider, args.model, items=args.items or None, workdir=out / "llm",
+                              max_tokens=args.chunk_tokens, checklist=checklist, pace=speed, params=_params(args))
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id))
     _write_rows(out / "merge_log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"by_item_case": res.token_stats}, indent=1), encoding="utf-8")
@@ -177,13 +207,18 @@ def cmd_chunked(args) -> int:
 
 
 def cmd_three_pass(args) -> int:
-    from . import three_pass
+    from . import pacing, three_pass
 
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
     out = run_folder(args, corpus, checklist)
-    res = three_pass.run_three_pass(corpus, provider_from_args(args), args.model, checklist=checklist,
-                                    workdir=out / "llm", max_tokens=args.chunk_tokens, items=args.items or None)
+    provider = provider_from_args(args)
+    speed = local_pace(args, provider, pacing.three_pass_say(
+        corpus, args.model, checklist=checklist, max_tokens=args.chunk_tokens, items=args.items or None,
+        params=_params(args)))
+    res = three_pass.run_three_pass(corpus, provider, args.model, checklist=checklist, workdir=out / "llm",
+                                    max_tokens=args.chunk_tokens, items=args.items or None, pace=speed,
+                                    params=_params(args))
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id, checklist))
     _write_rows(out / "log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"checklist": checklist.name, "by_case": res.token_stats},
@@ -203,9 +238,9 @@ def cmd_collect(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     values.to_json(out / "agent_values.jsonl", orient="records", lines=True, force_ascii=False)
-    tokens.to_csv(out / "agent_run_tokens.csv", index=False)
+    write_csv(tokens, out / "agent_run_tokens.csv")
     per_case = tokens_per_case(tokens)
-    per_case.to_csv(out / "agent_tokens_per_case.csv", index=False)
+    write_csv(per_case, out / "agent_tokens_per_case.csv")
     summary = per_case.groupby(["model", "configuration"])[["input_tokens", "output_tokens", "total_tokens"]].mean()
     print(f"{len(tokens)} runs, {len(values)} values -> {out}")
     print((summary / 1e6).round(3).rename(columns=lambda c: c + " (M/case)").to_string())
@@ -213,27 +248,28 @@ def cmd_collect(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    """S_checklist of one run's value rows against human.json (compare + score stages)."""
-    import pandas as pd
-
+    """S_checklist of one run's value rows against the human reference (compare + score stages)."""
     from gavel.core.config import release_root
 
     from . import evaluate
 
-    values = pd.concat([pd.read_json(p, lines=True, dtype={"case_id": str}) for p in args.values], ignore_index=True)
+    checklist = load_checklist(args.checklist)
+    values = evaluate.read_value_rows(args.values, checklist)
     for col, want in (("model", args.model_filter), ("configuration", args.configuration)):
         if want and col in values:
             values = values[values[col] == want]
-    refs = evaluate.human_references(release_root(args.release))
-    pair_list = evaluate.pairs(values, args.subject, refs)
+    refs = (evaluate.read_references(args.references, checklist) if args.references
+            else evaluate.human_references(release_root(args.release), checklist))
+    pair_list = evaluate.pairs(values, args.subject, refs, checklist=checklist)
     if not pair_list:
-        print("error: no value rows for any reference case (human.json)", file=sys.stderr)
+        print(f"error: no value rows for any reference case ({args.references or 'human.json'})", file=sys.stderr)
         return 2
-    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed)
+    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed,
+                            checklist=checklist)
     out = Path(args.out)
-    res["rows"].to_csv(out / "compare_rows.csv", index=False)
-    res["per_case"].to_csv(out / "s_checklist_per_case.csv", index=False)
-    res["per_run"].to_csv(out / "s_checklist.csv", index=False)
+    write_csv(res["rows"], out / "compare_rows.csv")
+    write_csv(res["per_case"], out / "s_checklist_per_case.csv")
+    write_csv(res["per_run"], out / "s_checklist.csv")
     print(res["per_run"].to_string(index=False))
     return 0
 
@@ -292,6 +328,13 @@ def add_checklist_option(q) -> None:
                    help="a packaged checklist's name or a checklist file (docs/checklists.md); default: legal")
 
 
+def add_max_tokens_option(q) -> None:
+    """``--max-tokens N``: one output cap for every request of the method."""
+    q.add_argument("--max-tokens", type=options.positive_int, default=None,
+                   help="output cap of every request (default: each stage's own: a local model's measured caps, "
+                        "else the model's)")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("documents", help="checklists from case documents: release checks and the four methods")
     dsub = p.add_subparsers(dest="documents_command", required=True)
@@ -319,6 +362,7 @@ def add_parser(sub) -> None:
     q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
     add_checklist_option(q)
+    add_max_tokens_option(q)
     q.add_argument("--tool-mode", default="json", choices=["json", "native"],
                    help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
     q.set_defaults(func=cmd_agent)
@@ -334,11 +378,14 @@ def add_parser(sub) -> None:
         q.add_argument("--base-url", default=None)
         q.add_argument("--model", required=True)
         q.add_argument("--out", default=str(config.INTERIM_DIR / name.replace('-', '_')))
+        add_max_tokens_option(q)
         if name == "end-to-end":
             q.add_argument("--mode", default="batch", choices=["batch", "online"])
             q.add_argument("--dry-run", action="store_true")
         else:
-            q.add_argument("--chunk-tokens", type=options.positive_int, default=CHUNK_TOKENS)
+            q.add_argument("--chunk-tokens", type=options.positive_int, default=None,
+                           help=f"piece size in tokens (default: {CHUNK_TOKENS:,}, or half of what a smaller model's "
+                                f"context window leaves after the output cap)")
         q.set_defaults(func=func)
     q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
     q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
@@ -354,6 +401,10 @@ def add_parser(sub) -> None:
     q.add_argument("--judge", default="gemma-3-27b-it", help="registry model of the compare stage")
     q.add_argument("--seed", type=options.seed, default=0)
     q.add_argument("--release", default=None)
+    q.add_argument("--references", default=None,
+                   help="the reference values (human.json-shaped JSON, or value-row JSONL); default: the release's "
+                        "human.json (legal checklist only)")
+    add_checklist_option(q)
     q.add_argument("--out", required=True)
     q.set_defaults(func=cmd_evaluate)
     q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")
