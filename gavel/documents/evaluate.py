@@ -22,6 +22,7 @@ from gavel.core import items as gitems
 from gavel.core.checklist import entry_values
 from gavel.ref.stages import compare, score
 
+from ..llm.pace import announce, stage_cap
 from ..llm.runner import StageRunner
 
 VALUE_COLUMNS = ("case_id", "item", "index", "value")
@@ -133,13 +134,17 @@ def pairs(values: pd.DataFrame, subject: str, references: dict, cases=None, chec
 
 
 def evaluate(pair_list: list[compare.Pair], provider, judge_model: str, workdir: str | Path, seed: int = 0,
-             progress: bool = False, checklist=None) -> dict:
+             progress: bool = False, checklist=None, max_tokens: int | None = None, pace=None) -> dict:
     """Compare + score through the stage runner's online path: ``{"rows", "per_case", "per_run"}``, each
-    table naming the checklist in its first column."""
+    table naming the checklist in its first column. Answers are capped at ``max_tokens``, else at the judge's
+    own cap for the compare stage (a local model's measured one); with ``pace`` (``gavel.llm.pace``: a speed,
+    or an announcer measuring it) the stage says its expected duration before it sends."""
     checklist = gitems.load(checklist)
-    jobs, gated = compare.build_requests(pair_list, judge_model, seed=seed, checklist=checklist)
+    jobs, gated = compare.build_requests(pair_list, judge_model, seed=seed, checklist=checklist,
+                                         max_tokens=max_tokens or stage_cap(judge_model, compare.STAGE))
     runner = StageRunner(compare.STAGE, provider, workdir=Path(workdir) / "compare", progress=progress,
                          namespace=checklist.cache_tag)
+    announce(pace, runner, [req for req, _ in jobs], f"stage {compare.STAGE}")
     report = runner.run([req for req, _ in jobs], mode="online")
     judged = compare.table_rows([compare.parse_response(meta, report.responses.get(req.custom_id))
                                  for req, meta in jobs])
