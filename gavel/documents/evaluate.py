@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core import items as gitems
+from gavel.core import jsonl
 from gavel.core.checklist import entry_values
 from gavel.ref.stages import compare, score
 
@@ -79,6 +80,8 @@ def read_references(path: str | Path, checklist=None) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReferenceError(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise ReferenceError(f"{path}: {jsonl.TOO_DEEP}") from None
     data = data.get("results", data) if isinstance(data, dict) else data
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ReferenceError(f"{path}: want {{case_id: {{item: values}}}} (as human.json's \"results\")")
@@ -94,16 +97,13 @@ def read_value_rows(paths, checklist=None) -> pd.DataFrame:
     for path in map(Path, paths):
         rows = []
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = jsonl.scan(path.read_text(encoding="utf-8"), str(path))
         except (OSError, UnicodeDecodeError) as err:
             raise ReferenceError(f"{path}: cannot read the value rows ({err})") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ReferenceError(f"{path}: line {n}: not JSON ({err.msg})") from None
+        for line in lines:
+            n, row = line.number, line.value
+            if not line.ok:
+                raise ReferenceError(line.problem)
             missing = [c for c in VALUE_COLUMNS if not isinstance(row, dict) or c not in row]
             if missing:
                 raise ReferenceError(f"{path}: line {n}: no {', '.join(missing)} (a value row has "
