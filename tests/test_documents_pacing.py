@@ -191,3 +191,28 @@ def test_pieces_fit_a_small_models_window_and_are_the_papers_elsewhere():
     for r in reqs[:n]:  # every extract request fits the model's window with its answer (the runner sends it)
         assert sum(count_tokens(m["content"]) for m in r.messages) + r.params["max_tokens"] <= \
             llm_model(LOCAL).context_window
+
+
+def test_documents_evaluate_local_says_its_duration_and_caps_the_judge(local, tmp_path, capsys, monkeypatch):
+    """`documents evaluate --provider local`: the compare stage at the judge's local cap, its expected duration
+    said before it sends; answered wholly from the cache, nothing is measured or said."""
+    _, measured = local
+    caps = []
+    monkeypatch.setattr(cli, "provider_from_args", lambda args: MockProvider(
+        answer=lambda r: caps.append(r.params.get("max_tokens")) or "**Final Answer:** A equals B"))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"case_id": "7", "item": "Court", "index": 1, "value": "District of Maine"}) + "\n")
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"7": {"court": ["U.S. District Court for the District of Maine"]}}))
+    from gavel.core import config
+
+    argv = ["evaluate", str(rows), "--subject", "s", "--provider", "local", "--judge", LOCAL, "--checklist",
+            str(config.REPO_ROOT / "docs" / "example_checklist.yaml"), "--references", str(refs),
+            "--out", str(tmp_path / "ev")]
+    out = _run(capsys, *argv)
+    assert re.search(r"measured now\); judge SmolLM2", out) and re.search(r"stage compare: 1 of 1 requests to send; "
+                                                                         r"expected [\d.]+ (s|min)", out), out
+    assert measured == [LOCAL]
+    out = _run(capsys, *argv)
+    assert "expected" not in out and measured == [LOCAL]
+    assert caps == [pace.stage_cap(LOCAL, "compare")] and caps[0] > 0

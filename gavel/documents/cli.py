@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -264,8 +265,11 @@ def cmd_evaluate(args) -> int:
     if not pair_list:
         print(f"error: no value rows for any reference case ({args.references or 'human.json'})", file=sys.stderr)
         return 2
-    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed,
-                            checklist=checklist)
+    provider = provider_from_args(args)
+    speed = local_pace(argparse.Namespace(provider=args.provider, model=args.judge), provider,
+                       lambda _: f"judge {args.judge}; the compare stage's forecast follows")
+    res = evaluate.evaluate(pair_list, provider, args.judge, args.out, seed=args.seed, checklist=checklist,
+                            max_tokens=args.max_tokens, progress=speed is not None, pace=speed)
     out = Path(args.out)
     write_csv(res["rows"], out / "compare_rows.csv")
     write_csv(res["per_case"], out / "s_checklist_per_case.csv")
@@ -405,6 +409,7 @@ def add_parser(sub) -> None:
                    help="the reference values (human.json-shaped JSON, or value-row JSONL); default: the release's "
                         "human.json (legal checklist only)")
     add_checklist_option(q)
+    add_max_tokens_option(q)
     q.add_argument("--out", required=True)
     q.set_defaults(func=cmd_evaluate)
     q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")
