@@ -118,8 +118,7 @@ class Split:
 
 def split(text: str, name: str = DEFAULT_ENCODING) -> Split:
     """``text`` tokenised once (its whole count: ``tokens``), with its head and tail (see :class:`Split`)."""
-    enc = encoding(name)
-    total = len(enc.encode(text, disallowed_special=()))
+    total = count_tokens(text, name)
     first = _BOUNDARY.search(text)
     if first is None:
         return Split(text, total, None, 0, "")
@@ -130,7 +129,7 @@ def split(text: str, name: str = DEFAULT_ENCODING) -> Split:
         if last is not None:
             break
     head, tail = text[:first.start()], text[last.start():]
-    inner = total - len(enc.encode(head, disallowed_special=())) - len(enc.encode(tail, disallowed_special=()))
+    inner = total - count_tokens(head, name) - count_tokens(tail, name)
     return Split(text, total, head, inner, tail)
 
 
