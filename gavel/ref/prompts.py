@@ -126,11 +126,11 @@ def _stripped(parts: list) -> list:
 
 
 @lru_cache(maxsize=4096)
-def _section_parts(section: tuple, values: tuple) -> tuple | None:
-    """The stripped parts of one section with ``values`` (strings or tokens.Split, those of the fields it
-    holds) in place of its fields, or None where a value would make a ``[role]`` line of its own (then only
-    rendering tells)."""
-    fields, lines, _ = section
+def _section(layout: tuple, index: int, values: tuple) -> tuple[tuple, int] | None:
+    """The stripped parts of section ``index`` of ``_layout(*layout)`` with ``values`` (strings or
+    tokens.Split, those of the fields it holds) in place of its fields, and their tokens; None where a value
+    would make a ``[role]`` line of its own (then only rendering tells)."""
+    fields, lines, _ = _layout(*layout)[index]
     parts, n = [], 0
     for p in fields:
         if isinstance(p, str):
@@ -144,17 +144,19 @@ def _section_parts(section: tuple, values: tuple) -> tuple | None:
             if _ROLE_LINE.search(before + text + after):
                 return None
         parts.extend(value.parts() if isinstance(value, tokens.Split) else [text])
-    return tuple(_stripped(parts))
+    parts = _stripped(parts)
+    return tuple(parts), tokens.count_parts(parts)
 
 
-def _parts(name: str, prompts_dir: Path | None, fields: dict) -> list[tuple] | None:
+def _sections_of(name: str, prompts_dir: Path | None, fields: dict) -> list[tuple[tuple, int]] | None:
     names = tuple(sorted(fields))
     layout = _layout(name, prompts_dir, names)
     if layout is None:
         return None
     values = tuple(fields[f] for f in names)
-    sections = [_section_parts(section, tuple(values[i] for i in section[2])) for section in layout]
-    return None if any(s is None for s in sections) else [s for s in sections if s]
+    sections = [_section((name, prompts_dir, names), i, tuple(values[f] for f in used))
+                for i, (_, _, used) in enumerate(layout)]
+    return None if None in sections else [s for s in sections if s[0]]
 
 
 def message_tokens(name: str, prompts_dir: Path | None = None, **fields) -> list[int]:
@@ -162,27 +164,22 @@ def message_tokens(name: str, prompts_dir: Path | None = None, **fields) -> list
     a field may be given as ``tokens.Split`` (a long text tokenised once), whose inner tokens are not
     counted again. A section is counted once for the values it holds (26 item requests share the summary's
     message)."""
-    sections = _parts(name, prompts_dir, fields)
+    sections = _sections_of(name, prompts_dir, fields)
     if sections is None:
         return [tokens.count_tokens(m["content"]) for m in render_messages(name, prompts_dir, **_texts(fields))]
     if not sections:
         raise PromptError(f"prompt {name!r} rendered to no message")
-    return [_section_tokens(s) for s in sections]
+    return [n for _, n in sections]
 
 
 def joined_tokens(name: str, prompts_dir: Path | None = None, **fields) -> int:
     """o200k tokens of the rendered messages' contents joined with nothing between them (as message_tokens
     counts, without rendering)."""
-    sections = _parts(name, prompts_dir, fields)
+    sections = _sections_of(name, prompts_dir, fields)
     if sections is None:
         return tokens.count_tokens("".join(m["content"] for m in render_messages(name, prompts_dir,
                                                                                   **_texts(fields))))
-    return tokens.count_parts([p for s in sections for p in s])
-
-
-@lru_cache(maxsize=4096)
-def _section_tokens(parts: tuple) -> int:
-    return tokens.count_parts(list(parts))
+    return tokens.count_parts([p for parts, _ in sections for p in parts])
 
 
 def _texts(fields: dict) -> dict:
