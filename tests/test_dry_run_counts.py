@@ -100,6 +100,16 @@ def test_a_role_line_in_a_summary_is_counted_as_rendering_splits_it():
     assert len(prompts.message_tokens("extract", summary=sp, **item)) == 4  # the value's [user] line splits it
 
 
+def test_values_count_as_render_substitutes_them():
+    """A number is substituted as its text (never taken for a token count); a field no template line holds
+    alone, and an empty prompt, are refused or counted as rendering does."""
+    fields = {"item_name": 7, "item_definition": "", "summary": tokens.split("The court ruled in 2020.")}
+    assert prompts.message_tokens("extract", **fields) == rendered("extract", **{**fields, "summary":
+                                                                                 fields["summary"].text})
+    with pytest.raises(prompts.PromptError, match="item_name"):
+        prompts.message_tokens("extract", summary="x", item_definition="y")
+
+
 def test_the_dry_run_renders_no_request_and_tokenises_each_text_once(tmp_path, monkeypatch, capsys):
     """Before: every one of the 26 x (summaries + references) extract requests and every style request was
     rendered and held at once, each summary counted again in every stage."""

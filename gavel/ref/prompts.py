@@ -137,7 +137,7 @@ def _section(layout: tuple, index: int, values: tuple) -> tuple[tuple, int] | No
             parts.append(p)
             continue
         value = values[p]
-        text = value.text if isinstance(value, tokens.Split) else value
+        text = value.text if isinstance(value, tokens.Split) else str(value)  # as render() substitutes it
         before, after = lines[n]
         n += 1
         if "\n" in text or "[" in before + text + after:
