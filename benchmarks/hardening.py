@@ -102,11 +102,13 @@ def dry_run(tree: Path, folder: Path) -> str:
                                     str(r), "--provider", "mock", "--dry-run", "--out",
                                     str(folder / f"out-{tree.name}-{n}")]))
     floor = min((measured(tree, [sys.executable, "-c", FLOOR, str(s), str(r)]) for _ in range(3)), key=lambda m: m[0])
+    start = min(measured(tree, [sys.executable, "-c", "import gavel.cli"])[0] for _ in range(3))
     (cold, cold_rss, rc1, _), (warm, warm_rss, rc2, _) = runs
     return (f"dry run, 1,200 summaries x 26 items: first {cold:.1f} s, peak {cold_rss:.0f} MiB; again {warm:.1f} s, "
             f"peak {warm_rss:.0f} MiB (exit {rc1}, {rc2}); floor (tokenise each distinct text once, a fresh "
             f"process): {floor[0]:.2f} s, peak {floor[1]:.0f} MiB; ratio {warm / floor[0]:.1f}x "
-            f"(first: {cold / floor[0]:.1f}x)")
+            f"(first: {cold / floor[0]:.1f}x); a process importing gavel.cli alone takes {start:.2f} s: "
+            f"without it, {(warm - start) / floor[0]:.1f}x")
 
 
 def oversize(tree: Path, folder: Path) -> str:
