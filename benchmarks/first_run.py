@@ -4,6 +4,11 @@ temporary folder; prints the duration the run predicted before it started, the a
 
     GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/first_run.py [--cases 2] [--keep]
     GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/first_run.py --measure
+    GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/first_run.py --clone
+
+``--clone`` follows the README's "Your first own run" as a new user would, in a fresh ``git clone`` of this
+repository's committed HEAD: ``make install install-local`` there (timed), then, with the clone's own
+``.venv``, ``gavel items``, step 1 (the mock provider) and step 2 (the local model, the measured run).
 
 The summaries are GPT-4.1's of the release's shortest benchmark cases (standing in for "your model's"),
 written as the JSONL file the page describes; the references are the release's. ``--measure`` runs the same
@@ -73,11 +78,26 @@ def lengths(out: Path) -> None:
               f"{len(g) / max(first, 1):>12.2f}")
 
 
+def fresh_clone(folder: Path, env: dict) -> tuple[str, Path]:
+    """``git clone`` of this repository's HEAD into ``folder/gavel`` and ``make install install-local`` there:
+    (the clone's python, the clone)."""
+    clone = folder / "gavel"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    t0 = time.perf_counter()
+    done = subprocess.run(["make", "install", "install-local"], cwd=clone, capture_output=True, text=True, env=env)
+    print(f"fresh clone at {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=clone, capture_output=True, text=True).stdout.strip()}: "
+          f"make install install-local exit {done.returncode} in {time.perf_counter() - t0:.0f} s")
+    if done.returncode:
+        raise SystemExit((done.stdout + done.stderr)[-3000:])
+    return str(clone / ".venv" / "bin" / "python"), clone
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2)
     ap.add_argument("--measure", action="store_true", help="answer lengths per stage at a 1,024-token cap")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    ap.add_argument("--clone", action="store_true", help="in a fresh clone, installed by its own Makefile")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     from gavel.core import config
@@ -87,15 +107,27 @@ def main() -> int:
         raise SystemExit(f"the local model is not installed ({installed()}): make install-local")
     release = config.release_root()
     folder = Path(tempfile.mkdtemp(prefix="gavel-first-run-"))
+    python, env = sys.executable, {**os.environ, "GAVEL_RELEASE": str(release)}
+    if args.clone:
+        python, folder = fresh_clone(folder, env)
     summaries = own_summaries(release, folder, args.cases)
-    cmd = [sys.executable, "-m", "gavel", "evaluate", "--summaries", str(summaries), "--provider", "local",
-           "--items", *ITEMS, "--out", str(folder / "runs" / "first")]
+    if args.clone:  # the README's commands before the local run: they must work as printed
+        for readme_cmd in (["items"], ["evaluate", "--summaries", summaries.name, "--provider", "mock", "--items",
+                                       *ITEMS, "--out", "runs/try"]):
+            t0 = time.perf_counter()
+            done = subprocess.run([python, "-m", "gavel", *readme_cmd], cwd=folder, capture_output=True, text=True,
+                                  env=env)
+            print(f"gavel {' '.join(readme_cmd)}: exit {done.returncode} in {time.perf_counter() - t0:.1f} s; "
+                  f"last line: {(done.stdout + done.stderr).strip().splitlines()[-1]}")
+            if done.returncode:
+                raise SystemExit(done.stdout + done.stderr)
+    cmd = [python, "-m", "gavel", "evaluate", "--summaries", summaries.name, "--provider", "local",
+           "--items", *ITEMS, "--out", "runs/first"]
     if args.measure:
         cmd += ["--max-tokens", "1024"]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; in {folder}: {' '.join(cmd[1:])}")
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "GAVEL_RELEASE": str(release)})
+    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env)
     actual = time.perf_counter() - t0
     output = done.stdout + done.stderr
     print("\n".join(x for x in output.splitlines() if "it/s]" not in x and "s/it]" not in x)[-4000:])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
 from gavel.core import config, options
+from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 
@@ -55,7 +56,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     release = load_release(args.release)
     print(audit.report(release))
     if args.csv:
-        release.audit.to_csv(args.csv, index=False)
+        write_csv(release.audit, args.csv)
         print(f"\naudit table written to {args.csv}")
     return 0
 
@@ -95,6 +96,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from gavel.core.items import ChecklistError, UnknownItemError
     from gavel.documents.agent import AgentError
     from gavel.documents.corpus import CorpusError, DocumentNotFoundError
+    from gavel.documents.evaluate import ReferenceError
     from gavel.ref.pipeline import InputError
 
     from .llm.providers.base import ProviderError
@@ -102,7 +104,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from .llm.runner import WorkdirBusyError
 
     return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
-            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError, ChecklistError)
+            config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError, ChecklistError,
+            ReferenceError)
 
 
 def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:

@@ -100,10 +100,10 @@ def test_lone_surrogates_are_no_text(surrogate):
         if got is not None and stage != "agent_action":  # whatever a scoring stage reads can be written as UTF-8
             json.dumps(got, ensure_ascii=False).encode("utf-8")
     with pytest.raises(Unusable) as err:
-        read("extract", '{"extracted": [{"value": "a%sb"}]}' % surrogate)
+        read("extract", f'{{"extracted": [{{"value": "a{surrogate}b"}}]}}')
     assert err.value.reason == "schema"
     # the agent's arguments are the tools' to check (the checklist tool refuses them, the ledger escapes them)
-    assert read("agent_action", '{"decision": "stop", "reason": "done %s"}' % surrogate)["decision"] == "stop"
+    assert read("agent_action", f'{{"decision": "stop", "reason": "done {surrogate}"}}')["decision"] == "stop"
 
 
 @pytest.mark.parametrize("depth", [100, 1000, 100_000])

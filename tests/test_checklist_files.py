@@ -15,9 +15,9 @@ from gavel.core import items as gitems
 from gavel.core.items import ChecklistError
 from gavel.documents import configs, end_to_end
 from gavel.documents.corpus import Corpus
-from gavel.llm.providers.mock import MockProvider
 from gavel.ref import pipeline
 from gavel.ref.stages import compare, extract, style
+from gavel.ref.tables import read_table
 
 EXAMPLE = config.REPO_ROOT / "docs" / "example_checklist.yaml"
 MODEL = "gpt-4.1-2025-04-14"
@@ -150,3 +150,91 @@ def test_evaluate_with_the_example_names_it_in_tables_and_keeps_its_cache_apart(
     data = run_data(out)
     assert data["manifest"]["checklist"] == "court_outcome"
     assert ["money", "Money Awarded or Agreed"] in data["items"]
+
+
+def test_the_run_tables_and_figures_drawn_from_them_name_the_checklist(tmp_path):
+    """Issue 32: the results-shaped tables of a run (what Figure 2 draws a run from) and the stability and
+    order reports carry the checklist's name, and so do the figures drawn from them; the paper's own tables
+    have no checklist column and their figures' titles are unchanged."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gavel.paper import figures
+    from gavel.ref import orders, stability
+
+    summaries = [("m", "1", "The U.S. District Court in Maine dismissed the case in 2012."),
+                 ("m", "2", "A federal court in Ohio approved a settlement of $5,000 in 2019.")]
+    refs = {"1": "Filed in the District of Maine; dismissed on June 1, 2012.",
+            "2": "Filed in the Southern District of Ohio; settled for $5,000 in 2019."}
+    out = tmp_path / "run"
+    settings = pipeline.Settings(MODEL, MODEL, checklist=EXAMPLE, orders="both")
+    result = stability.evaluate_repeats(summaries, refs, pipeline.provider("mock"), out, settings, repeats=2)
+    tables = pipeline.read_tables(out)
+    for name in ("summary_s_checklist", "summary_bootstrap", "gavel_ref_scores", "stability", "order", "judgments"):
+        table = read_table(out / f"{name}.csv")
+        assert set(table["checklist"]) == {"court_outcome"}, name
+    assert set(tables["scores"]["checklist"]) == {"court_outcome"}
+    run_tables = {n: read_table(out / f"{n}.csv") for n in ("summary_s_checklist", "summary_bootstrap")}
+    fig = figures.fig_benchmark(run_tables)
+    assert any("checklist: court_outcome" in ax.get_title() for ax in fig.axes)
+    assert "checklist: court_outcome" in stability.flip_figure(result["stability"]).axes[0].get_title()
+    assert "checklist: court_outcome" in orders.order_figure(result["order"])._suptitle.get_text()
+    from gavel.paper import results
+
+    paper = figures.fig_benchmark(results.read())
+    assert not any("checklist:" in ax.get_title() for ax in paper.axes)
+
+
+def test_documents_evaluate_takes_any_checklist_with_its_own_references(tmp_path, capsys):
+    """Issue 32: ``documents evaluate --checklist FILE --references FILE`` scores value rows of the example
+    checklist against references of its own (human.json-shaped or value rows), names the checklist in every
+    table, and keeps its answers apart in the cache; the release's human.json is refused for another
+    checklist, and a value row or reference naming an unknown item is one error naming the file and line."""
+    from gavel.documents import evaluate as devaluate
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in [
+        {"case_id": "7", "item": "Court", "index": 1, "value": "District of Maine"},
+        {"case_id": "7", "item": "outcome", "index": 1, "value": "dismissed 2012"},
+        {"case_id": "7", "item": "outcome", "index": 2, "value": "fees awarded"}]) + "\n")
+    refs_json = tmp_path / "refs.json"
+    refs_json.write_text(json.dumps({"results": {"7": {"court": ["U.S. District Court for the District of Maine"],
+                                                       "Outcome": {"extracted": [{"value": "dismissed June 1, 2012"}]},
+                                                       "money": []}}}))
+    out = tmp_path / "eval"
+    argv = ["documents", "evaluate", str(rows), "--subject", "e2e/m", "--provider", "mock", "--judge", MODEL,
+            "--checklist", str(EXAMPLE), "--references", str(refs_json), "--out", str(out)]
+    assert cli.main(argv) == 0
+    per_run = read_table(out / "s_checklist.csv")
+    assert set(per_run["checklist"]) == {"court_outcome"} and per_run["subject"].tolist() == ["e2e/m"]
+    compared = read_table(out / "compare_rows.csv")
+    assert sorted(compared["item"]) == ["court", "money", "outcome", "state"]
+    gates = compared.set_index("item")["gate"].to_dict()
+    # state: the reference has no entry (not scored as 0); money: empty on both sides (not applicable)
+    assert gates["state"] == "unknown" and gates["money"] == "not_applicable" and gates["outcome"] == "multi"
+    # the same references as value rows give the same pairs
+    refs_rows = tmp_path / "refs.jsonl"
+    refs_rows.write_text("\n".join(json.dumps({"case_id": "7", "item": i, "index": 1, "value": v}) for i, v in
+                                   [("court", "U.S. District Court for the District of Maine"),
+                                    ("outcome", "dismissed June 1, 2012")]) + "\n")
+    checklist = gitems.load(EXAMPLE)
+    values = devaluate.read_value_rows([rows], checklist)
+    from_rows, from_json = (devaluate.pairs(values, "s", devaluate.read_references(r, checklist), checklist=checklist)
+                            for r in (refs_rows, refs_json))
+    assert [p for p in from_rows if p.item != "money"] == [p for p in from_json if p.item != "money"]
+    capsys.readouterr()
+    # the release's human.json is the legal checklist's reference only
+    assert cli.main(argv[:-4] + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "legal checklist only" in err and "--references" in err and "\n" not in err
+    # an unknown item: the file and the line
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(rows.read_text() + json.dumps({"case_id": "7", "item": "Filing Date", "index": 1, "value": "x"}) + "\n")
+    assert cli.main([*argv[:2], str(bad), *argv[3:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{bad}: line 4:" in err and "Filing Date" in err and "\n" not in err
+    refs_bad = tmp_path / "refs_bad.json"
+    refs_bad.write_text(json.dumps({"7": {"Judge": ["x"]}}))
+    assert cli.main(argv[:-4] + ["--references", str(refs_bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{refs_bad}: case 7:" in err and "'Judge'" in err

@@ -59,12 +59,27 @@ def test_end_to_end_with_the_example_checklist(local_server, released, tmp_path)
     assert "Docket sheets and the first page" in built.requests[0].messages[-1]["content"]
     report = StageRunner(end_to_end.STAGE, local_server, tmp_path / "llm", progress=False,
                          namespace=gitems.load(EXAMPLE).cache_tag).run(built.requests, mode="online")
+    found = []
     for r in built.requests:
         resp = report.responses[r.custom_id]
         assert resp.ok, resp.error
         rows, problems = end_to_end.parse(resp.text, corpus, r.item)
         assert rows or problems or end_to_end.parse_answer(resp.text)[0]["extracted"] == []
         assert all(row["item"] == r.item and row["value"] for row in rows)
+        found += [{**row, "case_id": CASE} for row in rows]
+    # and scored against a reference of the checklist's own (documents evaluate), the local model judging
+    import pandas as pd
+
+    from gavel.documents import evaluate as devaluate
+
+    refs = {CASE: {"court": ("U.S. District Court",), "outcome": ("settled", "consent decree")}}
+    values = pd.DataFrame(found, columns=["case_id", "item", "index", "value"])
+    pairs = devaluate.pairs(values, "e2e/local", refs, cases=[CASE], checklist=EXAMPLE)
+    pairs = [p for p in pairs if p.item in ITEMS]
+    res = devaluate.evaluate(pairs, local_server, MODEL, tmp_path / "eval", checklist=EXAMPLE)
+    assert set(res["rows"]["item"]) == set(ITEMS) and set(res["per_run"]["checklist"]) == {"court_outcome"}
+    unusable = res["rows"][~res["rows"]["status"].isin(["ok", "gated"])]
+    assert set(unusable["status"]) <= set(REASONS) and (unusable["detail"].fillna("") != "").all()
 
 
 def test_three_pass_on_the_local_model(local_server, released, tmp_path):  # noqa: F811

@@ -195,7 +195,7 @@ def test_the_report_names_exactly_the_three_planted_items(both):
 def test_judgments_table_holds_both_orders_raw_and_mapped(both):
     out, _, result = both
     j = pd.read_csv(out / "judgments.csv", dtype={"case_id": str})
-    assert list(j.columns) == ["repeat", *pipeline.JUDGMENT_COLUMNS]
+    assert list(j.columns) == ["checklist", "repeat", *pipeline.JUDGMENT_COLUMNS] and set(j["checklist"]) == {"legal"}
     single = j[(j["stage"] == "compare") & (j["gate"] == "single")]
     assert len(single) == 2 * 2 * 6 and set(single["order"]) == {1, 2}  # two summaries x two orders x six items
     assert (single.groupby(["subject", "item"])["model_is_a"].nunique() == 2).all()  # the sides did swap

@@ -157,7 +157,7 @@ def quoted_key(keys) -> re.Pattern:
     """A pattern for any of ``keys`` written as a quoted JSON key (``"key":``), any case."""
     keys = tuple(sorted(keys))
     if keys not in _KEY_PATTERNS:
-        _KEY_PATTERNS[keys] = re.compile("[\"'\u201c\u201d](?:%s)[\"'\u201c\u201d]\\s*:" % "|".join(map(re.escape, keys)), re.I)
+        _KEY_PATTERNS[keys] = re.compile("[\"'\u201c\u201d](?:{})[\"'\u201c\u201d]\\s*:".format("|".join(map(re.escape, keys))), re.I)
     return _KEY_PATTERNS[keys]
 
 

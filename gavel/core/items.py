@@ -342,6 +342,20 @@ def default() -> Checklist:
     return load(DEFAULT_NAME)
 
 
+def named_in(*tables) -> str | None:
+    """The checklist a run's tables were made with: the values of their ``checklist`` column (``a, b`` where
+    tables of several checklists were joined); None where no table has the column (the paper's tables)."""
+    names = sorted({str(v) for t in tables if t is not None and "checklist" in getattr(t, "columns", ())
+                    for v in t["checklist"].dropna().unique()})
+    return ", ".join(names) or None
+
+
+def titled(title: str, *tables) -> str:
+    """A figure title that names the checklist of the tables it draws (unchanged for the paper's tables)."""
+    name = named_in(*tables)
+    return f"{title} (checklist: {name})" if name else title
+
+
 # ------------------------------------------------- the default checklist under the module's old names
 _DEFAULT = default()
 ITEMS: tuple[Item, ...] = _DEFAULT.items

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gavel.core import config, options
 from gavel.core.items import load as load_checklist
+from gavel.core.spreadsheet import write_csv
 
 from .agent import MAX_STEPS
 from .chunking import CHUNK_TOKENS
@@ -203,9 +204,9 @@ def cmd_collect(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     values.to_json(out / "agent_values.jsonl", orient="records", lines=True, force_ascii=False)
-    tokens.to_csv(out / "agent_run_tokens.csv", index=False)
+    write_csv(tokens, out / "agent_run_tokens.csv")
     per_case = tokens_per_case(tokens)
-    per_case.to_csv(out / "agent_tokens_per_case.csv", index=False)
+    write_csv(per_case, out / "agent_tokens_per_case.csv")
     summary = per_case.groupby(["model", "configuration"])[["input_tokens", "output_tokens", "total_tokens"]].mean()
     print(f"{len(tokens)} runs, {len(values)} values -> {out}")
     print((summary / 1e6).round(3).rename(columns=lambda c: c + " (M/case)").to_string())
@@ -213,27 +214,28 @@ def cmd_collect(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    """S_checklist of one run's value rows against human.json (compare + score stages)."""
-    import pandas as pd
-
+    """S_checklist of one run's value rows against the human reference (compare + score stages)."""
     from gavel.core.config import release_root
 
     from . import evaluate
 
-    values = pd.concat([pd.read_json(p, lines=True, dtype={"case_id": str}) for p in args.values], ignore_index=True)
+    checklist = load_checklist(args.checklist)
+    values = evaluate.read_value_rows(args.values, checklist)
     for col, want in (("model", args.model_filter), ("configuration", args.configuration)):
         if want and col in values:
             values = values[values[col] == want]
-    refs = evaluate.human_references(release_root(args.release))
-    pair_list = evaluate.pairs(values, args.subject, refs)
+    refs = (evaluate.read_references(args.references, checklist) if args.references
+            else evaluate.human_references(release_root(args.release), checklist))
+    pair_list = evaluate.pairs(values, args.subject, refs, checklist=checklist)
     if not pair_list:
-        print("error: no value rows for any reference case (human.json)", file=sys.stderr)
+        print(f"error: no value rows for any reference case ({args.references or 'human.json'})", file=sys.stderr)
         return 2
-    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed)
+    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed,
+                            checklist=checklist)
     out = Path(args.out)
-    res["rows"].to_csv(out / "compare_rows.csv", index=False)
-    res["per_case"].to_csv(out / "s_checklist_per_case.csv", index=False)
-    res["per_run"].to_csv(out / "s_checklist.csv", index=False)
+    write_csv(res["rows"], out / "compare_rows.csv")
+    write_csv(res["per_case"], out / "s_checklist_per_case.csv")
+    write_csv(res["per_run"], out / "s_checklist.csv")
     print(res["per_run"].to_string(index=False))
     return 0
 
@@ -354,6 +356,10 @@ def add_parser(sub) -> None:
     q.add_argument("--judge", default="gemma-3-27b-it", help="registry model of the compare stage")
     q.add_argument("--seed", type=options.seed, default=0)
     q.add_argument("--release", default=None)
+    q.add_argument("--references", default=None,
+                   help="the reference values (human.json-shaped JSON, or value-row JSONL); default: the release's "
+                        "human.json (legal checklist only)")
+    add_checklist_option(q)
     q.add_argument("--out", required=True)
     q.set_defaults(func=cmd_evaluate)
     q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")

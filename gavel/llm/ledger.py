@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from gavel.core import prices
+from gavel.core.spreadsheet import read_csv, write_csv
 
 #: token classes summed in cost.csv (``<class>_tokens``): the parts of input, output and reasoning
 TOKEN_COLUMNS = ("input", "cache_read", "cache_write_5m", "cache_write_1h", "cache_write", "output", "reasoning")
@@ -113,7 +114,7 @@ def write(path: str | Path, cost_table) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    cost_table.to_csv(tmp, index=False)
+    write_csv(cost_table, tmp)
     tmp.replace(path)
     return path
 
@@ -152,5 +153,5 @@ def read(folders) -> object:
     """The cost.csv tables of ``folders`` (runner workdirs) in one; folders without one are left out."""
     import pandas as pd
 
-    tables = [pd.read_csv(Path(f) / "cost.csv") for f in folders if (Path(f) / "cost.csv").exists()]
+    tables = [read_csv(Path(f) / "cost.csv") for f in folders if (Path(f) / "cost.csv").exists()]
     return pd.concat(tables, ignore_index=True) if tables else table([])

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import config
+from gavel.core.spreadsheet import read_csv
 from gavel.ref.scoring import correlations
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -218,7 +219,7 @@ def load_llm_scores(folder: Path | None = None) -> pd.DataFrame:
     folder = Path(folder) if folder is not None else LLM_SCORES_DIR
     frames = []
     for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
-        df = pd.read_csv(path, dtype={"model": str, "case_id": str, "metric": str})
+        df = read_csv(path, dtype={"model": str, "case_id": str, "metric": str})
         missing = [c for c in LLM_SCORE_COLUMNS if c not in df.columns]
         if missing:
             raise MetricError(f"{path}: missing columns {missing} (need {list(LLM_SCORE_COLUMNS)})")

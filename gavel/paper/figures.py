@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from gavel.core import config  # noqa: E402
-from gavel.core.items import GROUPS, ITEMS  # noqa: E402
+from gavel.core.items import GROUPS, ITEMS, titled  # noqa: E402
 from gavel.core.tokens import LENGTH_BINS  # noqa: E402
 
 BINS = list(LENGTH_BINS)
@@ -102,7 +102,7 @@ def fig_benchmark(tables) -> plt.Figure:
     ax.set_xticklabels(cols, rotation=0)
     ax.set_xlabel("Case length bin (tokens)")
     ax.set_ylabel("Model (ordered by overall S_checklist)")
-    ax.set_title("S_checklist by case length: best estimate, [lower, upper] bound")
+    ax.set_title(titled("S_checklist by case length: best estimate, [lower, upper] bound", s))
     ci = tables["summary_bootstrap"].set_index("model").loc[order]
     y = np.arange(len(order))
     ax2.hlines(y, ci["bounds_ci_low"], ci["bounds_ci_high"], color="grey", lw=5, alpha=0.35,

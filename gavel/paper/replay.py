@@ -20,6 +20,7 @@ import pandas as pd
 
 from gavel.core.checklist import comparable_values
 from gavel.core.items import ITEM_KEYS, item
+from gavel.core.spreadsheet import read_csv
 from gavel.llm.providers.replay import ReplayProvider
 from gavel.llm.records import Request
 from gavel.llm.runner import StageRunner
@@ -122,7 +123,7 @@ def document_replay(rel, workdir: str | Path, seed: int = 0, progress: bool = Fa
 
 def compare_with_results(per_run: pd.DataFrame, results_csv: str | Path) -> pd.DataFrame:
     """Our replayed S_checklist beside the committed best estimate, per document run."""
-    committed = pd.read_csv(results_csv, dtype={"configuration": str}).fillna({"configuration": ""})
+    committed = read_csv(results_csv, dtype={"configuration": str}).fillna({"configuration": ""})
     committed["subject"] = [subject_of(m, mo, c) for m, mo, c in
                             committed[["method", "model", "configuration"]].itertuples(index=False)]
     out = per_run.merge(committed[["subject", "s_checklist", "s_checklist_low", "s_checklist_high"]]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from gavel.core import config, stats
 from gavel.core import items as gitems
+from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
 from gavel.ref.stability import STAGES as REPEAT_STAGES
 from gavel.ref.tables import read_tables
@@ -164,7 +165,7 @@ def optional_tables(folder: Path) -> dict[str, dict]:
         if not path.exists():
             continue
         try:
-            table = pd.read_csv(path, dtype={"case_id": str})
+            table = read_csv(path, dtype={"case_id": str})
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
             raise ReportInputError(f"{path}: cannot be read as a table ({err})") from None
         cols = [str(c) for c in table.columns]

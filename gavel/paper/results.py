@@ -20,6 +20,7 @@ from scipy import stats
 
 from gavel.core import config
 from gavel.core.items import GROUPS, ITEMS
+from gavel.core.spreadsheet import write_csv
 from gavel.core.stats import bootstrap_means, endpoint, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
@@ -514,7 +515,7 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
         # padded to 4 decimals
         shown = {c: df[c].map(lambda v: "" if pd.isna(v) else repr(float(v)).removesuffix(".0"))
                  for c in df.columns if str(c).endswith(("ci_low", "ci_high"))}
-        df.assign(**shown).to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
+        write_csv(df.assign(**shown), path, float_format="%.4f", lineterminator="\n")
         written.append(path)
     return written
 

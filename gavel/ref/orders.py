@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import stats
+from gavel.core.items import titled
+from gavel.core.spreadsheet import read_csv
 from gavel.ref.stability import UNUSABLE, repeat_interval
 
 NAMES = ("order", "order_swaps", "order_summaries", "order_models", "order_majority")
@@ -339,7 +341,7 @@ def read_report(out: str | Path) -> dict[str, pd.DataFrame]:
     if missing:
         raise FileNotFoundError(f"{out}: no order report ({', '.join(m + '.csv' for m in missing)} missing); "
                                 f"run the evaluation with --orders both (notebooks: orders = \"both\")")
-    return {n: pd.read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in NAMES}  # never empty: headers
+    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in NAMES}  # never empty: headers
 
 
 def summary_line(result: dict, out: str | Path | None = None) -> str:
@@ -387,6 +389,6 @@ def order_figure(order: pd.DataFrame, title: str = "Is the judge fair to both si
     right.set_xlim(-0.03, 1.03)
     right.set_xlabel("first-position preference (first side called the container)")
     left.invert_yaxis()
-    fig.suptitle(title)
+    fig.suptitle(titled(title, order))
     fig.tight_layout()
     return fig

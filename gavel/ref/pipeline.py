@@ -34,6 +34,7 @@ from gavel import answers
 from gavel.core import config, options, stats
 from gavel.core.items import Item
 from gavel.core.items import load as load_checklist
+from gavel.core.spreadsheet import write_csv
 from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -303,7 +304,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
     }
     for name, table in tables.items():
-        table.to_csv(out / f"{name}.csv", index=False)
+        write_csv(table, out / f"{name}.csv")
     tables["judgments"] = pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS)
     # the texts evaluated (model summaries and references): what a report highlights the offsets in
     (out / "texts.jsonl").write_text("".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False)
@@ -330,8 +331,8 @@ def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: s
     st = _Stages(provider, out, Settings(extractor=model, judge=model, mode=mode))
     rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
     table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
-    table.to_csv(out / "summaries.csv", index=False)
-    st.cost_table().to_csv(out / "cost.csv", index=False)
+    write_csv(table, out / "summaries.csv")
+    write_csv(st.cost_table(), out / "cost.csv")
     return [(model, r["case_id"], r["summary"]) for r in rows if r["status"] == "ok"], table
 
 
@@ -542,5 +543,8 @@ def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFram
         for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
             row[col] = g[col].mean()
         full.append(row)
-    return {"summary_s_checklist": table, "summary_bootstrap": pd.DataFrame(boot),
-            "gavel_ref_scores": pd.DataFrame(full)}
+    out = {"summary_s_checklist": table, "summary_bootstrap": pd.DataFrame(boot), "gavel_ref_scores": pd.DataFrame(full)}
+    if "checklist" in scores:  # every table of a run names its checklist (figures drawn from them do too)
+        for t in out.values():
+            t.insert(0, "checklist", scores["checklist"].iloc[0] if len(scores) else None)
+    return out

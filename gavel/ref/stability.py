@@ -40,6 +40,8 @@ import numpy as np
 import pandas as pd
 
 from gavel.core import stats
+from gavel.core.items import titled
+from gavel.core.spreadsheet import read_csv, write_csv
 from gavel.core.vocab import STYLE_ASPECTS
 
 #: providers whose requests take a sampling seed (the others get a cache namespace per repeat)
@@ -89,9 +91,12 @@ def evaluate_repeats(summaries, references, provider, out: str | Path, settings,
         result.update(report(runs, seed=settings.seed))
     if settings.orders == "both":
         result.update(orders.report(result["judgments"], runs, seed=settings.seed))
+    checklist = runs[0]["manifest"]["checklist"]["name"]
     for name, table in result.items():
         if name != "runs":
-            table.to_csv(Path(out) / f"{name}.csv", index=False)
+            if "checklist" not in table:  # every table of a run names its checklist
+                table.insert(0, "checklist", checklist)
+            write_csv(table, Path(out) / f"{name}.csv")
     return result
 
 
@@ -258,7 +263,7 @@ def read_report(out: str | Path) -> dict[str, pd.DataFrame]:
     if missing:
         raise FileNotFoundError(f"{out}: no stability report ({', '.join(m + '.csv' for m in missing)} missing); "
                                 f"run the evaluation with repeats >= 2")
-    return {n: pd.read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in names}
+    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in names}
 
 
 def flip_figure(stability: pd.DataFrame, title: str = "Share of verdicts that flip between repeats"):
@@ -270,7 +275,7 @@ def flip_figure(stability: pd.DataFrame, title: str = "Share of verdicts that fl
     ax.barh([f"{s} / {i}" for s, i in zip(t["stage"], t["item"])], t["flip_share"], color="#4c72b0")
     ax.set_xlim(0, 1)
     ax.set_xlabel("flip share (units whose verdict is not the same in every repeat)")
-    ax.set_title(title)
+    ax.set_title(titled(title, stability))
     ax.invert_yaxis()
     fig.tight_layout()
     return fig

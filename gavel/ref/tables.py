@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core import config
+from gavel.core.spreadsheet import read_csv
 
 
 def in_repo(path) -> Path:
@@ -28,7 +29,7 @@ def read_table(path: Path) -> pd.DataFrame:
     """A table written by ``evaluate``; one with no rows and no columns (nothing extracted when every request
     failed) is written as an empty line and read back as an empty table."""
     try:
-        return pd.read_csv(path, keep_default_na=True)
+        return read_csv(path, keep_default_na=True)
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
 

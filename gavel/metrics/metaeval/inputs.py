@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gavel.core.spreadsheet import read_csv
 from gavel.metrics.metaeval.checklists import as_list, exact_compare
 
 # --- inputs from the release and the app ----------------------------------------------------------------
@@ -64,7 +65,7 @@ def read_value_rows(path: str | Path) -> pd.DataFrame:
     """Value rows (case_id, item, index, value, evidence) from CSV, JSONL or Parquet; evidence as a list."""
     p = Path(path)
     if p.suffix == ".csv":
-        df = pd.read_csv(p, dtype={"case_id": str})
+        df = read_csv(p, dtype={"case_id": str})
         df["evidence"] = [as_list(e) for e in df["evidence"]]
         if "evidence_spans" in df.columns:
             df["evidence_spans"] = [as_list(e) for e in df["evidence_spans"]]

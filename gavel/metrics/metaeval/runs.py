@@ -11,6 +11,7 @@ import pandas as pd
 
 from gavel.core import config
 from gavel.core import items as gitems
+from gavel.core.spreadsheet import read_csv, write_csv
 from gavel.core.stats import BOOTSTRAP_RESAMPLES, Stat
 from gavel.metrics.metaeval.checklists import exact_compare, extraction_metaeval
 from gavel.metrics.metaeval.export import (
@@ -189,8 +190,8 @@ def write_table1_row(table: pd.DataFrame, path: str | Path | None = None) -> Pat
     """Add (or replace) the table's rows in the Table 1 file (default data/interim/metaeval/table1.csv)."""
     path = Path(path or METAEVAL_DIR / "table1.csv")
     path.parent.mkdir(parents=True, exist_ok=True)
-    old = pd.read_csv(path, index_col="model") if path.exists() else pd.DataFrame(columns=TABLE1_COLUMNS)
+    old = read_csv(path, index_col="model") if path.exists() else pd.DataFrame(columns=TABLE1_COLUMNS)
     merged = pd.concat([old.drop(index=[m for m in table.index if m in old.index]), table])
     merged.index.name = "model"
-    merged.to_csv(path)
+    write_csv(merged, path, index=True)
     return path
