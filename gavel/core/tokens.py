@@ -122,13 +122,10 @@ def split(text: str, name: str = DEFAULT_ENCODING) -> Split:
     first = _BOUNDARY.search(text)
     if first is None:
         return Split(text, total, None, 0, "")
-    last = None
-    for start in (max(0, len(text) - 256), 0):  # the last boundary is almost always near the end
-        for last in _BOUNDARY.finditer(text, start):
-            pass
-        if last is not None:
-            break
-    head, tail = text[:first.start()], text[last.start():]
+    # the last boundary is almost always near the end: look there first
+    found = [m.start() for m in _BOUNDARY.finditer(text, max(0, len(text) - 256))] or \
+        [m.start() for m in _BOUNDARY.finditer(text)]
+    head, tail = text[:first.start()], text[found[-1]:]
     inner = total - count_tokens(head, name) - count_tokens(tail, name)
     return Split(text, total, head, inner, tail)
 
