@@ -201,3 +201,24 @@ def test_extraction_answers_are_those_of_the_grouped_rows():
         expect_lists.append("\n".join(f"{i}. {v}" for i, v in enumerate(g["value"], 1)))
     assert (answers, lists) == (expect_answers, expect_lists) and len(answers) == 3
     assert lists[1] == "1. v2\n2. v3"
+
+
+def test_the_command_line_and_its_dry_run_import_no_statistics_package(tmp_path):
+    """scikit-learn, statsmodels and krippendorff cost every process over a second (the dry run's floor is
+    half a second); they are imported by the computations that use them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    s, r = tmp_path / "s.jsonl", tmp_path / "refs.json"
+    s.write_text(json.dumps({"case_id": "1", "model": "m", "summary": "The court approved a settlement."}) + "\n")
+    r.write_text(json.dumps({"1": "The parties settled; the court approved it."}))
+    code = ("import sys, io, contextlib\nfrom gavel.cli import main\nbefore = sorted(m for m in ('sklearn', "
+            "'statsmodels', 'krippendorff') if m in sys.modules)\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = main(['evaluate', '--summaries', {str(s)!r}, '--references', {str(r)!r}, '--provider', 'mock', "
+            f"'--dry-run', '--out', {str(tmp_path / 'out')!r}])\n"
+            "print(rc, before, sorted(m for m in ('sklearn', 'statsmodels', 'krippendorff') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "0 [] []"

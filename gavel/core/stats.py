@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-import krippendorff
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
+
+# scikit-learn, statsmodels and krippendorff are imported where they are used: at the top they cost every gavel
+# process that takes an interval from this module (the dry run, the pipeline) over a second
 
 #: Why a statistic has no value: the one vocabulary of every table and page that shows one.
 STATUSES = {
@@ -76,6 +76,8 @@ def cohen_kappa(a: Sequence, b: Sequence, weights: str | None = None, labels: Se
                     "throughout: chance agreement is 1 and kappa is undefined")
     if n < 2:
         return Stat(None, "one_unit", n, agreement, detail=STATUSES["one_unit"])
+    from sklearn.metrics import cohen_kappa_score
+
     value = cohen_kappa_score(a, b, weights=weights, labels=labels)
     return Stat(float(value), "ok", n, agreement)
 
@@ -116,7 +118,9 @@ def fleiss_from_counts(table) -> Stat:
         return Stat(None, "no_variance", len(t), agree, detail="every rating is in one category")
     if len(t) < 2:  # one unit: kappa is -1/(m-1) or so whatever the ratings, never a measure of agreement
         return Stat(None, "one_unit", 1, agree, detail=STATUSES["one_unit"])
-    return Stat(float(_sm_fleiss(t, method="fleiss")), "ok", len(t), agree)
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    return Stat(float(fleiss_kappa(t, method="fleiss")), "ok", len(t), agree)
 
 
 def krippendorff_alpha(reliability: pd.DataFrame | Sequence[Sequence], level: str = "ordinal") -> Stat:
@@ -140,6 +144,8 @@ def krippendorff_alpha(reliability: pd.DataFrame | Sequence[Sequence], level: st
                     detail="all pairable ratings are the same value: alpha is undefined")
     if pairable.sum() < 2:  # one unit: alpha is 0 whatever the ratings
         return Stat(None, "one_unit", 1, agreement, detail=STATUSES["one_unit"])
+    import krippendorff
+
     value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
     return Stat(float(value), "ok", int(pairable.sum()), agreement, detail=f"level={level}")
 
