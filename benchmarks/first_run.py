@@ -65,7 +65,11 @@ def lengths(out: Path) -> None:
     answer length (a looping answer counts as the cap) and the answers per request (re-asks included)."""
     import pandas as pd
 
-    a = pd.read_csv(out / "answers.csv")
+    lengths_table(pd.read_csv(out / "answers.csv"))
+
+
+def lengths_table(a) -> None:
+    """``lengths`` of a table of answers (stage, output_tokens, finish_reason, round)."""
     print(f"{'stage':<15} {'answers':>7} {'requests':>8} {'mean':>6} {'most':>6} {'cut':>4}  stage_max_tokens  "
           f"stage_answer_tokens  stage_rounds")
     for stage, g in a.groupby("stage", sort=False):
@@ -92,6 +96,17 @@ def fresh_clone(folder: Path, env: dict) -> tuple[str, Path]:
     return str(clone / ".venv" / "bin" / "python"), clone
 
 
+def start(prefix: str) -> tuple[Path, Path]:
+    """(the release, a fresh temporary folder) once the local model is known to be installed."""
+    sys.path.insert(0, str(REPO))
+    from gavel.core import config
+    from gavel.llm.providers.local import installed
+
+    if installed():
+        raise SystemExit(f"the local model is not installed ({installed()}): make install-local")
+    return config.release_root(), Path(tempfile.mkdtemp(prefix=prefix))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2)
@@ -99,14 +114,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
     ap.add_argument("--clone", action="store_true", help="in a fresh clone, installed by its own Makefile")
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO))
-    from gavel.core import config
-    from gavel.llm.providers.local import installed
-
-    if installed():
-        raise SystemExit(f"the local model is not installed ({installed()}): make install-local")
-    release = config.release_root()
-    folder = Path(tempfile.mkdtemp(prefix="gavel-first-run-"))
+    release, folder = start("gavel-first-run-")
     python, env = sys.executable, {**os.environ, "GAVEL_RELEASE": str(release)}
     if args.clone:
         python, folder = fresh_clone(folder, env)
@@ -138,7 +146,12 @@ def main() -> int:
           f"ratio actual/predicted {actual / predicted:.2f} (target 0.5-1.5); load average {os.getloadavg()[0]:.1f}")
     if args.measure:
         lengths(folder / "runs" / "first")
-    if args.keep:
+    return tidy(folder, args.keep)
+
+
+def tidy(folder: Path, keep: bool) -> int:
+    """Keep the temporary folder (and say where) or remove it; the benchmark's exit status."""
+    if keep:
         print(f"kept {folder}")
     else:
         import shutil

@@ -281,9 +281,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(stability.repeats_cost(table, args.repeats, provider))
         return 0
     if args.provider == "local":  # a model on this CPU: its speed measured, the run's duration said first
-        from gavel.ref.forecast import Announcer
+        from gavel.ref.forecast import announcer
 
-        settings.pace = Announcer(summaries, references, settings, provider, args.repeats)
+        settings.pace = announcer(summaries, references, settings, provider, args.repeats)
     result = stability.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
     tables = result["runs"][0]
     if args.repeats > 1:

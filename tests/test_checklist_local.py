@@ -15,9 +15,10 @@ from test_local_model import local_server  # noqa: F401  (the local-model fixtur
 from gavel.answers import REASONS
 from gavel.core import config
 from gavel.core import items as gitems
-from gavel.documents import end_to_end, three_pass
+from gavel.documents import end_to_end, pacing, three_pass
 from gavel.documents.chunked import pieces
 from gavel.documents.corpus import Corpus, release_summaries
+from gavel.llm import pace
 from gavel.llm.runner import StageRunner
 from gavel.ref import pipeline
 
@@ -82,12 +83,19 @@ def test_end_to_end_with_the_example_checklist(local_server, released, tmp_path)
     assert set(unusable["status"]) <= set(REASONS) and (unusable["detail"].fillna("") != "").all()
 
 
-def test_three_pass_on_the_local_model(local_server, released, tmp_path):  # noqa: F811
+def test_three_pass_on_the_local_model(local_server, released, tmp_path, capsys):  # noqa: F811
     docs = released[1:3]
     corpus = Corpus.build(CASE, [t for _, t in docs], [f"Summary by {a}" for a, _ in docs])
+    said = []  # the real server's speed measured, the duration said before the first pass sends
+    speed = pace.Announcer(local_server, MODEL, pacing.three_pass_say(
+        corpus, MODEL, checklist=EXAMPLE, items=ITEMS, max_tokens=200, params={"max_tokens": 300}), show=said.append)
     res = three_pass.run_three_pass(corpus, local_server, MODEL, checklist=EXAMPLE, items=ITEMS,
-                                    workdir=tmp_path / "w", max_tokens=200, params={"max_tokens": 300})
+                                    workdir=tmp_path / "w", max_tokens=200, params={"max_tokens": 300}, pace=speed)
     parts = pieces(corpus, 200)
+    n = len(parts)
+    assert len(said) == 1 and f"for at most {2 * n} requests ({n} pieces: {n} extract " in said[0], said
+    assert f", at most {n - 1} merge " in said[0]
+    assert f"three-pass extract: {n} of {n} requests to send; expected" in capsys.readouterr().out
     stats = res.token_stats[CASE]
     assert stats["by_pass"]["extract"]["prompts"] == len(parts) > len(corpus.documents)
     assert stats["total_input_tokens"] > 0 and stats["chunks_in_case"] == len(parts)

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from test_local_model import local_server  # noqa: F401  (the local-model fixture, defined once)
 
-from gavel.documents import chunked, configs, end_to_end, evaluate
+from gavel.documents import chunked, configs, end_to_end, evaluate, pacing
 from gavel.documents.agent import collect_runs, run_agent, tokens_per_case
 from gavel.documents.corpus import Corpus, summaries_corpus
+from gavel.llm import pace
 from gavel.llm.runner import StageRunner
 
 MODEL = "SmolLM2-135M-Instruct"
@@ -55,12 +56,17 @@ def test_end_to_end_on_the_local_model(local_server, corpus, tmp_path):  # noqa:
     _evaluate(root, rows, local_server, tmp_path / "eval")
 
 
-def test_chunk_by_chunk_on_the_local_model(local_server, corpus, tmp_path):  # noqa: F811
+def test_chunk_by_chunk_on_the_local_model(local_server, corpus, tmp_path, capsys):  # noqa: F811
     root, c = corpus
     c = Corpus.build(CASE, [d.text for d in c.documents[1:]], [d.title for d in c.documents[1:]])  # two shorter ones
+    said = []  # the speed measured on the real server, the duration said before the first piece is sent
+    speed = pace.Announcer(local_server, MODEL, pacing.chunked_say(c, MODEL, items=ITEMS[:1], max_tokens=400,
+                                                                   params={"max_tokens": 200}), show=said.append)
     res = chunked.run_chunked(c, local_server, MODEL, items=ITEMS[:1], workdir=tmp_path / "llm", max_tokens=400,
-                              params={"max_tokens": 200})
+                              params={"max_tokens": 200}, pace=speed)
     n_pieces = len(chunked.pieces(c, 400))
+    assert len(said) == 1 and f"for at most {n_pieces} requests" in said[0], said
+    assert capsys.readouterr().out.count("chunked: piece ") == n_pieces  # each piece's round says its duration
     assert n_pieces > len(c.documents)  # real text cut into pieces, each carried to the next
     assert len(res.log) == n_pieces  # one merge record or one error per (item, piece)
     for entry in res.log:
@@ -71,12 +77,17 @@ def test_chunk_by_chunk_on_the_local_model(local_server, corpus, tmp_path):  # n
     _evaluate(root, res.value_rows(CASE), local_server, tmp_path / "eval")
 
 
-def test_agent_on_the_local_model(local_server, corpus, tmp_path):  # noqa: F811
+def test_agent_on_the_local_model(local_server, corpus, tmp_path, capsys):  # noqa: F811
     root, c = corpus
     out = tmp_path / "runs" / MODEL / CASE / "individual" / "filing_date"
-    res = run_agent(c, configs.single_config("Filing Date"), local_server, MODEL, out, max_steps=5,
-                    params={"max_tokens": 200})
+    cfg = configs.single_config("Filing Date")
+    said = []
+    speed = pace.Announcer(local_server, MODEL, pacing.agent_say(c, [cfg], MODEL, 5, {"max_tokens": 200}),
+                           show=said.append)
+    res = run_agent(c, cfg, local_server, MODEL, out, max_steps=5, params={"max_tokens": 200}, pace=speed)
     assert res.end_reason in ("stop", "max_steps"), res.end_reason
+    assert len(said) == 1 and "each turn about" in said[0] and "at most 5 turns" in said[0], said
+    assert capsys.readouterr().out.count(" of at most 5: ") == res.llm_calls  # a progress line per model turn
     assert res.steps <= 5
     for name in ("checklist.json", "ledger.jsonl", "stats.json"):
         assert (out / name).is_file()

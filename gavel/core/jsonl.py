@@ -1,6 +1,7 @@
 """The one reader of JSONL text (requests, batch results, summaries, ledgers, the annotation export).
 
-Blank lines are skipped; every other line is a JSON value. :func:`scan` returns what could be read and names
+Lines end at a newline (``\n`` or ``\r\n``; nothing else, so a string may hold U+2028 or U+0085 as
+written). Blank lines are skipped; every other line is a JSON value. :func:`scan` returns what could be read and names
 every line that could not (one bad line costs only itself); :func:`read` refuses the whole text at the first
 bad line, naming it. Either way the caller decides what a bad line means; nothing is dropped silently.
 """
@@ -34,7 +35,10 @@ class Line:
 def scan(text: str, where: str) -> list[Line]:
     """Every non-blank line of ``text``, read or with its problem (``where, line N: not JSON (...)``)."""
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # lines end at "\n" (and "\r\n") only: str.splitlines would also split at U+2028, U+0085, \x1c..., which
+    # json.dumps(ensure_ascii=False) writes as they are inside strings
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:

@@ -16,6 +16,7 @@
 * ``chunked``     chunk-by-chunk extraction with an explicit state merge.
 * ``three_pass``  per-chunk high-recall extraction, a pairwise merge tree, a strict prune; evidence checked
                   mechanically (byte-equal to a candidate's, found at its named place) after every pass.
+* ``pacing``      each method's expected duration on the local model, said before it starts.
 
 Data flows one way: ``corpus`` and ``chunking`` know nothing of checklists; ``checklist`` knows nothing of
 tools; every LLM call goes through ``gavel.llm.runner.StageRunner``'s online path.

@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from gavel.core import jsonl
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
 
+from ..llm.pace import capped, duration, say_now
 from ..llm.records import Request, canonical_json
 from ..llm.runner import StageRunner
 from .checklist import NOT_APPLICABLE, ChecklistStore, json_text, write_json_atomic
@@ -275,22 +277,49 @@ def _record(state: AgentState, outcome: Outcome, keep_full: bool = True) -> None
     del state.history[:-HISTORY]
 
 
+def agent_params(model: str, params: dict | None = None, tool_mode: str = "json") -> dict:
+    """A turn's request params: at the agent stage's output cap on ``model`` (``gavel.llm.pace.capped``), with
+    the tools as functions in ``native`` tool mode."""
+    params = capped(params, model, STAGE)
+    if tool_mode == "native":
+        params.update(tools=TOOL_SPECS, tool_choice="auto")
+    return params
+
+
+def turn_request(config: ChecklistConfig, ws: Workspace, state: AgentState, max_steps: int, model: str,
+                 params: dict, tool_mode: str = "json") -> Request:
+    """The request of the turn after ``state`` (``agent_params``' params): the system prompt and the snapshot."""
+    messages = render_messages(PROMPT, snapshot=build_snapshot(config, ws, state, max_steps),
+                               action_format=ACTION_FORMAT[tool_mode])
+    return Request(stage=STAGE, model=model, messages=messages, params=params, case_id=ws.corpus.case_id,
+                   item=config.path, schema=ACTION_SCHEMA if tool_mode == "json" else None)
+
+
+def first_turn(corpus: Corpus, config: ChecklistConfig, model: str, max_steps: int = MAX_STEPS,
+               params: dict | None = None, tool_mode: str = "json") -> Request:
+    """The first turn's request of a fresh run (what a forecast of a turn's duration starts from)."""
+    ws = Workspace(corpus, ChecklistStore(config.keys))  # its search worker starts on first search: never here
+    state = AgentState(run_id="", case_id=corpus.case_id, configuration=config.path, model=model)
+    return turn_request(config, ws, state, max_steps, model, agent_params(model, params, tool_mode), tool_mode)
+
+
 def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out_dir: str | Path,
               max_steps: int = MAX_STEPS, resume: bool = True, runner: StageRunner | None = None,
               params: dict | None = None, search_timeout: float | None = None,
-              tool_mode: str = "json") -> AgentResult:
+              tool_mode: str = "json", pace=None) -> AgentResult:
     """Run (or resume) one agent on one corpus with one checklist configuration. ``tool_mode`` ``json``:
     actions as JSON text (any model; the answer schema is attached to the request); ``native``: the tools
     are sent as functions in the request (an OpenAI-compatible server's tool-call API, e.g. vLLM serving
-    Qwen3 or gpt-oss with its tool-call parser) and the call comes back as the answer's tool call."""
+    Qwen3 or gpt-oss with its tool-call parser) and the call comes back as the answer's tool call.
+    ``pace`` (a function, e.g. a ``gavel.llm.pace.Announcer``): called before the first turn that is not
+    answered from the cache (it says the run's expected duration), and each model turn prints one line."""
     if tool_mode not in TOOL_MODES:
         raise AgentError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
     if not corpus.documents:
         raise AgentError(f"case {corpus.case_id}: no documents to read; nothing to run")
-    params = dict(params or {})
-    if tool_mode == "native":
-        params.update(tools=TOOL_SPECS, tool_choice="auto")
+    params = agent_params(model, params, tool_mode)
     files = RunFiles(out_dir)
+    cached = False
     runner = runner or StageRunner(STAGE, provider, files.dir / "llm", progress=False, namespace=config.cache_tag)
     store = ChecklistStore(config.keys)
     ws = Workspace(corpus, store, **({"search_timeout": search_timeout} if search_timeout else {}))
@@ -320,7 +349,11 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
         state = AgentState(run_id=str(uuid.uuid4()), case_id=corpus.case_id, configuration=config.path,
                            model=model, corpus_hash=corpus.fingerprint)
 
-    def save(events: list) -> None:
+    def save(events: list, turn: float | None = None) -> None:
+        if turn is not None and pace is not None:  # progress: one line per model turn (the model's text shown
+            brief = "".join(c if c.isprintable() else " " for c in state.history[-1]["brief"][:100])  # inert)
+            say_now(f"  turn {state.step} of at most {max_steps}: {brief} "
+                    f"({'from the cache' if cached else duration(time.perf_counter() - turn)})")
         files.append_events(state, events)
         state.checklist = store.to_json()
         state.viewed = copy.deepcopy(ws.viewed)
@@ -341,11 +374,12 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
             _record(state, outcome)
             save(outcome.events)
             continue
-        snapshot = build_snapshot(config, ws, _previous(state), max_steps)
-        messages = render_messages(PROMPT, snapshot=snapshot, action_format=ACTION_FORMAT[tool_mode])
-        request = Request(stage=STAGE, model=model, messages=messages, params=params, case_id=corpus.case_id,
-                          item=config.path, schema=ACTION_SCHEMA if tool_mode == "json" else None)
+        request = turn_request(config, ws, _previous(state), max_steps, model, params, tool_mode)
+        messages = request.messages
         cached = runner.is_cached(request)
+        if callable(pace) and not cached:
+            pace()  # first uncached turn: the speed is measured and the run's duration said (Announcer)
+        t0 = time.perf_counter()
         report = runner.run([request], mode="online")
         response = report.responses[request.custom_id]
         if not response.ok:
@@ -372,7 +406,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
                                                "args": {"error": error}, "result": {"error": error},
                                                "success": False, "step": state.step})]
             _record(state, outcome)
-            save(outcome.events)
+            save(outcome.events, t0)
             continue
         if "decision" in action:
             state.stop_count += 1
@@ -385,7 +419,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
                 state.ended = "stop"
             else:
                 state.auto_review_due = True
-            save([ev])
+            save([ev], t0)
             continue
         tool, args = action["tool"], action["args"]
         key = call_key(tool, args, state.store_version)
@@ -403,7 +437,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
             if tool in ("append_checklist", "update_checklist") and outcome.result.get("keys_updated"):
                 state.store_version += 1
         _record(state, outcome)
-        save(outcome.events)
+        save(outcome.events, t0)
     return AgentResult(files.dir, state.ended, state.step, len(state.per_step), store, resumed)
 
 

@@ -24,6 +24,7 @@ from gavel.core import items as gitems
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
 
+from ..llm.pace import announce, capped
 from ..llm.records import Request
 from ..llm.runner import StageRunner
 from .checklist import PatchError, check_value
@@ -49,6 +50,18 @@ class Piece:
     text: str
 
 
+def piece_tokens(model: str, stage: str = STAGE) -> int:
+    """The default piece size on ``model``: the paper's CHUNK_TOKENS where the model's context window holds a
+    piece, as much again for the rest of the prompt (instructions, checklist, state) and ``stage``'s output cap;
+    else half of what the window leaves after the cap (a small local model's 8,192-token window)."""
+    from ..llm.pace import stage_cap
+    from ..llm.registry import llm_model
+
+    m = llm_model(model)
+    room = m.context_window - (stage_cap(model, stage) or m.max_output_tokens)
+    return CHUNK_TOKENS if 2 * CHUNK_TOKENS <= room else max(room // 2, 1)
+
+
 def pieces(corpus: Corpus, max_tokens: int = CHUNK_TOKENS) -> list[Piece]:
     out = []
     for d in corpus.documents:
@@ -65,7 +78,7 @@ def build_request(corpus: Corpus, item, state: list, piece: Piece, model: str, p
                                document_name=piece.document, chunk_id=piece.chunk_id,
                                total_chunks=piece.total_chunks, document_chunk=piece.text)
     return Request(stage=STAGE, model=model, case_id=corpus.case_id, item=it.name, messages=messages,
-                   params=dict(params or {}), schema=ANSWER_SCHEMA)
+                   params=capped(params, model, STAGE), schema=ANSWER_SCHEMA)
 
 
 _END = re.compile(r"^[\s\W_]+|[\s\W_]+$")
@@ -136,19 +149,24 @@ class ChunkedResult:
 
 
 def run_chunked(corpus: Corpus, provider, model: str, items=None, workdir=None, max_tokens: int | None = None,
-                params: dict | None = None, runner: StageRunner | None = None, checklist=None) -> ChunkedResult:
+                params: dict | None = None, runner: StageRunner | None = None, checklist=None,
+                pace=None) -> ChunkedResult:
     """The chunk-by-chunk method: each item's state carried through the case's pieces of at most
-    ``max_tokens`` tokens (None: CHUNK_TOKENS), for the items of ``checklist`` (default: the 26 legal ones)."""
-    max_tokens = max_tokens or CHUNK_TOKENS
+    ``max_tokens`` tokens (None: ``piece_tokens``), for the items of ``checklist`` (default: the 26 legal ones).
+    ``pace`` (a ``gavel.llm.pace.Pace`` or a function giving one): each piece's round says its expected
+    duration before it sends, and shows a progress bar."""
+    max_tokens = max_tokens or piece_tokens(model)
     checklist = gitems.load(checklist)
     chosen = [it.name for it in checklist.select(items)]
-    runner = runner or StageRunner(STAGE, provider, workdir, progress=False, namespace=checklist.cache_tag)
+    runner = runner or StageRunner(STAGE, provider, workdir, progress=pace is not None, namespace=checklist.cache_tag)
     parts = pieces(corpus, max_tokens)
     states = {it: [] for it in chosen}
     log, stats = [], {it: {"total_input_tokens": 0, "total_output_tokens": 0, "total_prompts": 0,
                            "chunks_in_case": len(parts), "chunks_processed": 0} for it in chosen}
-    for piece in parts:
+    for n, piece in enumerate(parts, 1):
         requests = {it: build_request(corpus, it, states[it], piece, model, params, checklist) for it in chosen}
+        announce(pace, runner, list(requests.values()), f"chunked: piece {n} of {len(parts)} ({piece.document}, "
+                 f"chunk {piece.chunk_id} of {piece.total_chunks})")
         report = runner.run(list(requests.values()), mode="online")
         for it, req in requests.items():
             resp = report.responses[req.custom_id]

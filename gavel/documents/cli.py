@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -79,6 +80,21 @@ def provider_from_args(args):
     return get_provider(args.provider, **kwargs)
 
 
+def local_pace(args, provider, say):
+    """With ``--provider local``: a ``gavel.llm.pace.Announcer`` (on first need it measures the server's
+    speed and prints ``say(speed)``, the run's expected duration); None for every other provider."""
+    if args.provider != "local":
+        return None
+    from ..llm.pace import Announcer
+
+    return Announcer(provider, args.model, say)
+
+
+def _params(args) -> dict:
+    """The requests' params the command line sets: ``--max-tokens`` (else each stage's own cap)."""
+    return {"max_tokens": args.max_tokens} if args.max_tokens else {}
+
+
 def load_case(args):
     """The case a command runs on (a folder or a full_case_data file); CorpusError when it holds no text."""
     from . import corpus as corpus_mod
@@ -91,16 +107,21 @@ def load_case(args):
 
 
 def cmd_agent(args) -> int:
-    from . import configs
+    from . import configs, pacing
     from .agent import run_agent
 
     corpus = load_case(args)
     provider = provider_from_args(args)
     runs = []
-    for cfg in configs.resolve(args.config, args.checklist):
+    chosen = configs.resolve(args.config, args.checklist)
+    speed = local_pace(args, provider, pacing.agent_say(corpus, chosen, args.model, args.max_steps, _params(args),
+                                                        tool_mode=args.tool_mode))
+    for cfg in chosen:
         out = Path(args.out) / args.model / corpus.case_id / cfg.path
+        if speed is not None:
+            print(f"agent {cfg.path}:", flush=True)
         res = run_agent(corpus, cfg, provider, args.model, out, max_steps=args.max_steps, resume=not args.fresh,
-                        tool_mode=args.tool_mode)
+                        tool_mode=args.tool_mode, pace=speed, params=_params(args))
         runs.append(out / "llm")
         print(json.dumps({"run": str(out), "end": res.end_reason, "steps": res.steps, "llm_calls": res.llm_calls,
                           "resumed": res.resumed}))
@@ -129,11 +150,12 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 def cmd_end_to_end(args) -> int:
     from ..llm.runner import StageRunner
-    from . import end_to_end
+    from . import end_to_end, pacing
 
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
-    built = end_to_end.build_requests(corpus, args.model, items=args.items or None, checklist=checklist)
+    built = end_to_end.build_requests(corpus, args.model, items=args.items or None, checklist=checklist,
+                                      params=_params(args))
     out = run_folder(args, corpus, checklist)
     runner = StageRunner(end_to_end.STAGE, provider_from_args(args), out / "llm", namespace=checklist.cache_tag)
     t = built.truncation
@@ -142,6 +164,10 @@ def cmd_end_to_end(args) -> int:
     if args.dry_run:
         runner.dry_run(built.requests, mode=args.mode)
         return 0
+    todo = [r for r in built.requests if not runner.is_cached(r)]
+    speed = local_pace(args, runner.provider, pacing.requests_say(todo))
+    if speed is not None and todo:  # the speed measured now, the duration said; then the runner's progress bar
+        speed()
     report = runner.run(built.requests, mode=args.mode)
     rows, problems = [], []
     for r in built.requests:
@@ -160,13 +186,17 @@ def cmd_end_to_end(args) -> int:
 
 
 def cmd_chunked(args) -> int:
-    from . import chunked
+    from . import chunked, pacing
 
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
     out = run_folder(args, corpus, checklist)
-    res = chunked.run_chunked(corpus, provider_from_args(args), args.model, items=args.items or None,
-                              workdir=out / "llm", max_tokens=args.chunk_tokens, checklist=checklist)
+    provider = provider_from_args(args)
+    speed = local_pace(args, provider, pacing.chunked_say(
+        corpus, args.model, items=args.items or None, max_tokens=args.chunk_tokens, checklist=checklist,
+        params=_params(args)))
+    res = chunked.run_chunked(corpus, provider, args.model, items=args.items or None, workdir=out / "llm",
+                              max_tokens=args.chunk_tokens, checklist=checklist, pace=speed, params=_params(args))
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id))
     _write_rows(out / "merge_log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"by_item_case": res.token_stats}, indent=1), encoding="utf-8")
@@ -178,13 +208,18 @@ def cmd_chunked(args) -> int:
 
 
 def cmd_three_pass(args) -> int:
-    from . import three_pass
+    from . import pacing, three_pass
 
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
     out = run_folder(args, corpus, checklist)
-    res = three_pass.run_three_pass(corpus, provider_from_args(args), args.model, checklist=checklist,
-                                    workdir=out / "llm", max_tokens=args.chunk_tokens, items=args.items or None)
+    provider = provider_from_args(args)
+    speed = local_pace(args, provider, pacing.three_pass_say(
+        corpus, args.model, checklist=checklist, max_tokens=args.chunk_tokens, items=args.items or None,
+        params=_params(args)))
+    res = three_pass.run_three_pass(corpus, provider, args.model, checklist=checklist, workdir=out / "llm",
+                                    max_tokens=args.chunk_tokens, items=args.items or None, pace=speed,
+                                    params=_params(args))
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id, checklist))
     _write_rows(out / "log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"checklist": checklist.name, "by_case": res.token_stats},
@@ -230,8 +265,11 @@ def cmd_evaluate(args) -> int:
     if not pair_list:
         print(f"error: no value rows for any reference case ({args.references or 'human.json'})", file=sys.stderr)
         return 2
-    res = evaluate.evaluate(pair_list, provider_from_args(args), args.judge, args.out, seed=args.seed,
-                            checklist=checklist)
+    provider = provider_from_args(args)
+    speed = local_pace(argparse.Namespace(provider=args.provider, model=args.judge), provider,
+                       lambda _: f"judge {args.judge}; the compare stage's forecast follows")
+    res = evaluate.evaluate(pair_list, provider, args.judge, args.out, seed=args.seed, checklist=checklist,
+                            max_tokens=args.max_tokens, progress=speed is not None, pace=speed)
     out = Path(args.out)
     write_csv(res["rows"], out / "compare_rows.csv")
     write_csv(res["per_case"], out / "s_checklist_per_case.csv")
@@ -294,6 +332,13 @@ def add_checklist_option(q) -> None:
                    help="a packaged checklist's name or a checklist file (docs/checklists.md); default: legal")
 
 
+def add_max_tokens_option(q) -> None:
+    """``--max-tokens N``: one output cap for every request of the method."""
+    q.add_argument("--max-tokens", type=options.positive_int, default=None,
+                   help="output cap of every request (default: each stage's own: a local model's measured caps, "
+                        "else the model's)")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("documents", help="checklists from case documents: release checks and the four methods")
     dsub = p.add_subparsers(dest="documents_command", required=True)
@@ -321,6 +366,7 @@ def add_parser(sub) -> None:
     q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
     add_checklist_option(q)
+    add_max_tokens_option(q)
     q.add_argument("--tool-mode", default="json", choices=["json", "native"],
                    help="json: actions as JSON text (any model); native: the server's tool-call API (vLLM)")
     q.set_defaults(func=cmd_agent)
@@ -336,11 +382,14 @@ def add_parser(sub) -> None:
         q.add_argument("--base-url", default=None)
         q.add_argument("--model", required=True)
         q.add_argument("--out", default=str(config.INTERIM_DIR / name.replace('-', '_')))
+        add_max_tokens_option(q)
         if name == "end-to-end":
             q.add_argument("--mode", default="batch", choices=["batch", "online"])
             q.add_argument("--dry-run", action="store_true")
         else:
-            q.add_argument("--chunk-tokens", type=options.positive_int, default=CHUNK_TOKENS)
+            q.add_argument("--chunk-tokens", type=options.positive_int, default=None,
+                           help=f"piece size in tokens (default: {CHUNK_TOKENS:,}, or half of what a smaller model's "
+                                f"context window leaves after the output cap)")
         q.set_defaults(func=func)
     q = dsub.add_parser("collect", help="value rows and token tables of agent runs (MODEL/CASE/KIND/NAME folders)")
     q.add_argument("root", help="our --out folder, or the release's document_checklists/gavel_agent")
@@ -360,6 +409,7 @@ def add_parser(sub) -> None:
                    help="the reference values (human.json-shaped JSON, or value-row JSONL); default: the release's "
                         "human.json (legal checklist only)")
     add_checklist_option(q)
+    add_max_tokens_option(q)
     q.add_argument("--out", required=True)
     q.set_defaults(func=cmd_evaluate)
     q = dsub.add_parser("agent-array", help="write a SLURM job array script: one task per case x configuration")

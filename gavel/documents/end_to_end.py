@@ -18,6 +18,7 @@ from gavel.core import items as gitems
 from gavel.core.tokens import count_tokens, truncate_proportionally
 from gavel.ref.prompts import render, render_messages
 
+from ..llm.pace import capped
 from ..llm.records import Request
 from .corpus import Corpus
 
@@ -56,14 +57,17 @@ class Built:
 def build_requests(corpus: Corpus, model: str, items=None, context_window: int | None = None,
                    reserve_output: int | None = None, params: dict | None = None, checklist=None) -> Built:
     """One request per item of ``checklist`` (default: all 26 legal ones) or of ``items`` among them.
-    ``context_window`` / ``reserve_output`` default to the model's registry settings."""
+    ``context_window`` / ``reserve_output`` default to the model's registry settings (the output reserve: the
+    request's ``max_tokens``, which a local model's registry entry sets for this stage, else the model's cap)."""
     chosen = list(gitems.load(checklist).select(items))
+    params = capped(params, model, STAGE)  # a local model's measured cap for this stage (gavel.llm.pace)
     if context_window is None or reserve_output is None:
         from ..llm.registry import llm_model
 
         m = llm_model(model)
         context_window = context_window or m.context_window
-        reserve_output = m.max_output_tokens if reserve_output is None else reserve_output
+        if reserve_output is None:
+            reserve_output = params.get("max_tokens") or m.max_output_tokens
     longest = max(chosen, key=lambda it: len(it.document_instruction) + len(it.name))
     prompt_tokens = count_tokens(render(PROMPT, documents="", item_name=longest.name,
                                         definition=longest.document_instruction))
@@ -74,7 +78,7 @@ def build_requests(corpus: Corpus, model: str, items=None, context_window: int |
     requests = [Request(stage=STAGE, model=model, case_id=corpus.case_id, item=it.name,
                         messages=render_messages(PROMPT, documents=documents, item_name=it.name,
                                                  definition=it.document_instruction),
-                        params=dict(params or {}), schema=ANSWER_SCHEMA) for it in chosen]
+                        params=dict(params), schema=ANSWER_SCHEMA) for it in chosen]
     return Built(requests, trunc, budget)
 
 

@@ -19,9 +19,11 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core import items as gitems
+from gavel.core import jsonl
 from gavel.core.checklist import entry_values
 from gavel.ref.stages import compare, score
 
+from ..llm.pace import announce, stage_cap
 from ..llm.runner import StageRunner
 
 VALUE_COLUMNS = ("case_id", "item", "index", "value")
@@ -78,6 +80,8 @@ def read_references(path: str | Path, checklist=None) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReferenceError(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise ReferenceError(f"{path}: {jsonl.TOO_DEEP}") from None
     data = data.get("results", data) if isinstance(data, dict) else data
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ReferenceError(f"{path}: want {{case_id: {{item: values}}}} (as human.json's \"results\")")
@@ -93,16 +97,13 @@ def read_value_rows(paths, checklist=None) -> pd.DataFrame:
     for path in map(Path, paths):
         rows = []
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = jsonl.scan(path.read_text(encoding="utf-8"), str(path))
         except (OSError, UnicodeDecodeError) as err:
             raise ReferenceError(f"{path}: cannot read the value rows ({err})") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ReferenceError(f"{path}: line {n}: not JSON ({err.msg})") from None
+        for line in lines:
+            n, row = line.number, line.value
+            if not line.ok:
+                raise ReferenceError(line.problem)
             missing = [c for c in VALUE_COLUMNS if not isinstance(row, dict) or c not in row]
             if missing:
                 raise ReferenceError(f"{path}: line {n}: no {', '.join(missing)} (a value row has "
@@ -133,13 +134,17 @@ def pairs(values: pd.DataFrame, subject: str, references: dict, cases=None, chec
 
 
 def evaluate(pair_list: list[compare.Pair], provider, judge_model: str, workdir: str | Path, seed: int = 0,
-             progress: bool = False, checklist=None) -> dict:
+             progress: bool = False, checklist=None, max_tokens: int | None = None, pace=None) -> dict:
     """Compare + score through the stage runner's online path: ``{"rows", "per_case", "per_run"}``, each
-    table naming the checklist in its first column."""
+    table naming the checklist in its first column. Answers are capped at ``max_tokens``, else at the judge's
+    own cap for the compare stage (a local model's measured one); with ``pace`` (``gavel.llm.pace``: a speed,
+    or an announcer measuring it) the stage says its expected duration before it sends."""
     checklist = gitems.load(checklist)
-    jobs, gated = compare.build_requests(pair_list, judge_model, seed=seed, checklist=checklist)
+    jobs, gated = compare.build_requests(pair_list, judge_model, seed=seed, checklist=checklist,
+                                         max_tokens=max_tokens or stage_cap(judge_model, compare.STAGE))
     runner = StageRunner(compare.STAGE, provider, workdir=Path(workdir) / "compare", progress=progress,
                          namespace=checklist.cache_tag)
+    announce(pace, runner, [req for req, _ in jobs], f"stage {compare.STAGE}")
     report = runner.run([req for req, _ in jobs], mode="online")
     judged = compare.table_rows([compare.parse_response(meta, report.responses.get(req.custom_id))
                                  for req, meta in jobs])

@@ -31,10 +31,10 @@ from gavel.core import items as gitems
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
 
+from ..llm.pace import announce, capped
 from ..llm.records import Request
 from ..llm.runner import StageRunner
-from .chunked import Piece, pieces
-from .chunking import CHUNK_TOKENS
+from .chunked import Piece, piece_tokens, pieces
 from .corpus import Corpus
 
 PASSES = ("extract", "merge", "prune")
@@ -112,15 +112,17 @@ class _Run:
     log: list = field(default_factory=list)
     candidates: dict = field(default_factory=dict)  # item key -> {(text, document, location)} of pass 1
     tokens: dict = field(default_factory=dict)
+    pace: object = None  # gavel.llm.pace.Pace, or a function giving one: each call says its duration first
 
     def note(self, pass_, action, item, value, why, **extra):
         self.log.append({"case_id": self.corpus.case_id, "pass": pass_, "action": action, "item": item,
                          "value": value, "why": why, **extra})
 
-    def call(self, pass_: str, requests: list[Request]) -> dict:
+    def call(self, pass_: str, requests: list[Request], label: str = "") -> dict:
         """Answers (custom_id -> text or None), failures logged; tokens counted per pass."""
         if not requests:
             return {}
+        announce(self.pace, self.runners[pass_], requests, f"three-pass {pass_}{label}")
         report = self.runners[pass_].run(requests, mode="online")
         t = self.tokens.setdefault(pass_, {"input_tokens": 0, "output_tokens": 0, "prompts": 0})
         out = {}
@@ -139,9 +141,15 @@ class _Run:
         return out
 
     def request(self, pass_: str, schema: dict, item: str | None = None, **fields) -> Request:
+        """A request of ``pass_``, at the pass's output cap on the model (``gavel.llm.pace.capped``)."""
         messages = render_messages(STAGES[pass_], checklist=checklist_text(self.checklist), **fields)
         return Request(stage=STAGES[pass_], model=self.model, case_id=self.corpus.case_id, item=item,
-                       messages=messages, params=dict(self.params), schema=schema)
+                       messages=messages, params=capped(self.params, self.model, STAGES[pass_]), schema=schema)
+
+    def extract_requests(self, parts: list[Piece]) -> list[Request]:
+        """The first pass: one request per piece, every item."""
+        return [self.request("extract", EXTRACT_SCHEMA, document_name=p.document, location=location_of(p),
+                             total_chunks=p.total_chunks, document_chunk=p.text) for p in parts]
 
     # ---- mechanical checks
     def located(self, e: dict) -> str:
@@ -271,25 +279,45 @@ def _merge_pair(run: _Run, a: dict, b: dict, text: str | None, where: str) -> di
     return merged
 
 
-def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir=None, max_tokens: int | None = None,
-                   params: dict | None = None, items=None) -> ThreePassResult:
-    """The three passes over one case for ``checklist`` (default: the 26 legal items; ``items``: only these),
-    pieces of at most ``max_tokens`` tokens (None: CHUNK_TOKENS). ``workdir`` holds one runner cache per pass."""
+def prepare(corpus: Corpus, model: str, checklist=None, max_tokens: int | None = None, params: dict | None = None,
+            items=None) -> tuple[_Run, list[Piece]]:
+    """A run without runners yet (its requests can be built, e.g. to forecast them) and the case's pieces."""
     from dataclasses import replace
-    from pathlib import Path
 
     checklist = gitems.load(checklist)
     if items:
         checklist = replace(checklist, items=checklist.select(items))
-    parts = pieces(corpus, max_tokens or CHUNK_TOKENS)
-    runners = {p: StageRunner(STAGES[p], provider, Path(workdir) / p if workdir else None, progress=False,
-                              namespace=checklist.cache_tag) for p in PASSES}
-    run = _Run(corpus, checklist, model, runners, dict(params or {}),
-               {(p.document, p.chunk_id): p.text for p in parts})
+    parts = pieces(corpus, max_tokens or piece_tokens(model, STAGES["extract"]))
+    return _Run(corpus, checklist, model, {}, dict(params or {}), {(p.document, p.chunk_id): p.text for p in parts}), parts
+
+
+def merge_joins(pieces_: int) -> list[int]:
+    """Joins per level of the merge tree over ``pieces_`` first-pass checklists (each a call at most: a join
+    whose sides share no filled item is done without one): n pieces take n - 1 in all."""
+    joins = []
+    while pieces_ > 1:
+        joins.append(pieces_ // 2)
+        pieces_ -= pieces_ // 2
+    return joins
+
+
+def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir=None, max_tokens: int | None = None,
+                   params: dict | None = None, items=None, pace=None) -> ThreePassResult:
+    """The three passes over one case for ``checklist`` (default: the 26 legal items; ``items``: only these),
+    pieces of at most ``max_tokens`` tokens (None: ``chunked.piece_tokens``). ``workdir`` holds one runner cache
+    per pass.
+    ``pace`` (a ``gavel.llm.pace.Pace`` or a function giving one): each pass (each merge level) says its
+    expected duration before it sends, and shows a progress bar."""
+    from pathlib import Path
+
+    run, parts = prepare(corpus, model, checklist, max_tokens, params, items)
+    checklist = run.checklist
+    run.runners = {p: StageRunner(STAGES[p], provider, Path(workdir) / p if workdir else None,
+                                  progress=pace is not None, namespace=checklist.cache_tag) for p in PASSES}
+    run.pace = pace
 
     # 1. extract: one call per piece, every item
-    reqs = [run.request("extract", EXTRACT_SCHEMA, document_name=p.document, location=location_of(p),
-                        total_chunks=p.total_chunks, document_chunk=p.text) for p in parts]
+    reqs = run.extract_requests(parts)
     texts = run.call("extract", reqs)
     level = []
     for p, r in zip(parts, reqs):
@@ -315,7 +343,7 @@ def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir
             a_text, _ = _numbered("A", {k: a[k] for k in both})
             b_text, _ = _numbered("B", {k: b[k] for k in both})
             jobs.append(run.request("merge", MERGE_SCHEMA, item=f"level {depth} join {n}", a=a_text, b=b_text))
-        texts = run.call("merge", [j for j in jobs if j is not None])
+        texts = run.call("merge", [j for j in jobs if j is not None], f" level {depth}")
         nxt = [_merge_pair(run, a, b, texts.get(j.custom_id) if j else None, f"level {depth} join {n}")
                for n, ((a, b), j) in enumerate(zip(pairs, jobs), 1)]
         level = nxt + ([level[-1]] if len(level) % 2 else [])

@@ -12,12 +12,17 @@ output cap (``stage_max_tokens``) and the mean answer length (``stage_answer_tok
 that model's own answers (``benchmarks/first_run.py --measure`` prints them), and the answers per request
 (``stage_rounds``: re-asks of unusable answers included). A stage's cap applies when
 neither the request nor the user (``--max-tokens``) set one: a small model that loops stops at the cap
-instead of at its context window.
+instead of at its context window (``capped`` puts it into a request's params: one definition for every stage).
+
+Who says it: an ``Announcer`` measures the speed on first need (a run answered wholly from the cache never
+starts the server) and says the whole run's forecast; ``announce`` says one round's before it is sent.
+``gavel.ref.forecast`` counts an evaluation's requests, ``gavel.documents.pacing`` each document method's.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .records import Request
@@ -53,6 +58,15 @@ def _quirk(model: str, key: str) -> dict:
 def stage_cap(model: str, stage: str) -> int | None:
     """The output cap of ``stage``'s requests to ``model`` from its registry entry, or None (the model's cap)."""
     return _quirk(model, "stage_max_tokens").get(stage)
+
+
+def capped(params: dict | None, model: str, stage: str) -> dict:
+    """A request's ``params`` with ``stage``'s output cap on ``model`` (``stage_cap``) where they set none."""
+    out = dict(params or {})
+    cap = stage_cap(model, stage)
+    if cap and "max_tokens" not in out:
+        out["max_tokens"] = cap
+    return out
 
 
 def answer_tokens(model: str, stage: str, cap: int | None = None) -> int:
@@ -111,6 +125,49 @@ def forecast(requests: list[Request], pace: Pace) -> float:
         total += rounds(r.model, r.stage) * pace.seconds(n_in, answer_tokens(r.model, r.stage,
                                                                              r.params.get("max_tokens")))
     return total
+
+
+def say_now(line: str) -> None:
+    """print, flushed: a forecast must show before the wait it announces."""
+    print(line, flush=True)
+
+
+def speed_line(speed: Pace) -> str:
+    """``local model: N prompt tokens/s, M generated tokens/s (measured now)``."""
+    return (f"local model: {1 / speed.prompt_s:,.0f} prompt tokens/s, {1 / max(speed.generate_s, 1e-9):,.0f} "
+            f"generated tokens/s (measured now)")
+
+
+class Announcer:
+    """A lazy speed: on first call it measures ``provider`` (starting it: so a run answered wholly from the
+    cache, which never calls it, never starts the server), shows the speed and ``say(speed)`` (the whole
+    run's forecast, e.g. ``expected duration 3.1 min for 12 requests``), and from then on returns the speed."""
+
+    def __init__(self, provider, model: str, say: Callable[[Pace], str], show: Callable[[str], None] | None = None,
+                 speed: Pace | None = None):
+        self.provider, self.model, self.say, self.show = provider, model, say, show or say_now
+        self.speed, self.said = speed, False
+
+    def __call__(self) -> Pace:
+        if not self.said:
+            self.speed = self.speed or measure(self.provider, self.model)
+            self.said = True
+            self.show(f"{speed_line(self.speed)}; {self.say(self.speed)}")
+        return self.speed
+
+
+def announce(speed, runner, requests: list[Request], label: str, show: Callable[[str], None] | None = None) -> int:
+    """Before ``runner`` sends ``requests``: where ``speed`` (a Pace, or a function giving one, e.g. an
+    Announcer) is set and some are not cached, show ``LABEL: n of m requests to send; expected D``. Returns
+    how many are to send (0: no speed asked for, or all cached)."""
+    if speed is None:
+        return 0
+    todo = [r for r in requests if not runner.is_cached(r)]
+    if todo:
+        pace = speed() if callable(speed) else speed
+        (show or say_now)(f"{label}: {len(todo)} of {len(requests)} requests to send; expected "
+                          f"{duration(forecast(todo, pace))}")
+    return len(todo)
 
 
 def duration(seconds: float) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gavel.core import config, stats
+from gavel.core import config, jsonl, stats
 from gavel.core import items as gitems
 from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
@@ -124,14 +124,14 @@ def _texts(folder: Path) -> dict[str, str]:
     if not path.exists():
         return {}
     out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for line in jsonl.scan(path.read_text(encoding="utf-8"), str(path)):
         try:
-            rec = json.loads(line)
+            if not line.ok:
+                raise ValueError(line.problem)
+            rec = line.value
             out[key(rec["subject"], rec["case_id"])] = rec["text"]
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
-            raise ReportInputError(f"{path}, line {n}: not a text record ({err})") from None
+        except (ValueError, KeyError, TypeError) as err:
+            raise ReportInputError(f"{path}, line {line.number}: not a text record ({err})") from None
     return out
 
 

@@ -134,9 +134,9 @@ def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] =
     # output caps per stage: the local model's measured ones (gavel.llm.pace.stage_cap)
     settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),))
     if getattr(provider, "name", None) == "local":  # its speed measured, the duration said first
-        from gavel.ref.forecast import Announcer
+        from gavel.ref.forecast import announcer
 
-        settings.pace = Announcer([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, settings, provider,
+        settings.pace = announcer([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, settings, provider,
                                   repeats, show, speed)
     result = stability.evaluate_repeats([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir,
                                         settings, repeats=repeats)

@@ -33,24 +33,13 @@ def forecast(summaries, references, settings, speed: pace.Pace) -> tuple[float, 
     return pace.forecast(reqs, speed), len(reqs)
 
 
-class Announcer:
+def announcer(summaries, references, settings, provider, repeats: int = 1, show=None,
+              speed: pace.Pace | None = None) -> pace.Announcer:
     """``Settings.pace`` of a run on the local model: on first need (the first stage with a request to send;
     a run answered wholly from the cache never starts the server) it measures the server's speed, says how
     long the whole evaluation will take, and gives the speed to each stage's own forecast."""
-
-    def __init__(self, summaries, references, settings, provider, repeats: int = 1, show=print,
-                 speed: pace.Pace | None = None):
-        self.args = (summaries, references, settings, provider, repeats, show)
-        self.speed, self.said = speed, False
-
-    def __call__(self) -> pace.Pace:
-        if not self.said:
-            summaries, references, settings, provider, repeats, show = self.args
-            self.speed = self.speed or pace.measure(provider, settings.extractor)
-            self.said = True
-            seconds, n = forecast(summaries, references, settings, self.speed)
-            show(f"local model: {1 / self.speed.prompt_s:,.0f} prompt tokens/s, "
-                 f"{1 / max(self.speed.generate_s, 1e-9):,.0f} generated tokens/s (measured now); expected duration "
-                 f"{pace.duration(seconds * repeats)} for at most {n * repeats} requests"
-                 f"{f' ({repeats} repeats)' if repeats > 1 else ''} (cached answers take no time)")
-        return self.speed
+    def say(speed: pace.Pace) -> str:
+        seconds, n = forecast(summaries, references, settings, speed)
+        return (f"expected duration {pace.duration(seconds * repeats)} for at most {n * repeats} requests"
+                f"{f' ({repeats} repeats)' if repeats > 1 else ''} (cached answers take no time)")
+    return pace.Announcer(provider, settings.extractor, say, show, speed)

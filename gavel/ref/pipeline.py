@@ -150,13 +150,9 @@ class _Stages:
         pending = list(range(len(jobs)))
         current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
                    for req, _ in jobs]
-        todo = [req for req in current if not runner.is_cached(req)] if self.s.pace is not None else []
-        if todo:  # a measured speed (or a gavel.ref.forecast.Announcer measuring it now): the stage's duration
-            from gavel.llm.pace import duration, forecast
+        from gavel.llm.pace import announce
 
-            speed = self.s.pace() if callable(self.s.pace) else self.s.pace
-            print(f"stage {stage}: {len(todo)} of {len(jobs)} requests to send; expected "
-                  f"{duration(forecast(todo, speed))}", flush=True)
+        announce(self.s.pace, runner, current, f"stage {stage}")  # with a measured speed: the stage's duration
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break

@@ -1,0 +1,56 @@
+"""The one JSONL reader (gavel.core.jsonl) ends lines at a newline only: a value written with
+``json.dumps(..., ensure_ascii=False)`` that holds U+2028, U+2029, U+0085 or a file separator (text copied
+from PDFs and web pages does) is one line, not three broken ones — in summaries files, a run's texts.jsonl
+(which the report reads) and value rows. A line nested too deeply is named, not a crash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gavel.core import jsonl
+from gavel.core.items import item
+
+ODD = "a\u2028b\u2029c\x85d\x1ce\x1df\x1eg\x0bh\x0ci"
+
+
+def test_a_line_holding_unicode_line_separators_is_one_line():
+    text = json.dumps({"summary": ODD}, ensure_ascii=False) + "\r\n\n" + json.dumps([1]) + "\n"
+    lines = jsonl.read(text, "f.jsonl")
+    assert [x.value for x in lines] == [{"summary": ODD}, [1]] and [x.number for x in lines] == [1, 3]
+
+
+def test_a_broken_or_too_deep_line_is_named_and_the_rest_read():
+    lines = jsonl.scan('{"a": 1}\n{"a": \n' + "[" * 100_000 + "]" * 100_000 + "\n", "f.jsonl")
+    assert lines[0].value == {"a": 1}
+    assert lines[1].problem.startswith("f.jsonl, line 2: not JSON")
+    assert lines[2].problem == f"f.jsonl, line 3: {jsonl.TOO_DEEP}"
+
+
+def test_a_summary_with_line_separators_reaches_the_report(tmp_path):
+    from gavel.llm.providers.mock import MockProvider
+    from gavel.paper.report_run import _texts
+    from gavel.ref import pipeline
+
+    summaries = tmp_path / "mine.jsonl"
+    summaries.write_text(json.dumps({"model": "m", "case_id": "1", "summary": "Filed in 2011." + ODD},
+                                    ensure_ascii=False) + "\n", encoding="utf-8")
+    read = pipeline.read_summaries(summaries)
+    assert read == [("m", "1", "Filed in 2011." + ODD)]
+    out = tmp_path / "run"
+    pipeline.evaluate(read, {"1": "Filed in 2011."}, MockProvider(), out,
+                      pipeline.Settings("gpt-4.1-2025-04-14", "gpt-4.1-2025-04-14", items=(item("filing_date"),)))
+    assert ODD in "".join(_texts(out).values())
+
+
+def test_value_rows_nested_too_deeply_are_one_error_naming_the_line(tmp_path):
+    from gavel.documents.evaluate import ReferenceError, read_value_rows
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"case_id": "1", "item": "Filing Date", "index": 1, "value": ODD}, ensure_ascii=False)
+                    + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(ReferenceError, match=f"rows.jsonl, line 2: {jsonl.TOO_DEEP}"):
+        read_value_rows([path])
+    path.write_text(path.read_text(encoding="utf-8").split("\n")[0] + "\n", encoding="utf-8")
+    assert read_value_rows([path])["value"].tolist() == [ODD]
