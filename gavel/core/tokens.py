@@ -81,8 +81,8 @@ def encoding(name: str = DEFAULT_ENCODING):
 
 
 def count_tokens(text: str, name: str = DEFAULT_ENCODING) -> int:
-    """o200k tokens of ``text``; each text is tokenised once while it is among the last 2,048 counted (a dry
-    run prices a summary in its 26 item requests, the style request and the ranges of the later stages)."""
+    """o200k tokens of ``text``; each text is tokenised once while it is among the last 2,048 counted (the
+    dry run counts a long text once with :func:`split`, and its short heads and tails here)."""
     return _count(text, name)
 
 
