@@ -2,7 +2,8 @@
 tree of gavel, e.g. the commit before the change unpacked with ``git archive 8e0a037 | tar -x -C DIR``:
 
 * ``dry-run``  ``gavel evaluate --dry-run`` of the release's 12 models x 100 cases (1,200 summaries and their
-               100 references): wall time and peak memory;
+               100 references): wall time and peak memory, first (the release's answer lengths measured) and
+               again (kept), against the floor: a fresh process tokenising each distinct text once;
 * ``oversize`` ``gavel evaluate`` (mock provider) of one 48 MB summary beside a normal one: peak memory;
 * ``search``   the agent's regex search over a corpus of ``--corpus-mb`` MB: the parent's peak memory and the
                time of one search after the first (the worker already holds the texts);
@@ -79,12 +80,35 @@ def release_inputs(folder: Path) -> tuple[Path, Path]:
     return summaries, refs
 
 
+# the floor of the dry run: a fresh process that reads the same inputs and tokenises each distinct text once
+FLOOR = ("import json, sys\nfrom gavel.core.tokens import encoding\nenc = encoding()\n"
+         "texts = {json.loads(line)['summary'] for line in open(sys.argv[1], encoding='utf-8')}\n"
+         "texts |= set(json.load(open(sys.argv[2], encoding='utf-8')).values())\n"
+         "print(len(texts), sum(len(enc.encode(t, disallowed_special=())) for t in texts))\n")
+
+# forget the release's kept answer lengths (a first dry run on this machine measures them), where kept
+FORGET = ("from gavel.core import config\nfrom gavel.ref import costing\n"
+          "getattr(costing, 'lengths_path', None) and costing.lengths_path(str(config.release_root())).unlink("
+          "missing_ok=True)\n")
+
+
 def dry_run(tree: Path, folder: Path) -> str:
     s, r = release_inputs(folder)
-    wall, rss, rc, err = measured(tree, [sys.executable, "-m", "gavel", "evaluate", "--summaries", str(s),
-                                         "--references", str(r), "--provider", "mock", "--dry-run",
-                                         "--out", str(folder / f"out-{tree.name}")])
-    return f"dry run, 1,200 summaries x 26 items: {wall:.1f} s, peak {rss:.0f} MiB (exit {rc})"
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    subprocess.run([sys.executable, "-c", FORGET], env=env, cwd=tree, check=True)
+    runs = []
+    for n in range(2):  # the first measures the release's answer lengths, the second finds them kept
+        runs.append(measured(tree, [sys.executable, "-m", "gavel", "evaluate", "--summaries", str(s), "--references",
+                                    str(r), "--provider", "mock", "--dry-run", "--out",
+                                    str(folder / f"out-{tree.name}-{n}")]))
+    floor = min((measured(tree, [sys.executable, "-c", FLOOR, str(s), str(r)]) for _ in range(3)), key=lambda m: m[0])
+    start = min(measured(tree, [sys.executable, "-c", "import gavel.cli"])[0] for _ in range(3))
+    (cold, cold_rss, rc1, _), (warm, warm_rss, rc2, _) = runs
+    return (f"dry run, 1,200 summaries x 26 items: first {cold:.1f} s, peak {cold_rss:.0f} MiB; again {warm:.1f} s, "
+            f"peak {warm_rss:.0f} MiB (exit {rc1}, {rc2}); floor (tokenise each distinct text once, a fresh "
+            f"process): {floor[0]:.2f} s, peak {floor[1]:.0f} MiB; ratio {warm / floor[0]:.1f}x "
+            f"(first: {cold / floor[0]:.1f}x); a process importing gavel.cli alone takes {start:.2f} s: "
+            f"without it, {(warm - start) / floor[0]:.1f}x")
 
 
 def oversize(tree: Path, folder: Path) -> str:

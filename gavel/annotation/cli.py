@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from gavel.core import config, options
-from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
 
 DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
@@ -58,9 +57,11 @@ def add_parser(sub) -> None:
     a = sub.add_parser("load-release", help="tasks from the release: human.json reviews, value pairs, style pairs")
     a.add_argument("--release", default=None)
     a.add_argument("--prefill", default="human", choices=["human", "none"])
-    a.add_argument("--single", type=options.non_negative_int, default=SAMPLE_SINGLE)
-    a.add_argument("--multi", type=options.non_negative_int, default=SAMPLE_MULTI)
-    a.add_argument("--style", type=options.non_negative_int, default=SAMPLE_STYLE)
+    # None: the meta-evaluation's sample sizes (gavel.metrics.metaeval.inputs), imported only by this command:
+    # importing them costs every gavel command a second (scikit-learn, statsmodels)
+    a.add_argument("--single", type=options.non_negative_int, default=None)
+    a.add_argument("--multi", type=options.non_negative_int, default=None)
+    a.add_argument("--style", type=options.non_negative_int, default=None)
     a.add_argument("--seed", type=options.seed, default=0)
     a = sub.add_parser("load-extraction", help="review tasks pre-filled from an LLM extraction (value rows)")
     a.add_argument("rows", help="CSV/JSONL/Parquet with case_id,item,index,value,evidence")
@@ -171,10 +172,13 @@ def run(args: argparse.Namespace) -> int:
         if not load_checklist(args.checklist).is_default:
             raise SystemExit("load-release: the release's tasks are of the default (legal) checklist; "
                              "use --checklist with load-extraction")
+        from gavel.metrics.metaeval.inputs import SAMPLE_MULTI, SAMPLE_SINGLE, SAMPLE_STYLE
+
         from .tasks import release_tasks
 
-        tasks = release_tasks(load_release(args.release), args.single, args.multi, args.style, args.seed,
-                              args.prefill)
+        sizes = [given if given is not None else default for given, default in
+                 ((args.single, SAMPLE_SINGLE), (args.multi, SAMPLE_MULTI), (args.style, SAMPLE_STYLE))]
+        tasks = release_tasks(load_release(args.release), *sizes, args.seed, args.prefill)
         print(f"{store.add_tasks(tasks)} tasks added ({len(tasks)} built)")
     elif args.cmd == "load-extraction":
         from gavel.metrics.metaeval import read_value_rows

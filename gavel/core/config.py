@@ -284,10 +284,20 @@ def user_models() -> tuple[Model, ...]:
     return tuple(Model(**m) for m in _registry().get("user_models", []))
 
 
+_INDEX: tuple = (None, {})  # the registry last indexed (held, so its identity is never reused), its models by name
+
+
 def model(release_name: str) -> Model:
-    for m in models() + local_models() + user_models():
-        if m.release_name == release_name:
-            return m
+    global _INDEX
+    registry = _registry()
+    held, index = _INDEX
+    if held is not registry:  # a models file read anew (or another one named) is indexed anew
+        index = {}
+        for m in models() + local_models() + user_models():
+            index.setdefault(m.release_name, m)
+        _INDEX = (registry, index)
+    if release_name in index:
+        return index[release_name]
     where = f"gavel/core/models.yaml or {models_file()}" if models_file() else "gavel/core/models.yaml"
     raise KeyError(f"unknown model {release_name!r}: not in {where}; add it to your own models file named by "
                    f"{MODELS_ENV} (environment or .env)")

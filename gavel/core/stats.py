@@ -14,6 +14,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+# scikit-learn, statsmodels and krippendorff are imported where they are used: at the top they cost every gavel
+# process that takes an interval from this module (the dry run, the pipeline) over a second
+
 #: Why a statistic has no value: the one vocabulary of every table and page that shows one.
 STATUSES = {
     "ok": "computed",

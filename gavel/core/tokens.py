@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -80,14 +81,66 @@ def encoding(name: str = DEFAULT_ENCODING):
 
 
 def count_tokens(text: str, name: str = DEFAULT_ENCODING) -> int:
-    """o200k tokens of ``text``; each text is tokenised once while it is among the last 2,048 counted (a dry
-    run prices a summary in its 26 item requests, the style request and the ranges of the later stages)."""
+    """o200k tokens of ``text``; each text is tokenised once while it is among the last 2,048 counted (the
+    dry run counts a long text once with :func:`split`, and its short heads and tails here)."""
     return _count(text, name)
 
 
 @lru_cache(maxsize=2048)
 def _count(text: str, name: str) -> int:
     return len(encoding(name).encode(text, disallowed_special=()))
+
+
+#: where o200k's pre-tokeniser ends a piece whatever text stands around: after a lowercase letter, before a
+#: space. No piece runs from a letter across a space, and none ending earlier looks past that space, so the
+#: tokens on either side are those of each side alone (tiktoken encodes piece by piece; its pattern has no
+#: look-behind).
+_BOUNDARY = re.compile(r"(?<=[a-z]) ")
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """A text tokenised once, for counting it inside longer prompts without tokenising it again: ``head`` (up
+    to its first context-free piece boundary) and ``tail`` (from its last) are counted with whatever stands
+    next to them; ``inner`` is the exact count of what lies between. ``head`` is None where the text has no
+    such boundary (it is then counted whole, with its neighbours)."""
+
+    text: str
+    tokens: int
+    head: str | None
+    inner: int
+    tail: str
+
+    def parts(self) -> list:
+        """The text as literal strings and one token count (``inner``), for :func:`count_parts`."""
+        return [self.text] if self.head is None else [self.head, self.inner, self.tail]
+
+
+def split(text: str, name: str = DEFAULT_ENCODING) -> Split:
+    """``text`` tokenised once (its whole count: ``tokens``), with its head and tail (see :class:`Split`)."""
+    total = count_tokens(text, name)
+    first = _BOUNDARY.search(text)
+    if first is None:
+        return Split(text, total, None, 0, "")
+    # the last boundary is almost always near the end: look there first
+    found = [m.start() for m in _BOUNDARY.finditer(text, max(0, len(text) - 256))] or \
+        [m.start() for m in _BOUNDARY.finditer(text)]
+    head, tail = text[:first.start()], text[found[-1]:]
+    inner = total - count_tokens(head, name) - count_tokens(tail, name)
+    return Split(text, total, head, inner, tail)
+
+
+def count_parts(parts: list, name: str = DEFAULT_ENCODING) -> int:
+    """Tokens of a text given as strings and token counts (the ``inner`` of a :class:`Split`, each between
+    its head and tail): every run of strings is counted as one text; exactly ``count_tokens`` of the whole."""
+    total, run = 0, []
+    for p in parts:
+        if isinstance(p, str):
+            run.append(p)
+        else:
+            total += p + (count_tokens("".join(run), name) if run else 0)
+            run = []
+    return total + (count_tokens("".join(run), name) if run else 0)
 
 
 def length_bin(tokens: int | None, tolerance: float = BIN_TOLERANCE) -> str | None:

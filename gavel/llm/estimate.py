@@ -14,11 +14,36 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gavel.core import prices
 
 from .providers.base import ProviderError
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A request priced without rendering it: its model, its ``max_tokens`` parameter (None: the model's
+    cap), its input tokens (each message's o200k tokens, summed, as the rendered request counts) and how to
+    build it -- called only where the request itself is needed: to look it up in a stage cache that holds
+    answers, or to name it when it is too long."""
+
+    model: str
+    max_tokens: int | None
+    input_tokens: int
+    build: Callable
+
+
+def _planned(r) -> Planned:
+    if isinstance(r, Planned):
+        return r
+    from gavel.core.tokens import count_tokens
+
+    return Planned(r.model, r.params.get("max_tokens"), sum(count_tokens(msg["content"]) for msg in r.messages),
+                   lambda: r)
+
 
 COLUMNS = ["provider", "model", "mode", "requests", "input_tokens", "output_tokens_est", "output_from",
            "cost_usd_est", "price_row"]
@@ -61,25 +86,34 @@ def measured_output(runner) -> tuple[float | None, int]:
 
 def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, cached_prefix_tokens: int = 0,
             show: bool = True, allow_unserved: bool = False, keep: bool = True):
-    """See the module's docstring. ``expected_output_tokens``: one number for every model, or {model: tokens};
-    ``keep=False`` writes no estimate.json (a caller that keeps the estimate of several stages itself)."""
+    """See the module's docstring. ``requests``: requests or :class:`Planned` ones (any iterable: it is
+    walked once and nothing of it is kept but its numbers); ``expected_output_tokens``: one number for every
+    model, or {model: tokens}; ``keep=False`` writes no estimate.json (a caller that keeps the estimate of
+    several stages itself). ``attrs["too_long"]`` maps each too-long request's custom_id to why,
+    ``attrs["too_long_requests"]`` to the request."""
     import pandas as pd
 
-    from gavel.core.tokens import count_tokens
-
     mode = run_mode(runner.provider, mode)
-    problems = sorted({why for r in requests if (why := unserved(runner.provider, r.model))})
-    if problems and not allow_unserved:
-        raise ProviderError("; ".join(problems) + ": choose the provider that serves it (or price it anyway with "
-                            "--allow-unserved)")
-    for why in problems:
-        print(f"warning: {why}; priced at its list price anyway", file=sys.stderr)
+    requests = [_planned(r) for r in requests] if isinstance(requests, list) else map(_planned, requests)
+    if isinstance(requests, list):  # every model's problem said at once
+        models = {r.model: unserved(runner.provider, r.model) for r in requests}
+        _refuse_unserved(sorted({why for why in models.values() if why}), allow_unserved)
+    else:
+        models = {}
     outputs: dict[str, tuple[float | None, str]] = {}
-    rows, too_long = [], {}
+    registry: dict[str, object] = {}
+    prices_now = prices.table()
+    answered = any(Path(runner.cache.folder).glob("*/*.json"))  # with none, no request is already answered
+    rows, too_long, too_long_requests, priced_as = [], {}, {}, {}
     for r in requests:
-        m = runner._registry_model(r.model)
-        n_in = sum(count_tokens(msg["content"]) for msg in r.messages)
-        cap = r.params.get("max_tokens") or m.max_output_tokens
+        if r.model not in registry:
+            if r.model not in models:
+                models[r.model] = unserved(runner.provider, r.model)
+                _refuse_unserved([models[r.model]] if models[r.model] else [], allow_unserved)
+            registry[r.model] = runner._registry_model(r.model)
+        m = registry[r.model]
+        n_in = r.input_tokens
+        cap = r.max_tokens or m.max_output_tokens
         if r.model not in outputs:
             given = expected_output_tokens.get(r.model) if isinstance(expected_output_tokens, dict) \
                 else expected_output_tokens
@@ -91,15 +125,22 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
         mean, source = outputs[r.model]
         n_out = cap if mean is None else min(cap, mean)
         cached_in = min(cached_prefix_tokens, n_in)
-        priced = prices.cost(r.model, {"input": n_in, "cache_read": cached_in, "output": n_out}, mode,
-                             provider=runner.provider.name)
-        is_cached = runner.is_cached(r)
-        if not is_cached and n_in + cap > m.context_window:
-            too_long[r.custom_id] = runner.too_long(r)
-        rows.append({"provider": runner.provider.name, "model": r.model, "mode": mode, "cached": is_cached,
-                     "too_long": r.custom_id in too_long, "input_tokens": n_in, "output_tokens_est": n_out,
-                     "output_from": source, "cost_usd_est": priced.usd or 0.0, "price_row": priced.row})
-    df = pd.DataFrame(rows, columns=COLUMNS[:6] + ["cached", "too_long"] + COLUMNS[6:])
+        key = (r.model, n_in, cached_in, n_out)
+        if key not in priced_as:  # requests of one length are priced once
+            priced_as[key] = prices.cost(r.model, {"input": n_in, "cache_read": cached_in, "output": n_out}, mode,
+                                         provider=runner.provider.name, prices=prices_now)
+        priced = priced_as[key]
+        request = r.build() if answered else None
+        is_cached = answered and runner.is_cached(request)
+        is_long = not is_cached and n_in + cap > m.context_window
+        if is_long:
+            request = request or r.build()
+            too_long[request.custom_id] = runner.too_long(request)
+            too_long_requests[request.custom_id] = request
+        rows.append((runner.provider.name, r.model, mode, n_in, n_out, is_cached, is_long, source,
+                     priced.usd or 0.0, priced.row))
+    df = pd.DataFrame(rows, columns=["provider", "model", "mode", "input_tokens", "output_tokens_est", "cached",
+                                     "too_long", "output_from", "cost_usd_est", "price_row"])
     to_send = df[~df["cached"] & ~df["too_long"]]
     summary = to_send.groupby(["provider", "model", "mode"]).agg(
         requests=("input_tokens", "size"), input_tokens=("input_tokens", "sum"),
@@ -108,6 +149,7 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
     summary = summary[COLUMNS]
     summary.attrs["already_cached"] = int(df["cached"].sum())
     summary.attrs["too_long"] = too_long
+    summary.attrs["too_long_requests"] = too_long_requests
     summary.attrs["mode"] = mode
     total = float(summary["cost_usd_est"].sum())
     if keep:
@@ -128,6 +170,14 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
         for cid, why in too_long.items():
             print(f"  too long {cid}: {why}")
     return summary
+
+
+def _refuse_unserved(problems: list[str], allow_unserved: bool) -> None:
+    if problems and not allow_unserved:
+        raise ProviderError("; ".join(problems) + ": choose the provider that serves it (or price it anyway with "
+                            "--allow-unserved)")
+    for why in problems:
+        print(f"warning: {why}; priced at its list price anyway", file=sys.stderr)
 
 
 def read_estimate(workdir: str | Path) -> float | None:

@@ -159,12 +159,13 @@ class StageRunner:
             model_id = self._registry_model(request.model).model_id
         except KeyError:
             model_id = None  # a model only the mock knows: its body is what it answers from
-        material = {"custom_id": request.custom_id, "identity": self.provider.identity(), "model_id": model_id,
+        cid = request.custom_id  # a hash of the whole request: computed once
+        material = {"custom_id": cid, "identity": self.provider.identity(), "model_id": model_id,
                     "body": self.provider.body(request)}
         if self.namespace is not None:
             material["namespace"] = self.namespace
         digest = hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()[:40]
-        prefix = request.custom_id.rsplit("-", 1)[0][: MAX_CUSTOM_ID - 41] or "req"
+        prefix = cid.rsplit("-", 1)[0][: MAX_CUSTOM_ID - 41] or "req"
         return f"{prefix}-{digest}"
 
     def cached(self, request: Request) -> Response | None:

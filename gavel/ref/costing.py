@@ -14,13 +14,16 @@ with the estimate beside the actual.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from functools import lru_cache
+import os
+from functools import cache, lru_cache
+from itertools import groupby
 from pathlib import Path
 
 import pandas as pd
 
-from gavel.core import config, prices
+from gavel.core import config, prices, tokens
 from gavel.core.tokens import count_tokens
 from gavel.llm import estimate, ledger
 from gavel.llm.providers.base import ProviderError
@@ -51,21 +54,74 @@ def recorded_lengths() -> dict:
     return recorded_answer_lengths(str(root))
 
 
+#: where measured answer lengths are kept per release (a fingerprint of its files), and the measurement's
+#: version: a change to how answers are measured must change it, so that kept lengths are measured anew
+LENGTHS_DIR = config.INTERIM_DIR / "answer_lengths"
+LENGTHS_VERSION = 1
+
+
+def lengths_path(root: str) -> Path:
+    """The file that keeps recorded_answer_lengths of the release at ``root``: named by a hash of every
+    file's path, size and modification time (a changed release is measured anew) and of LENGTHS_VERSION."""
+    h = hashlib.sha256(f"{LENGTHS_VERSION} {SAMPLE} {Path(root).resolve()}".encode())
+    folders, cut = [str(root)], len(str(root)) + 1
+    while folders:
+        with os.scandir(folders.pop()) as found:
+            for entry in sorted(found, key=lambda e: e.name):
+                if entry.is_dir():
+                    folders.append(entry.path)
+                else:
+                    st = entry.stat()
+                    h.update(f"\n{entry.path[cut:]}\t{st.st_size}\t{st.st_mtime_ns}".encode())
+    return LENGTHS_DIR / f"{h.hexdigest()[:24]}.json"
+
+
 @lru_cache(maxsize=2)
 def recorded_answer_lengths(root: str) -> dict:
     """Mean o200k tokens of the release's recorded answers by stage, and of an item's value list:
     ``{"extract": (mean, source), "compare": (mean, source), "values": mean}``; {} without a release. The
     release keeps the parsed answers (values with evidence; relations and matchings), not the models'
-    reasoning text, so these are lower than what a model that reasons aloud writes."""
+    reasoning text, so these are lower than what a model that reasons aloud writes. Measured once per
+    release and kept (``lengths_path``): reading the whole release costs seconds and hundreds of MB."""
+    path = lengths_path(root)
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        return {k: tuple(v) if isinstance(v, list) else float(v) for k, v in kept.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass  # not measured yet (or unreadable): measure it
+    out = _measure(root)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(out), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only checkout measures each time
+    return out
+
+
+def _extraction_answers(values: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Each recorded (model, part, case, item) extraction's answer as JSON and its value list as numbered
+    lines, in key order (rows without a part, the references' own checklists, are not among them)."""
+    keys = ["model", "part", "case_id", "item"]
+    values = values.dropna(subset=keys)
+    cols = [values[k].tolist() for k in keys]
+    vals, evidence = values["value"].tolist(), values["evidence"].tolist()
+    answers, lists = [], []
+    for _, rows in groupby(sorted(range(len(vals)), key=lambda i: tuple(c[i] for c in cols)),
+                           key=lambda i: tuple(c[i] for c in cols)):
+        rows = list(rows)
+        answers.append(json.dumps({"extracted": [{"value": vals[i], "evidence": list(evidence[i]) if evidence[i]
+                                                  is not None else []} for i in rows]}, ensure_ascii=False))
+        lists.append("\n".join(f"{n}. {vals[i]}" for n, i in enumerate(rows, 1)))
+    return answers, lists
+
+
+def _measure(root: str) -> dict:
     from gavel.release import load_release
 
     rel = load_release(root)
-    values = rel.checklist_values[rel.checklist_values["origin"] == "summary"]
-    answers, lists = [], []
-    for _, g in values.groupby(["model", "part", "case_id", "item"], sort=True):
-        answers.append(json.dumps({"extracted": [{"value": v, "evidence": list(e) if e is not None else []}
-                                                 for v, e in zip(g["value"], g["evidence"])]}, ensure_ascii=False))
-        lists.append("\n".join(f"{i}. {v}" for i, v in enumerate(g["value"], 1)))
+    answers, lists = _extraction_answers(rel.checklist_values[rel.checklist_values["origin"] == "summary"])
     items = rel.checklist_items[rel.checklist_items["origin"] == "summary"]
     answers += [json.dumps({"extracted": []})] * int((items["n_values"] == 0).sum())
     judged = rel.judgments[rel.judgments["task"] == "summary"]
@@ -104,8 +160,11 @@ def _range_row(stage: str, model: str, n_high: int, inputs: list[int], out: tupl
                provider) -> dict:
     mean, source = out
     per_out = cap if mean is None else min(cap, mean)
-    usd = sum(prices.cost(model, {"input": n, "output": per_out}, mode, provider=provider.name).usd or 0.0
-              for n in inputs)
+    table, usd_of = prices.table(), {}
+    for n in set(inputs):  # many requests share a length (compare: one per item)
+        usd_of[n] = prices.cost(model, {"input": n, "output": per_out}, mode, provider=provider.name,
+                                prices=table).usd or 0.0
+    usd = sum(usd_of[n] for n in inputs)
     return {"stage": stage, "model": model, "requests_low": 0, "requests_high": n_high,
             "input_tokens_high": int(sum(inputs)), "output_tokens_est": per_out * n_high, "output_from": source,
             "usd_low": 0.0, "usd_high": usd}
@@ -126,21 +185,22 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     kept = [(subj, c, t) for subj, c, t in summaries if c in references]
     texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
     measured = recorded_lengths()
-    ex = extract.build_requests([extract.Summary(*x) for x in texts], s.extractor, s.items, s.cap("extract", s.extractor),
-                                s.structured)
-    sty = [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
-                                             s.cap("style", s.judge), s.structured, checklist=s.checklist)]
+    split = cache(tokens.split)  # every distinct text tokenised once, whatever requests it is in
+    plans = {"extract": extract.plan_requests([extract.Summary(*x) for x in texts], s.extractor, s.items,
+                                              s.cap("extract", s.extractor), s.structured, split=split),
+             "style": style.plan_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge, s.seed,
+                                          s.cap("style", s.judge), s.structured, checklist=s.checklist, split=split)}
     tables, too_long, runners = [], [], {}
-    for stage, reqs in (("extract", ex), ("style", sty)):
+    for stage, reqs in plans.items():
         runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False,
                                      **s.runner_namespace)
-        tokens, source = output_for(runners[stage], measured, stage)
-        t = estimate.dry_run(runners[stage], reqs, s.mode, tokens, show=False, allow_unserved=s.allow_unserved,
+        tokens_out, source = output_for(runners[stage], measured, stage)
+        t = estimate.dry_run(runners[stage], reqs, s.mode, tokens_out, show=False, allow_unserved=s.allow_unserved,
                              keep=False)  # nothing is written in the stages' folders: out/estimate.json holds it
-        if tokens is not None:
+        if tokens_out is not None:
             t["output_from"] = source
         tables.append(t.assign(stage=stage))
-        by_id = {r.custom_id: r for r in reqs}
+        by_id = t.attrs["too_long_requests"]
         too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
                       "item": by_id[cid].item, "custom_id": cid, "why": why} for cid, why in t.attrs["too_long"].items()]
     table = pd.concat(tables, ignore_index=True)
@@ -156,11 +216,10 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
         "compare_multi", item_name=it.name, a="", b=""))) + 2 * value_tokens for it in s.items]
     k = 2 if s.orders == "both" else 1  # --orders both: every judged pair is asked in both orders
     compare_inputs = [round(n) for _ in kept for n in per_item] * k
-    fact_inputs = [count_tokens("".join(m["content"] for m in prompts.render_messages("residual", spans=t)))
-                   for _, _, t in texts]
+    fact_inputs = [prompts.joined_tokens("residual", spans=split(t)) for _, _, t in texts]
     match_template = count_tokens("".join(m["content"] for m in prompts.render_messages(
         "compare_multi", item_name=compare.RESIDUAL_LABEL, a="", b="")))
-    match_inputs = [match_template + count_tokens(t) + count_tokens(references[c]) for _, c, t in kept] * k
+    match_inputs = [match_template + split(t).tokens + split(references[c]).tokens for _, c, t in kept] * k
     ranges = pd.DataFrame([
         _range_row("compare", s.judge, len(compare_inputs), compare_inputs,
                    output_for(runners["compare"], measured, "compare"), judge_cap, mode, provider),

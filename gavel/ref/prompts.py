@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from string import Template
 
+from gavel.core import tokens
 from gavel.core.config import PROMPTS_DIR
 
 ROLES = ("system", "user", "assistant")
@@ -67,17 +68,119 @@ def placeholders(name: str, prompts_dir: Path | None = None) -> set[str]:
             if m.group("named") or m.group("braced")}
 
 
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(role, unstripped content) of each section of a rendered template."""
+    parts = _ROLE_LINE.split(text)
+    return [("user", parts[0])] + list(zip(parts[1::2], parts[2::2]))
+
+
 def render_messages(name: str, prompts_dir: Path | None = None, **fields) -> list[dict]:
     """The rendered template as chat messages, split at ``[role]`` lines; empty sections are left out."""
-    text = render(name, prompts_dir, **fields)
-    parts = _ROLE_LINE.split(text)
-    messages = []
-    head, rest = parts[0], parts[1:]
-    if head.strip():
-        messages.append({"role": "user", "content": head.strip()})
-    for role, content in zip(rest[0::2], rest[1::2]):
-        if content.strip():
-            messages.append({"role": role, "content": content.strip()})
+    messages = [{"role": role, "content": content.strip()}
+                for role, content in _sections(render(name, prompts_dir, **fields)) if content.strip()]
     if not messages:
         raise PromptError(f"prompt {name!r} rendered to no message")
     return messages
+
+
+# ---------- counting a prompt's tokens without rendering it ----------
+_MARK = re.compile("\x00([0-9]+)\x00")
+
+
+@lru_cache(maxsize=64)
+def _layout(name: str, prompts_dir: Path | None, fields: tuple[str, ...]) -> tuple | None:
+    """The template's sections as (literal text | field index) parts, with the text on the field's own line
+    before and after it; None where the template itself holds the marks used to find the fields."""
+    if "\x00" in template_text(name, prompts_dir):
+        return None
+    out = []
+    for _, content in _sections(render(name, prompts_dir, **{f: f"\x00{n}\x00" for n, f in enumerate(fields)})):
+        pieces = _MARK.split(content)
+        parts, lines = [], []
+        for n, piece in enumerate(pieces):
+            if n % 2:
+                before, after = pieces[n - 1].rpartition("\n")[2], pieces[n + 1].partition("\n")[0]
+                if "\x00" in before + after:
+                    return None  # two fields on one line: not laid out this way
+                parts.append(int(piece))
+                lines.append((before, after))
+            elif piece:
+                parts.append(piece)
+        used = tuple(sorted({p for p in parts if isinstance(p, int)}))
+        out.append((tuple(used.index(p) if isinstance(p, int) else p for p in parts), tuple(lines), used))
+    return tuple(out)
+
+
+def _stripped(parts: list) -> list:
+    """``parts`` (strings, token counts) as the text's ``strip()``: a count is always preceded by a string
+    ending in a letter and followed by one (or the end) after which nothing is left to strip (see
+    tokens.Split), so the strip never reaches past one."""
+    out = list(parts)
+    for ends in ((0, str.lstrip), (-1, str.rstrip)):
+        at, strip = ends
+        while out and isinstance(out[at], str) and not strip(out[at]):
+            out.pop(at)
+        if out and isinstance(out[at], str):
+            out[at] = strip(out[at])
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _section(layout: tuple, index: int, values: tuple) -> tuple[tuple, int] | None:
+    """The stripped parts of section ``index`` of ``_layout(*layout)`` with ``values`` (strings or
+    tokens.Split, those of the fields it holds) in place of its fields, and their tokens; None where a value
+    would make a ``[role]`` line of its own (then only rendering tells)."""
+    fields, lines, _ = _layout(*layout)[index]
+    parts, n = [], 0
+    for p in fields:
+        if isinstance(p, str):
+            parts.append(p)
+            continue
+        value = values[p]
+        text = value.text if isinstance(value, tokens.Split) else str(value)  # as render() substitutes it
+        before, after = lines[n]
+        n += 1
+        if "\n" in text or "[" in before + text + after:
+            if _ROLE_LINE.search(before + text + after):
+                return None
+        parts.extend(value.parts() if isinstance(value, tokens.Split) else [text])
+    parts = _stripped(parts)
+    return tuple(parts), tokens.count_parts(parts)
+
+
+def _sections_of(name: str, prompts_dir: Path | None, fields: dict) -> list[tuple[tuple, int]] | None:
+    names = tuple(sorted(fields))
+    layout = _layout(name, prompts_dir, names)
+    if layout is None:
+        return None
+    values = tuple(fields[f] for f in names)
+    sections = [_section((name, prompts_dir, names), i, tuple(values[f] for f in used))
+                for i, (_, _, used) in enumerate(layout)]
+    return None if None in sections else [s for s in sections if s[0]]
+
+
+def message_tokens(name: str, prompts_dir: Path | None = None, **fields) -> list[int]:
+    """o200k tokens of each message of ``render_messages(name, **fields)``, exactly, without rendering them:
+    a field may be given as ``tokens.Split`` (a long text tokenised once), whose inner tokens are not
+    counted again. A section is counted once for the values it holds (26 item requests share the summary's
+    message)."""
+    sections = _sections_of(name, prompts_dir, fields)
+    if sections is None:
+        return [tokens.count_tokens(m["content"]) for m in render_messages(name, prompts_dir, **_texts(fields))]
+    if not sections:
+        raise PromptError(f"prompt {name!r} rendered to no message")
+    return [n for _, n in sections]
+
+
+def joined_tokens(name: str, prompts_dir: Path | None = None, **fields) -> int:
+    """o200k tokens of the rendered messages' contents joined with nothing between them (as message_tokens
+    counts, without rendering)."""
+    sections = _sections_of(name, prompts_dir, fields)
+    if sections is None:
+        return tokens.count_tokens("".join(m["content"] for m in render_messages(name, prompts_dir,
+                                                                                  **_texts(fields))))
+    return tokens.count_parts([p for parts, _ in sections for p in parts])
+
+
+def _texts(fields: dict) -> dict:
+    return {k: v.text if isinstance(v, tokens.Split) else v for k, v in fields.items()}

@@ -9,9 +9,12 @@ one answer into value rows, reading the answer with ``gavel.answers.read("extrac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from gavel.answers import Unusable, read
+from gavel.core import tokens
 from gavel.core.items import ITEMS, Item
+from gavel.llm.estimate import Planned
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts
 from gavel.ref.grounding import locate, normalize
@@ -40,16 +43,28 @@ class Summary:
 def build_requests(summaries: list[Summary], extractor: str, items: tuple[Item, ...] = ITEMS,
                    max_tokens: int | None = None, structured: bool = True) -> list[Request]:
     """One request per (summary, item), in summary order so shared prefixes are sent together."""
-    out = []
-    params = {"max_tokens": max_tokens} if max_tokens else {}
+    return [_request(s, it, extractor, max_tokens, structured) for s in summaries for it in items]
+
+
+def _request(s: Summary, it: Item, extractor: str, max_tokens: int | None, structured: bool) -> Request:
+    messages = prompts.render_messages(TEMPLATE, summary=s.text, item_name=it.name,
+                                       item_definition=it.summary_instruction)
+    return Request(stage=STAGE, model=extractor, messages=messages,
+                   params={"max_tokens": max_tokens} if max_tokens else {}, case_id=s.case_id, item=it.key,
+                   subject=s.subject, schema=SCHEMA if structured else None)
+
+
+def plan_requests(summaries: list[Summary], extractor: str, items: tuple[Item, ...] = ITEMS,
+                  max_tokens: int | None = None, structured: bool = True, split=tokens.split):
+    """build_requests' requests, one at a time and unrendered (``estimate.Planned``: input tokens, and how
+    to build the request): each summary is tokenised once (``split``, e.g. a memo of ``tokens.split``),
+    not once per item."""
     for s in summaries:
+        text = split(s.text)
         for it in items:
-            messages = prompts.render_messages(TEMPLATE, summary=s.text, item_name=it.name,
-                                               item_definition=it.summary_instruction)
-            out.append(Request(stage=STAGE, model=extractor, messages=messages, params=dict(params),
-                               case_id=s.case_id, item=it.key, subject=s.subject,
-                               schema=SCHEMA if structured else None))
-    return out
+            n = sum(prompts.message_tokens(TEMPLATE, summary=text, item_name=it.name,
+                                           item_definition=it.summary_instruction))
+            yield Planned(extractor, max_tokens, n, partial(_request, s, it, extractor, max_tokens, structured))
 
 
 def parse_response(request: Request, response: Response | None, summary_text: str) -> tuple[list[dict], dict]:

@@ -10,7 +10,9 @@ import hashlib
 import json
 
 from gavel.answers import Unusable, read
+from gavel.core import tokens
 from gavel.core.vocab import STYLE_ASPECTS, STYLE_RUBRIC
+from gavel.llm.estimate import Planned
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 
@@ -40,17 +42,36 @@ def model_is_a(seed: int, subject: str, case_id: str) -> bool:
 def build_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, seed: int = 0,
                    max_tokens: int | None = None, structured: bool = True, checklist=None) -> list[tuple[Request, dict]]:
     """``pairs``: (subject, case_id, model summary, reference summary) -> jobs (request, meta)."""
-    keys = json.dumps({k: "<1-5>" for k in STYLE_ASPECTS}, indent=1)
-    jobs = []
-    for subject, case_id, text, reference in pairs:
-        a_is_model = model_is_a(seed, subject, case_id)
-        a, b = (text, reference) if a_is_model else (reference, text)
-        messages = prompts.render_messages("style", aspects=aspects_text(checklist), score_keys=keys, a=a, b=b)
-        req = Request(stage=STAGE, model=judge_model, messages=messages,
-                      params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id, subject=subject,
-                      schema=SCHEMA if structured else None)
-        jobs.append((req, {"subject": subject, "case_id": case_id, "model_is_a": a_is_model}))
-    return jobs
+    fixed = _fixed(checklist)
+    return [_job(pair, judge_model, seed, max_tokens, structured, fixed) for pair in pairs]
+
+
+def _fixed(checklist) -> dict:
+    return {"aspects": aspects_text(checklist), "score_keys": json.dumps({k: "<1-5>" for k in STYLE_ASPECTS},
+                                                                         indent=1)}
+
+
+def _job(pair, judge_model: str, seed: int, max_tokens: int | None, structured: bool, fixed: dict):
+    subject, case_id, text, reference = pair
+    a_is_model = model_is_a(seed, subject, case_id)
+    a, b = (text, reference) if a_is_model else (reference, text)
+    req = Request(stage=STAGE, model=judge_model, messages=prompts.render_messages("style", a=a, b=b, **fixed),
+                  params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id, subject=subject,
+                  schema=SCHEMA if structured else None)
+    return req, {"subject": subject, "case_id": case_id, "model_is_a": a_is_model}
+
+
+def plan_requests(pairs: list[tuple[str, str, str, str]], judge_model: str, seed: int = 0,
+                  max_tokens: int | None = None, structured: bool = True, checklist=None, split=tokens.split):
+    """build_requests' requests, one at a time and unrendered (``estimate.Planned``; its ``build`` gives the
+    request alone): each text is tokenised once by ``split`` (e.g. a memo of ``tokens.split``)."""
+    fixed = _fixed(checklist)
+    for pair in pairs:
+        subject, case_id, text, reference = pair
+        a, b = (text, reference) if model_is_a(seed, subject, case_id) else (reference, text)
+        n = sum(prompts.message_tokens("style", a=split(a), b=split(b), **fixed))
+        yield Planned(judge_model, max_tokens, n,
+                      lambda pair=pair: _job(pair, judge_model, seed, max_tokens, structured, fixed)[0])
 
 
 def parse_response(meta: dict, response: Response | None) -> dict:
