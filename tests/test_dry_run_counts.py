@@ -187,19 +187,20 @@ def test_the_release_answer_lengths_are_measured_once_per_release(fixture_root, 
 
 def test_extraction_answers_are_those_of_the_grouped_rows():
     """The answers measured: one per (model, part, case, item) in key order, rows in their order; rows
-    without a part (the references' checklists) are not among them, as pandas' groupby leaves them out."""
+    without a part (the references' own checklists, which pandas' groupby would leave out) are counted too."""
     rows = pd.DataFrame({"model": ["b", "a", "a", "b", "human", "a"], "part": pd.array([1, 2, 2, 1, None, 1], "Int64"),
                          "case_id": ["9", "1", "1", "9", "1", "1"], "item": ["x", "y", "y", "x", "x", "y"],
                          "value": ["v1", "v2", "v3", "v4", "h", "v5"],
                          "evidence": [["e1"], None, ["e3"], [], ["eh"], ["e5"]]})
     answers, lists = costing._extraction_answers(rows)
     expect_answers, expect_lists = [], []
-    for _, g in rows.groupby(["model", "part", "case_id", "item"], sort=True):
+    for _, g in rows.groupby(["model", "part", "case_id", "item"], sort=True, dropna=False):
         expect_answers.append(json.dumps({"extracted": [{"value": v, "evidence": list(e) if e is not None else []}
                                                         for v, e in zip(g["value"], g["evidence"])]},
                                          ensure_ascii=False))
         expect_lists.append("\n".join(f"{i}. {v}" for i, v in enumerate(g["value"], 1)))
-    assert (answers, lists) == (expect_answers, expect_lists) and len(answers) == 3
+    assert (answers, lists) == (expect_answers, expect_lists) and len(answers) == 4
+    assert '"value": "h"' in answers[3]  # the reference's (model human, no part)
     assert lists[1] == "1. v2\n2. v3"
 
 

@@ -57,7 +57,7 @@ def recorded_lengths() -> dict:
 #: where measured answer lengths are kept per release (a fingerprint of its files), and the measurement's
 #: version: a change to how answers are measured must change it, so that kept lengths are measured anew
 LENGTHS_DIR = config.INTERIM_DIR / "answer_lengths"
-LENGTHS_VERSION = 1
+LENGTHS_VERSION = 2  # 2: the references' own extraction answers counted too
 
 
 def lengths_path(root: str) -> Path:
@@ -102,9 +102,10 @@ def recorded_answer_lengths(root: str) -> dict:
 
 def _extraction_answers(values: pd.DataFrame) -> tuple[list[str], list[str]]:
     """Each recorded (model, part, case, item) extraction's answer as JSON and its value list as numbered
-    lines, in key order (rows without a part, the references' own checklists, are not among them)."""
+    lines, in key order. The references' own checklists have no part: they count as part -1
+    (they are extraction answers like any other; an evaluation extracts from every reference too)."""
     keys = ["model", "part", "case_id", "item"]
-    values = values.dropna(subset=keys)
+    values = values.assign(part=values["part"].fillna(-1)).dropna(subset=keys)
     cols = [values[k].tolist() for k in keys]
     vals, evidence = values["value"].tolist(), values["evidence"].tolist()
     answers, lists = [], []
