@@ -59,6 +59,16 @@ def read(text: str, where: str) -> list[Line]:
     return lines
 
 
+def document(text: str, where: str):
+    """One JSON document (a whole file); JSONLError naming ``where`` when it is not JSON or nested too deeply."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise JSONLError(f"{where}: not JSON ({err})") from None
+    except RecursionError:
+        raise JSONLError(f"{where}: {TOO_DEEP}") from None
+
+
 def read_file(path: str | Path) -> list[Line]:
     """:func:`read` of a UTF-8 file, named by its path."""
     return read(Path(path).read_text(encoding="utf-8"), str(path))

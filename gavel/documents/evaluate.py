@@ -77,11 +77,9 @@ def read_references(path: str | Path, checklist=None) -> dict:
             out.setdefault(str(row.case_id), {}).setdefault(checklist.item(row.item).key, []).append(row.value)
         return {c: {k: tuple(v) for k, v in by.items()} for c, by in out.items()}
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ReferenceError(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
-    except RecursionError:
-        raise ReferenceError(f"{path}: {jsonl.TOO_DEEP}") from None
+        data = jsonl.document(text, str(path))
+    except jsonl.JSONLError as err:
+        raise ReferenceError(str(err)) from None
     data = data.get("results", data) if isinstance(data, dict) else data
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ReferenceError(f"{path}: want {{case_id: {{item: values}}}} (as human.json's \"results\")")

@@ -4,7 +4,6 @@ output folder. Bad input raises :class:`InputError` naming the file and record."
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -77,11 +76,9 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
             out.append((who, str(rec["case_id"]), body))
         return out
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not JSON ({err})") from None
-    except RecursionError:
-        raise InputError(f"{path}: {jsonl.TOO_DEEP}") from None
+        data = jsonl.document(text, str(path))
+    except jsonl.JSONLError as err:
+        raise InputError(str(err)) from None
     if isinstance(data, dict) and isinstance(data.get("results"), dict):
         data = data["results"]
         name = subject or path.parent.name  # the release: summaries/<model>/<part>.json
