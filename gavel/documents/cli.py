@@ -185,18 +185,24 @@ def cmd_end_to_end(args) -> int:
     return 1 if report.failed else 0
 
 
-def cmd_chunked(args) -> int:
-    from . import chunked, pacing
-
+def _piecewise(args, say, run):
+    """The run of a method over the case's pieces (chunked, three-pass): the checklist, the case, its folder,
+    with ``--provider local`` the forecast ``say(...)`` gives, then ``run(...)``'s result; both get the same
+    settings from the command line."""
     checklist = load_checklist(args.checklist)
     corpus = load_case(args)
     out = run_folder(args, corpus, checklist)
     provider = provider_from_args(args)
-    speed = local_pace(args, provider, pacing.chunked_say(
-        corpus, args.model, items=args.items or None, max_tokens=args.chunk_tokens, checklist=checklist,
-        params=_params(args)))
-    res = chunked.run_chunked(corpus, provider, args.model, items=args.items or None, workdir=out / "llm",
-                              max_tokens=args.chunk_tokens, checklist=checklist, pace=speed, params=_params(args))
+    settings = {"items": args.items or None, "max_tokens": args.chunk_tokens, "checklist": checklist,
+                "params": _params(args)}
+    speed = local_pace(args, provider, say(corpus, args.model, **settings))
+    return checklist, corpus, out, run(corpus, provider, args.model, workdir=out / "llm", pace=speed, **settings)
+
+
+def cmd_chunked(args) -> int:
+    from . import chunked, pacing
+
+    checklist, corpus, out, res = _piecewise(args, pacing.chunked_say, chunked.run_chunked)
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id))
     _write_rows(out / "merge_log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"by_item_case": res.token_stats}, indent=1), encoding="utf-8")
@@ -210,16 +216,7 @@ def cmd_chunked(args) -> int:
 def cmd_three_pass(args) -> int:
     from . import pacing, three_pass
 
-    checklist = load_checklist(args.checklist)
-    corpus = load_case(args)
-    out = run_folder(args, corpus, checklist)
-    provider = provider_from_args(args)
-    speed = local_pace(args, provider, pacing.three_pass_say(
-        corpus, args.model, checklist=checklist, max_tokens=args.chunk_tokens, items=args.items or None,
-        params=_params(args)))
-    res = three_pass.run_three_pass(corpus, provider, args.model, checklist=checklist, workdir=out / "llm",
-                                    max_tokens=args.chunk_tokens, items=args.items or None, pace=speed,
-                                    params=_params(args))
+    checklist, corpus, out, res = _piecewise(args, pacing.three_pass_say, three_pass.run_three_pass)
     _write_rows(out / "rows.jsonl", res.value_rows(corpus.case_id, checklist))
     _write_rows(out / "log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"checklist": checklist.name, "by_case": res.token_stats},
