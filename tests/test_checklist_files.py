@@ -177,12 +177,14 @@ def test_the_run_tables_and_figures_drawn_from_them_name_the_checklist(tmp_path)
     run_tables = {n: read_table(out / f"{n}.csv") for n in ("summary_s_checklist", "summary_bootstrap")}
     fig = figures.fig_benchmark(run_tables)
     assert any("checklist: court_outcome" in ax.get_title() for ax in fig.axes)
+    assert not any("reconstruction rule 6" in t.get_text() for t in fig.texts)  # a run has no estimated cells
     assert "checklist: court_outcome" in stability.flip_figure(result["stability"]).axes[0].get_title()
     assert "checklist: court_outcome" in orders.order_figure(result["order"])._suptitle.get_text()
     from gavel.paper import results
 
     paper = figures.fig_benchmark(results.read())
     assert not any("checklist:" in ax.get_title() for ax in paper.axes)
+    assert any("reconstruction rule 6" in t.get_text() for t in paper.texts)
 
 
 def test_documents_evaluate_takes_any_checklist_with_its_own_references(tmp_path, capsys):

@@ -119,7 +119,8 @@ def fig_benchmark(tables) -> plt.Figure:
     ax2.invert_yaxis()
     ax2.set_xlabel("S_checklist, all cases")
     ax2.legend(fontsize=6.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    fig.text(0.01, -0.02, ESTIMATED_NOTE, fontsize=7.5)
+    if (parts < 2).any():  # the note explains the asterisks; a run's own tables have none
+        fig.text(0.01, -0.02, ESTIMATED_NOTE, fontsize=7.5)
     ax2.set_title("Overall, with 95% intervals")
     ax2.grid(axis="x", alpha=0.3)
     fig.tight_layout()
