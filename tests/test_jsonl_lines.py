@@ -54,3 +54,38 @@ def test_value_rows_nested_too_deeply_are_one_error_naming_the_line(tmp_path):
         read_value_rows([path])
     path.write_text(path.read_text(encoding="utf-8").split("\n")[0] + "\n", encoding="utf-8")
     assert read_value_rows([path])["value"].tolist() == [ODD]
+
+
+def test_a_lone_surrogate_in_a_summary_or_reference_is_named_and_skipped(tmp_path):
+    """A JSON ``\\ud800`` escape is no text: a summary (or a reference) holding one is named and skipped, the
+    rest of the file is read (before, the run crashed writing its first prompt)."""
+    from gavel.ref import pipeline
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"model": "m", "case_id": "1", "summary": "Filed 2011 \\ud800."}\n'
+                    '{"model": "m", "case_id": "2", "summary": "Filed 2012."}\n', encoding="utf-8")
+    problems = []
+    assert pipeline.read_summaries(path, problems=problems) == [("m", "2", "Filed 2012.")]
+    assert problems == [f"{path}, line 1: a lone surrogate (\\ud800) at character 11: not text; not evaluated"]
+    refs = tmp_path / "r.json"
+    refs.write_text('{"1": "ok", "2": "bad \\udfff"}', encoding="utf-8")
+    problems = []
+    assert pipeline.read_summaries(refs, "human", problems=problems, reference=True) == [("human", "1", "ok")]
+    assert "case 2: a lone surrogate (\\udfff) at character 4" in problems[0]
+
+
+@pytest.mark.parametrize("value, why", [('"a \\ud800"', "a lone surrogate"), ("Infinity", "must be text, not float"),
+                                        ("[1, 2]", "must be text, not list")])
+def test_value_rows_and_references_that_are_not_text_are_one_error(tmp_path, value, why):
+    from gavel.core import config
+    from gavel.documents.evaluate import ReferenceError, read_references, read_value_rows
+
+    example = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(f'{{"case_id": "7", "item": "Court", "index": 1, "value": {value}}}\n', encoding="utf-8")
+    with pytest.raises(ReferenceError, match=f"rows.jsonl: line 1: .*{why}"):
+        read_value_rows([rows], example)
+    refs = tmp_path / "refs.json"
+    refs.write_text(f'{{"7": {{"court": {{"extracted": [{{"value": {value}}}]}}}}}}', encoding="utf-8")
+    with pytest.raises(ReferenceError, match="refs.json: case 7, item 'court'"):
+        read_references(refs, example)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gavel.answers.scan import has_lone_surrogate
 from gavel.core import items as gitems
 from gavel.core import jsonl
 from gavel.core.checklist import entry_values
@@ -33,7 +34,19 @@ class ReferenceError(ValueError):
     """A reference or value-row file that cannot be used; the message names the file and the record."""
 
 
-def _entries(by_item: dict, checklist, where: str) -> dict:
+def _text_problem(value) -> str | None:
+    """Why a value cannot be compared as text (not a string, or a lone surrogate in it), or None."""
+    if not isinstance(value, str):
+        return f"a value must be text, not {type(value).__name__} ({str(value)[:40]!r})"
+    if has_lone_surrogate(value):
+        return f"a lone surrogate in the value {value.encode('utf-8', 'replace')[:40]!r}: not text"
+    return None
+
+
+def _entries(by_item: dict, checklist, where: str, strict: bool = True) -> dict:
+    """``{item_key: values}`` of one case's entries. ``strict`` (a reference file of one's own): an entry that
+    cannot be read is an error naming it; the release's human.json keeps its documented reading (its
+    malformed records are the audit's defects, left out as every replay leaves them out)."""
     refs = {}
     for name, entry in by_item.items():
         try:
@@ -41,10 +54,17 @@ def _entries(by_item: dict, checklist, where: str) -> dict:
         except gitems.UnknownItemError as err:
             raise ReferenceError(f"{where}: {err}") from None
         if isinstance(entry, list) and all(isinstance(v, str) for v in entry):  # plain values, no evidence
-            refs[key] = tuple(entry)
-            continue
-        rows, _ = entry_values(entry)
-        refs[key] = tuple(r["value"] for r in rows)
+            values = tuple(entry)
+        else:
+            rows, problems = entry_values(entry)
+            bad = [p.detail for p in problems if p.defect == "malformed_record"]
+            if strict and bad:
+                raise ReferenceError(f"{where}, item {name!r}: cannot read the entry ({bad[0]})")
+            values = tuple(r["value"] for r in rows)
+        why = next(filter(None, map(_text_problem, values)), None)
+        if why:
+            raise ReferenceError(f"{where}, item {name!r}: {why}")
+        refs[key] = values
     return refs
 
 
@@ -57,7 +77,7 @@ def human_references(root: str | Path, checklist=None) -> dict:
                              f"{checklist.name!r}: give the checklist's own reference file (--references FILE)")
     path = Path(root) / "document_checklists" / "human.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {str(case_id): _entries(by_item, checklist, f"{path}: case {case_id}")
+    return {str(case_id): _entries(by_item, checklist, f"{path}: case {case_id}", strict=False)
             for case_id, by_item in (data.get("results") or {}).items()}
 
 
@@ -110,6 +130,9 @@ def read_value_rows(paths, checklist=None) -> pd.DataFrame:
                 checklist.item(row["item"])
             except gitems.UnknownItemError as err:
                 raise ReferenceError(f"{path}: line {n}: {err}") from None
+            why = _text_problem(row["value"])
+            if why:
+                raise ReferenceError(f"{path}: line {n}: {why}")
             rows.append({**row, "case_id": str(row["case_id"])})
         frames.append(pd.DataFrame(rows, columns=None if rows else list(VALUE_COLUMNS)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(VALUE_COLUMNS))

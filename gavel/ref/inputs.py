@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gavel.answers.scan import has_lone_surrogate
 from gavel.core import jsonl
 
 
@@ -20,8 +21,15 @@ REFERENCE = "human"  # the subject of the reference summaries: reserved, no eval
 MAX_SUMMARY_CHARS = 1_000_000
 
 
-def summary_problem(subject: str, text) -> str | None:
-    """Why a summary is not evaluated (a reserved name, an oversize text), or None."""
+def summary_problem(subject: str, text, reference: bool = False) -> str | None:
+    """Why a summary (or, ``reference``, a reference summary) is not evaluated, or None: a lone surrogate (a
+    JSON ``\\ud800`` escape: not text, and no prompt or table can hold it); for a summary also a reserved
+    name or an oversize text."""
+    if isinstance(text, str) and has_lone_surrogate(text):
+        at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        return f"a lone surrogate (\\u{ord(text[at]):04x}) at character {at:,}: not text; not evaluated"
+    if reference:
+        return None
     if subject == REFERENCE:
         return (f"the name {REFERENCE!r} is reserved for the reference summaries; give these summaries another "
                 f"name (--name)")
@@ -69,7 +77,7 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
                 bad(f"{path}, line {n}: expected an object with case_id and summary")
                 continue
             who = subject or rec.get("model") or name
-            why = None if reference else summary_problem(who, body)
+            why = summary_problem(who, body, reference)
             if why:
                 bad(f"{path}, line {n}: {why}")
                 continue
@@ -93,8 +101,9 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
         if not isinstance(body, str):
             bad(f"{path}, case {case_id}: summary is {type(body).__name__}, not text")
             continue
-        if not reference and summary_problem(name, body):
-            bad(f"{path}, case {case_id}: {summary_problem(name, body)}")
+        why = summary_problem(name, body, reference)
+        if why:
+            bad(f"{path}, case {case_id}: {why}")
             continue
         out.append((name, str(case_id), body))
     return out
