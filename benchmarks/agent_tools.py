@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from gavel.core.config import release_root  # noqa: E402
 from gavel.core.tokens import encoding  # noqa: E402
 from gavel.documents.agent import AgentState, _record, build_snapshot  # noqa: E402
-from gavel.documents.checklist import ChecklistStore  # noqa: E402
 from gavel.documents.configs import all_items  # noqa: E402
 from gavel.documents.corpus import large_corpus  # noqa: E402
+from gavel.documents.store import AgentStore  # noqa: E402
 from gavel.documents.tools import Workspace  # noqa: E402
 
 PATTERNS = [r"Case No\.", r"consolidated", r"\b\d{1,2}:\d{2,3}-cv-\d{3,6}", r"settle(ment)?", r"Judge\s+[A-Z][a-z]+",
@@ -53,7 +53,7 @@ def main(target: int = 512_000) -> None:
     for d in docs:  # tokenise up front: the agent does this once per corpus, not per call
         d.offsets  # noqa: B018
     cfg = all_items()
-    ws = Workspace(corpus, ChecklistStore(cfg.keys), clock=lambda: "")
+    ws = Workspace(corpus, AgentStore(cfg.keys), clock=lambda: "")
     ws.catalog_listed = True
     print(f"corpus: {len(docs)} documents, {corpus.total_tokens:,} tokens, "
           f"{sum(len(d.text) for d in docs):,} characters")
@@ -124,7 +124,7 @@ def main(target: int = 512_000) -> None:
     print(f"  build_snapshot {t_snap * 1e3:.2f} ms ({size:,} characters) (target <= 50 ms)")
 
     print("\nsearch worker:")
-    fresh = Workspace(corpus, ChecklistStore(cfg.keys), clock=lambda: "")
+    fresh = Workspace(corpus, AgentStore(cfg.keys), clock=lambda: "")
     t0 = time.perf_counter()
     assert fresh.call("search_document_regex", {"pattern": "monitor"}, 1).success
     t_first = time.perf_counter() - t0

@@ -33,7 +33,7 @@ MEASURE = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
            "sys.stderr.write(done.stderr[-2000:])\n")
 
 SEARCH = """import sys, time, resource
-from gavel.documents.checklist import ChecklistStore
+from gavel.documents.store import AgentStore
 from gavel.documents.corpus import Corpus
 from gavel.documents.tools import Workspace
 mb = float(sys.argv[1])
@@ -42,7 +42,7 @@ docs = max(4, int(mb))
 per = int(mb * 2**20 / docs / len(para)) + 1
 texts = [para * per for _ in range(docs)]
 texts[0] = texts[0] + " needle 2019 "
-ws = Workspace(Corpus.build("big", texts, [f"Doc {i}" for i in range(docs)]), ChecklistStore(["unused"]),
+ws = Workspace(Corpus.build("big", texts, [f"Doc {i}" for i in range(docs)]), AgentStore(["unused"]),
                clock=lambda: None, search_timeout=60)
 t0 = time.perf_counter()
 ws.call("search_document_regex", {"pattern": "needle"}, 1)
@@ -87,7 +87,7 @@ FLOOR = ("import json, sys\nfrom gavel.core.tokens import encoding\nenc = encodi
          "print(len(texts), sum(len(enc.encode(t, disallowed_special=())) for t in texts))\n")
 
 # forget the release's kept answer lengths (a first dry run on this machine measures them), where kept
-FORGET = ("from gavel.core import config\nfrom gavel.ref import costing\n"
+FORGET = ("from gavel.core import config\nfrom gavel.runs import costing\n"
           "getattr(costing, 'lengths_path', None) and costing.lengths_path(str(config.release_root())).unlink("
           "missing_ok=True)\n")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from gavel.llm import Request
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
-from gavel.ref import pipeline
+from gavel.runs import pipeline
 
 TEXT = ("The plaintiffs filed the complaint on 3 March 2019 in the District Court. The court ruled for the "
         "plaintiffs on the motion to dismiss. The parties settled; the court approved the settlement in 2021.")

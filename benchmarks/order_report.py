@@ -1,9 +1,9 @@
-"""The order report's cost (`--orders both`, gavel.ref.orders) against the evaluation's own time, on a mock
+"""The order report's cost (`--orders both`, gavel.runs.orders) against the evaluation's own time, on a mock
 run with about 10,000 judgments (target: at most 5%).
 
     .venv/bin/python benchmarks/order_report.py [cases]
 
-The evaluation is `gavel.ref.pipeline.evaluate` with `orders="both"` through the mock provider (no model: the
+The evaluation is `gavel.runs.pipeline.evaluate` with `orders="both"` through the mock provider (no model: the
 cheapest an evaluation can be, so the ratio is an upper bound of what a real judge run sees); the judge
 answers every pair with a verdict drawn from a hash of its request, so about half the pairs disagree between
 orders and the majority analysis has work to do. The report is what `evaluate_repeats` adds: the judgments
@@ -22,7 +22,8 @@ from pathlib import Path
 from gavel.core.items import ITEMS
 from gavel.core.vocab import STYLE_ASPECTS
 from gavel.llm.providers.mock import MockProvider
-from gavel.ref import orders, pipeline
+from gavel.runs import orders, pipeline
+from gavel.runs.judgments import judgment_table
 
 LABELS = ("A contains B", "B contains A", "A equals B", "A and B are different")
 
@@ -59,7 +60,7 @@ def main(cases: int = 93) -> None:
         t_eval, c_eval = time.perf_counter() - t0, time.process_time() - c0
         runs = [tables]
         t0, c0 = time.perf_counter(), time.process_time()
-        judgments = orders.judgment_table(runs)
+        judgments = judgment_table(runs)
         report = orders.report(judgments, runs)
         judgments.to_csv(Path(tmp) / "judgments.csv", index=False)
         for name, table in report.items():

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gavel.paper import report  # noqa: E402
 from gavel.release import load_release  # noqa: E402
+from gavel.report import page as report  # noqa: E402
 
 RELEASE_MB, RUN_MB, INTERACTIVE_S = 25.0, 5.0, 3.0
 
@@ -60,7 +60,7 @@ def open_in_chromium(path: Path, times: int = 3) -> list[float]:
 
 
 def run_of_100(rel, model: str, folder: Path) -> Path:
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     s = rel.summaries[rel.summaries["set"] == "benchmark"]
     mine = s[s["model"] == model].drop_duplicates("case_id").head(100)

@@ -97,7 +97,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from gavel.documents.agent import AgentError
     from gavel.documents.corpus import CorpusError, DocumentNotFoundError
     from gavel.documents.evaluate import ReferenceError
-    from gavel.ref.pipeline import InputError
+    from gavel.runs.pipeline import InputError
 
     from .llm.providers.base import ProviderError
     from .llm.records import RequestError
@@ -235,14 +235,15 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.ref.pipeline).
+    """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.runs.pipeline).
     Exit status 0 when every request was answered, 1 when some failed (how many, by stage, and why are
     printed), 2 for input or setup that cannot run (one ``error:`` line, from ``main``)."""
     import pandas as pd
 
     from gavel.core.items import load as load_checklist
-    from gavel.ref import costing, pipeline, stability
     from gavel.ref import tables as tables_mod
+    from gavel.runs import costing, pipeline, stability
+    from gavel.runs import repeats as repeated
 
     from .llm.secrets import scrub
 
@@ -278,18 +279,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
-            print(stability.repeats_cost(table, args.repeats, provider))
+            print(repeated.repeats_cost(table, args.repeats, provider))
         return 0
     if args.provider == "local":  # a model on this CPU: its speed measured, the run's duration said first
-        from gavel.ref.forecast import announcer
+        from gavel.runs.forecast import announcer
 
         settings.pace = announcer(summaries, references, settings, provider, args.repeats)
-    result = stability.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
+    result = repeated.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
     tables = result["runs"][0]
     if args.repeats > 1:
         print(stability.summary_line(result, args.out))
     if args.orders == "both":
-        from gavel.ref import orders
+        from gavel.runs import orders
 
         print(orders.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
@@ -312,13 +313,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """One self-contained HTML file of an evaluation folder (``--against``: what changed from a baseline run),
     or of the release's 12 models (``--release``); docs/report.md."""
-    from gavel.paper.report import ReportInputError
+    from gavel.report.page import ReportInputError
 
     return one_line_errors("report", lambda: _report(args), expected=(ReportInputError,))
 
 
 def _report(args: argparse.Namespace) -> int:
-    from gavel.paper import report
+    from gavel.report import page as report
 
     if args.release == bool(args.run):
         raise report.ReportInputError("give a run folder (the --out of `gavel evaluate`) or --release, not both")
@@ -369,8 +370,8 @@ def cmd_items(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """A real local model answering through the stage runner (gavel/ref/demo.py)."""
-    from gavel.ref import demo
+    """A real local model answering through the stage runner (gavel/runs/demo.py)."""
+    from gavel.runs import demo
 
     return demo.main()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gavel.core.items import item
 from gavel.llm.providers.mock import MockProvider
-from gavel.ref import pipeline
+from gavel.runs import pipeline
 
 # the annotation app's payload (tests/test_annotation_browser.py): markup and script that must stay text
 HOSTILE = "<script>window.__pwned = 1</script><b>bold?</b> & <img src=x onerror=\"window.__pwned=2\">"

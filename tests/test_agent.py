@@ -15,9 +15,9 @@ from agent_script import MODEL, SCRIPT, config, corpus, scripted_model, value
 
 from gavel.documents import agent as agent_mod
 from gavel.documents.agent import AgentState, build_snapshot, parse_action, run_agent
-from gavel.documents.checklist import ChecklistStore, ledger_events, replay
-from gavel.documents.configs import EXAMPLES_DIR, load_yaml
+from gavel.documents.configs import load_yaml
 from gavel.documents.corpus import Corpus
+from gavel.documents.store import AgentStore, ledger_events, replay
 from gavel.documents.tools import READ_LIMIT, Workspace
 
 GOLDEN = Path(__file__).parent / "golden" / "agent_snapshot.txt"
@@ -25,7 +25,7 @@ GOLDEN = Path(__file__).parent / "golden" / "agent_snapshot.txt"
 
 def workspace(keys=None):
     c = corpus()
-    return Workspace(c, ChecklistStore(keys or config().keys, clock=lambda: "T"), clock=lambda: "T")
+    return Workspace(c, AgentStore(keys or config().keys, clock=lambda: "T"), clock=lambda: "T")
 
 
 # ------------------------------------------------------------------ tools
@@ -124,7 +124,7 @@ def test_fuzzy_names_and_no_path_escape(tmp_path):
 
 def test_catastrophic_regex_returns_error_in_bounded_time():
     c = Corpus.build("evil", ["a" * 30_000 + "!"], ["Evil"])
-    ws = Workspace(c, ChecklistStore(["K"]), search_timeout=0.5)
+    ws = Workspace(c, AgentStore(["K"]), search_timeout=0.5)
     t0 = time.monotonic()
     out = ws.call("search_document_regex", {"pattern": "(a+)+$"[:-1] + "b", "doc_name": "all"}, 1)
     took = time.monotonic() - t0
@@ -199,7 +199,7 @@ def test_refused_repeats_and_parse_errors(tmp_path):
 
 
 def test_non_legal_checklist(tmp_path):
-    cfg = load_yaml(EXAMPLES_DIR / "research_paper.yaml")
+    cfg = load_yaml("research_paper")
     assert cfg.kind == "custom" and "Datasets" in cfg.keys
     paper = Corpus.build("paper", ["GAVEL: Agent Meets Checklist. We evaluate 12 models on 100 cases.",
                                    "Appendix A. The benchmark has five length bins."], ["Main text", "Appendix"])

@@ -206,8 +206,8 @@ def test_every_placeholder_the_prompts_show_is_dropped_when_echoed():
 
 def test_prompt_placeholder_echoes_are_dropped_with_a_reason_in_documents():
     from gavel.documents import end_to_end
-    from gavel.documents.checklist import PatchError, check_value
     from gavel.documents.corpus import Corpus, Document
+    from gavel.documents.store import PatchError, check_value
 
     corpus = Corpus("c1", [Document("Complaint", "The ACLU sued the city on March 3, 2020.")])
     quote = {"text": "March 3, 2020", "source_document": "Complaint", "location": "p. 1"}

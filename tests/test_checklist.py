@@ -1,6 +1,6 @@
-"""gavel.core.checklist.entry_values: every value shape the release and our extractors produce, read one way."""
+"""gavel.core.entries.entry_values: every value shape the release and our extractors produce, read one way."""
 
-from gavel.core.checklist import entry_values
+from gavel.core.entries import entry_values
 
 
 def test_plain_values_with_evidence_objects_and_strings():

@@ -1,5 +1,5 @@
 """Checklists as files: the packaged default is the 26 legal items and keeps every id and key; a bad file is one
-error naming the file and the entry; a checklist of one's own (docs/example_checklist.yaml) reaches every
+error naming the file and the entry; a checklist of one's own (gavel/core/checklists/court_outcome.yaml) reaches every
 stage that builds prompts, its name reaches the tables, and its content the cache keys."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from gavel.core import items as gitems
 from gavel.core.items import ChecklistError
 from gavel.documents import configs, end_to_end
 from gavel.documents.corpus import Corpus
-from gavel.ref import pipeline
 from gavel.ref.stages import compare, extract, style
 from gavel.ref.tables import read_table
+from gavel.runs import pipeline
 
-EXAMPLE = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+EXAMPLE = config.PACKAGE_DIR / "core" / "checklists" / "court_outcome.yaml"
 MODEL = "gpt-4.1-2025-04-14"
 
 
@@ -145,7 +145,7 @@ def test_evaluate_with_the_example_names_it_in_tables_and_keeps_its_cache_apart(
     other = pipeline.evaluate(summaries, refs, provider, out, pipeline.Settings(MODEL, MODEL, checklist=relabelled))
     assert sum(other["manifest"]["cached"].values()) == 0 and other["manifest"]["sent"]["extract"] == 8
     # the run's report names the checklist and its items as the checklist spells them
-    from gavel.paper.report_run import run_data
+    from gavel.report.run import run_data
 
     data = run_data(out)
     assert data["manifest"]["checklist"] == "court_outcome"
@@ -160,7 +160,8 @@ def test_the_run_tables_and_figures_drawn_from_them_name_the_checklist(tmp_path)
 
     matplotlib.use("Agg")
     from gavel.paper import figures
-    from gavel.ref import orders, stability
+    from gavel.runs import orders, stability
+    from gavel.runs import repeats as repeated
 
     summaries = [("m", "1", "The U.S. District Court in Maine dismissed the case in 2012."),
                  ("m", "2", "A federal court in Ohio approved a settlement of $5,000 in 2019.")]
@@ -168,7 +169,7 @@ def test_the_run_tables_and_figures_drawn_from_them_name_the_checklist(tmp_path)
             "2": "Filed in the Southern District of Ohio; settled for $5,000 in 2019."}
     out = tmp_path / "run"
     settings = pipeline.Settings(MODEL, MODEL, checklist=EXAMPLE, orders="both")
-    result = stability.evaluate_repeats(summaries, refs, pipeline.provider("mock"), out, settings, repeats=2)
+    result = repeated.evaluate_repeats(summaries, refs, pipeline.provider("mock"), out, settings, repeats=2)
     tables = pipeline.read_tables(out)
     for name in ("summary_s_checklist", "summary_bootstrap", "gavel_ref_scores", "stability", "order", "judgments"):
         table = read_table(out / f"{name}.csv")

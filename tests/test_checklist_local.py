@@ -1,5 +1,5 @@
 """A checklist of our own and the three-pass method with a real model: the local llama.cpp model (SmolLM2-135M) on
-released case 46340, for docs/example_checklist.yaml. GAVEL-REF evaluate (a released model summary against the
+released case 46340, for gavel/core/checklists/court_outcome.yaml. GAVEL-REF evaluate (a released model summary against the
 human one), end-to-end extraction and the three-pass method over release text treated as documents. A 135M model
 answers poorly; what is checked is that the checklist's items and name reach every request and table, every
 answer is used or recorded with a reason, and every evidence quote the three-pass method keeps is byte for byte
@@ -20,11 +20,11 @@ from gavel.documents.chunked import pieces
 from gavel.documents.corpus import Corpus, release_summaries
 from gavel.llm import pace
 from gavel.llm.runner import StageRunner
-from gavel.ref import pipeline
+from gavel.runs import pipeline
 
 MODEL = "SmolLM2-135M-Instruct"
 CASE = "46340"
-EXAMPLE = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+EXAMPLE = config.PACKAGE_DIR / "core" / "checklists" / "court_outcome.yaml"
 ITEMS = ["court", "outcome"]
 CHARS = 1200  # the first characters of each released text: a short CPU run
 

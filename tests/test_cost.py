@@ -278,7 +278,7 @@ def test_evaluate_dry_run_gives_one_total_and_the_run_its_ledger(tmp_path, fixtu
     from test_pipeline import ITEMS, MODEL, REF, scripted
 
     from gavel.llm.providers.mock import MockProvider
-    from gavel.ref import costing, pipeline
+    from gavel.runs import costing, pipeline
 
     monkeypatch.setenv("GAVEL_RELEASE", str(fixture_root))
     settings = pipeline.Settings(extractor=GPT41, judge=GPT41, items=ITEMS)

@@ -1,4 +1,4 @@
-"""Corpora, chunking, configurations and the checklist store; the release acceptance checks (replay of every
+"""Corpora, chunking, configurations and the agent's store; the release acceptance checks (replay of every
 released agent ledger, the released regex patterns, chunking over release text)."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from gavel.core import config as gconfig
 from gavel.core import items as gitems
 from gavel.core.tokens import count_tokens
 from gavel.documents import chunking, configs
-from gavel.documents.checklist import ChecklistStore, agent_run_folders, replay_release, replay_report
 from gavel.documents.corpus import (
     Corpus,
     CorpusError,
@@ -23,6 +22,7 @@ from gavel.documents.corpus import (
     unique_names,
     write_folder,
 )
+from gavel.documents.store import AgentStore, agent_run_folders, replay_release, replay_report
 
 
 # ------------------------------------------------------------------ corpora
@@ -116,14 +116,14 @@ def test_configurations_from_items_match_release_folders(release_root):
 
 
 def test_store_json_shape_round_trip():
-    s = ChecklistStore(["A", "B"], clock=lambda: "t")
+    s = AgentStore(["A", "B"], clock=lambda: "t")
     s.apply("append", [{"key": "A", "extracted": [{"value": "v", "evidence": [
         {"text": "t", "source_document": "d", "location": "l"}]}]}])
     data = s.to_json()
     assert data["A"] == {"extracted": [{"evidence": [{"location": "l", "source_document": "d", "text": "t"}],
                                         "value": "v"}], "key": "A", "last_updated": "t"}
     assert data["B"] == {"extracted": [], "key": "B", "last_updated": None}
-    assert ChecklistStore.from_json(data).to_json() == data
+    assert AgentStore.from_json(data).to_json() == data
 
 
 # ------------------------------------------------------------------ release acceptance

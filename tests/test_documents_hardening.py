@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from agent_script import MODEL, SCRIPT, config, corpus, scripted_model, value
 
-from gavel.documents import checklist as cl
+from gavel.documents import store as cl
 from gavel.documents.agent import run_agent
-from gavel.documents.checklist import ChecklistStore, json_text, ledger_events
 from gavel.documents.corpus import CorpusError, load_folder, load_full_case_data
 from gavel.documents.search_worker import SEARCH_MEMORY_BYTES
+from gavel.documents.store import AgentStore, json_text, ledger_events
 from gavel.documents.tools import MAX_ECHO_ARGS_CHARS, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ BOMB = "(?:x{65535}){65535}"  # 19 characters; compiling it in-process grew to 2
 
 
 def workspace(keys=None):
-    return Workspace(corpus(), ChecklistStore(keys or config().keys, clock=lambda: "T"), clock=lambda: "T")
+    return Workspace(corpus(), AgentStore(keys or config().keys, clock=lambda: "T"), clock=lambda: "T")
 
 
 # ------------------------------------------------------------------ 1. regex compile bounded
@@ -40,9 +40,9 @@ def test_regex_bomb_is_refused_under_a_memory_limit(tmp_path):
         resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
         sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "tests")!r}]
         from agent_script import corpus, config
-        from gavel.documents.checklist import ChecklistStore
+        from gavel.documents.store import AgentStore
         from gavel.documents.tools import Workspace
-        ws = Workspace(corpus(), ChecklistStore(config().keys), search_timeout=60)  # memory, not time, stops it
+        ws = Workspace(corpus(), AgentStore(config().keys), search_timeout=60)  # memory, not time, stops it
         bomb = ws.call("search_document_regex", {{"pattern": {BOMB!r}, "doc_name": "all"}}, 1)
         after = ws.call("search_document_regex", {{"pattern": "class action", "doc_name": "all"}}, 2)
         print(json.dumps({{"bomb": [bomb.success, bomb.result], "after": [after.success, after.result["matches_found"]
@@ -257,7 +257,7 @@ def test_oversized_patches_are_refused_naming_the_cap(patch, needle):
 
 
 def test_a_key_holds_at_most_max_key_values():
-    store = ChecklistStore(["K"], clock=lambda: None)
+    store = AgentStore(["K"], clock=lambda: None)
     many = [{"value": f"v{i}", "evidence": _evidence()} for i in range(cl.MAX_VALUES_PER_ENTRY)]
     for _ in range(cl.MAX_KEY_VALUES // cl.MAX_VALUES_PER_ENTRY):
         assert store.apply("append", [{"key": "K", "extracted": many}]).success

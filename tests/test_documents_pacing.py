@@ -207,7 +207,7 @@ def test_documents_evaluate_local_says_its_duration_and_caps_the_judge(local, tm
     from gavel.core import config
 
     argv = ["evaluate", str(rows), "--subject", "s", "--provider", "local", "--judge", LOCAL, "--checklist",
-            str(config.REPO_ROOT / "docs" / "example_checklist.yaml"), "--references", str(refs),
+            str(config.PACKAGE_DIR / "core" / "checklists" / "court_outcome.yaml"), "--references", str(refs),
             "--out", str(tmp_path / "ev")]
     out = _run(capsys, *argv)
     assert re.search(r"measured now\); judge SmolLM2", out) and re.search(r"stage compare: 1 of 1 requests to send; "

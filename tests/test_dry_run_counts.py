@@ -16,8 +16,9 @@ from gavel.core.items import ITEMS
 from gavel.llm import estimate
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
-from gavel.ref import costing, prompts
+from gavel.ref import prompts
 from gavel.ref.stages import extract, style
+from gavel.runs import costing
 
 STYLE_FIXED = {"aspects": style.aspects_text(), "score_keys": json.dumps({k: "<1-5>" for k in style.STYLE_ASPECTS},
                                                                          indent=1)}
@@ -113,7 +114,7 @@ def test_values_count_as_render_substitutes_them():
 def test_the_dry_run_renders_no_request_and_tokenises_each_text_once(tmp_path, monkeypatch, capsys):
     """Before: every one of the 26 x (summaries + references) extract requests and every style request was
     rendered and held at once, each summary counted again in every stage."""
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     rendered_names, encoded = [], []
     real_render, enc = prompts.render_messages, tokens.encoding()

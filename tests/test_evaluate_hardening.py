@@ -90,7 +90,7 @@ def test_evaluate_that_got_every_answer_exits_0(tmp_path, capsys):
 
 
 def test_evaluate_with_some_failures_counts_only_those(tmp_path, capsys, monkeypatch):
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     real = pipeline.provider
     monkeypatch.setattr(pipeline, "provider", lambda name, base_url=None: real(

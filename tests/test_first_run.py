@@ -23,9 +23,9 @@ from gavel.core import items as gitems
 from gavel.documents.agent import AgentError, run_agent
 from gavel.documents.corpus import Corpus, CorpusError, load_folder, write_folder
 from gavel.llm.providers.mock import MockProvider
-from gavel.ref import pipeline
-from gavel.ref.stand_in import stand_in_answer
 from gavel.ref.tables import counts_line, read_tables, run_counts, unusable_answers, why_missing
+from gavel.runs import pipeline
+from gavel.runs.stand_in import stand_in_answer
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
@@ -185,7 +185,7 @@ def test_a_missing_score_says_why(tmp_path):
     why = why_missing(tables, subject, case)
     assert why["s_checklist"].startswith("no item has a score: filing_date: not applicable")
     assert "S_checklist is missing" in why["s_gavel_ref"]
-    from gavel.ref.demo import final_scores
+    from gavel.runs.demo import final_scores
 
     assert final_scores(tables, subject, case).startswith("S_checklist missing: no item has a score")
     date = lambda r: json.dumps({"reasoning": "", "extracted": [{"value": "March 3, 2020", "evidence": [  # noqa: E731
@@ -239,7 +239,7 @@ def test_documents_end_to_end_with_the_readmes_flags_is_one_error_line(tmp_path,
 
 @pytest.mark.parametrize("argv,target", [
     (["items"], "gavel.core.items.items_in_group"),
-    (["evaluate", "--summaries", "S", "--provider", "mock", "--out", "O"], "gavel.ref.pipeline.writable_folder"),
+    (["evaluate", "--summaries", "S", "--provider", "mock", "--out", "O"], "gavel.runs.pipeline.writable_folder"),
     (["documents", "end-to-end", "C", "--provider", "mock", "--model", MODEL], "gavel.documents.cli.load_case"),
     (["audit"], "gavel.release.load_release"),
 ])
@@ -269,8 +269,8 @@ SLOW_RUN = r"""
 import sys, threading, time
 from pathlib import Path
 from gavel.llm.providers.mock import MockProvider
-from gavel.ref import pipeline
-from gavel.ref.stand_in import stand_in_answer
+from gavel.runs import pipeline
+from gavel.runs.stand_in import stand_in_answer
 
 started = Path(sys.argv[1])
 def slow(request):
@@ -385,7 +385,7 @@ def test_a_local_run_says_its_expected_duration_before_it_starts(tmp_path, capsy
 
 def test_the_forecast_counts_at_least_the_requests_a_run_sends(tmp_path):
     from gavel.llm import pace
-    from gavel.ref.forecast import forecast
+    from gavel.runs.forecast import forecast
 
     summaries = pipeline.read_summaries(DATA / "ref_summaries.jsonl")
     refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}

@@ -16,7 +16,7 @@ from needs import unavailable
 from gavel.cli import main
 from gavel.llm import pace
 from gavel.llm.providers.local import default_model, installed
-from gavel.ref import demo
+from gavel.runs import demo
 
 DATA = Path(__file__).parent / "data"
 SCORE = r"(\d+\.\d|missing: .+)"

@@ -228,7 +228,7 @@ def test_summaries_named_human_are_refused_naming_the_file(how, tmp_path, capsys
 
 
 def test_the_pipeline_api_keeps_a_human_subject_apart(tmp_path):
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     settings = pipeline.Settings(extractor=QWEN, judge=QWEN, items=(ITEMS[0],))
     tables = pipeline.evaluate([("human", "1", SUMMARY), ("m", "1", SUMMARY)], {"1": REFERENCE},
@@ -262,7 +262,7 @@ def test_every_numeric_option_is_checked_before_anything_is_sent(argv, tmp_path,
 
 def test_the_library_refuses_the_same_values():
     from gavel.llm.providers.mock import MockProvider
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     for kw in ({"concurrency": 0}, {"max_attempts": 0}):
         with pytest.raises(ValueError, match=next(iter(kw))):
@@ -316,7 +316,7 @@ def test_a_deeply_nested_summaries_file_is_named_and_skipped(tmp_path, capsys):
 
 
 def test_an_oversize_summary_is_skipped_with_a_message_before_any_request(tmp_path, capsys):
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     s, r = inputs(tmp_path)
     big = tmp_path / "big.jsonl"
@@ -332,12 +332,12 @@ def test_an_oversize_summary_is_skipped_with_a_message_before_any_request(tmp_pa
 
 def test_a_search_touches_only_the_documents_it_found_something_in():
     """A search over a big corpus tokenises (and maps offsets of) no document without a match."""
-    from gavel.documents.checklist import ChecklistStore
     from gavel.documents.corpus import Corpus
+    from gavel.documents.store import AgentStore
     from gavel.documents.tools import Workspace
 
     texts = ["needle in this one. " * 10] + [f"plain text number {i}. " * 200 for i in range(20)]
-    ws = Workspace(Corpus.build("c", texts, [f"Doc {i}" for i in range(len(texts))]), ChecklistStore(["unused"]),
+    ws = Workspace(Corpus.build("c", texts, [f"Doc {i}" for i in range(len(texts))]), AgentStore(["unused"]),
                    clock=lambda: None)
     try:
         outcome = ws.call("search_document_regex", {"pattern": "needle"}, 1)

@@ -30,8 +30,8 @@ def test_a_broken_or_too_deep_line_is_named_and_the_rest_read():
 
 def test_a_summary_with_line_separators_reaches_the_report(tmp_path):
     from gavel.llm.providers.mock import MockProvider
-    from gavel.paper.report_run import _texts
-    from gavel.ref import pipeline
+    from gavel.report.run import _texts
+    from gavel.runs import pipeline
 
     summaries = tmp_path / "mine.jsonl"
     summaries.write_text(json.dumps({"model": "m", "case_id": "1", "summary": "Filed in 2011." + ODD},
@@ -59,7 +59,7 @@ def test_value_rows_nested_too_deeply_are_one_error_naming_the_line(tmp_path):
 def test_a_lone_surrogate_in_a_summary_or_reference_is_named_and_skipped(tmp_path):
     """A JSON ``\\ud800`` escape is no text: a summary (or a reference) holding one is named and skipped, the
     rest of the file is read (before, the run crashed writing its first prompt)."""
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     path = tmp_path / "s.jsonl"
     path.write_text('{"model": "m", "case_id": "1", "summary": "Filed 2011 \\ud800."}\n'
@@ -80,7 +80,7 @@ def test_value_rows_and_references_that_are_not_text_are_one_error(tmp_path, val
     from gavel.core import config
     from gavel.documents.evaluate import ReferenceError, read_references, read_value_rows
 
-    example = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+    example = config.PACKAGE_DIR / "core" / "checklists" / "court_outcome.yaml"
     rows = tmp_path / "rows.jsonl"
     rows.write_text(f'{{"case_id": "7", "item": "Court", "index": 1, "value": {value}}}\n', encoding="utf-8")
     with pytest.raises(ReferenceError, match=f"rows.jsonl: line 1: .*{why}"):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gavel"
 #: floor of each top-level part of the package, lowest first
-FLOORS = {"core": 0, "llm": 1, "answers": 2, "release": 3, "ref": 4, "metrics": 5, "documents": 6, "paper": 7,
-          "annotation": 8, "cli": 9, "__main__": 10}
+FLOORS = {"core": 0, "llm": 1, "answers": 2, "release": 3, "ref": 4, "runs": 5, "metrics": 6, "documents": 7,
+          "paper": 8, "report": 9, "annotation": 10, "cli": 11, "__main__": 12}
 MAX_LINES = 600
 
 
@@ -60,6 +60,101 @@ def test_imports_go_down_the_floors_only():
             if FLOORS[there] >= FLOORS[here]:
                 wrong.append(f"{name} imports {target} ({here} is floor {FLOORS[here]}, {there} floor {FLOORS[there]})")
     assert not wrong, "\n".join(wrong)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports, anywhere in its file (a function's own imports too)."""
+    names = {name for _, name, _ in _modules()}
+    graph = {}
+    for path, name, package in _modules():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found = []
+            if isinstance(node, ast.ImportFrom):
+                parts = package.split(".")
+                base = (".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                        if node.level else node.module or "")
+                # ``from gavel.runs import pipeline`` imports the module gavel.runs.pipeline; ``from x import f``, x
+                found = [f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names]
+            elif isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            for target in found:
+                while target and target not in names:
+                    target = target.rpartition(".")[0]
+                if target and target != name and not name.startswith(target + "."):
+                    targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_circle_of_imports_between_modules():
+    """No two modules import each other, directly or round a circle of several, counting imports inside
+    functions: the arrows of the package run one way."""
+    assert not _circles(_module_graph()), _circles(_module_graph())
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_folder_says_what_its_room_is_for():
+    """Each folder of the package opens with a docstring that says what the room holds."""
+    missing = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        if not doc or len(doc.split()) < 8:
+            missing.append(str(init.relative_to(PACKAGE.parent)))
+    assert not missing, missing
+
+
+def test_the_layout_doc_names_every_floor_and_its_map_points_at_real_files():
+    """docs/layout.md lists every floor of this test's FLOORS, in order, and every file its newcomer's map
+    names (a new relation label, a provider, a report view, ...) exists."""
+    import re
+
+    doc = (PACKAGE.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+    table = [m.group(1) for m in re.finditer(r"^\| `gavel/(\w+)(?:/|\.py)`", doc, re.M)]
+    assert table == [f for f in FLOORS if f != "__main__"], table
+    where = doc[doc.index("## Where a change goes"):]
+    named = set(re.findall(r"`((?:gavel|prompts|docs|tests)/[\w/.-]+\.(?:py|txt|md|yaml|j2|js|css))`", where))
+    assert len(named) >= 10, named
+    missing = sorted(n for n in named if not (PACKAGE.parent / n).exists())
+    assert not missing, missing
+    for question in ("a fifth relation label", "a provider", "a report view"):
+        assert question in where.lower(), question
 
 
 def test_no_module_is_longer_than_the_limit():

@@ -20,7 +20,7 @@ from gavel.llm import Request
 from gavel.llm.providers.local import LocalServer, installed
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
-from gavel.ref import demo
+from gavel.runs import demo
 
 MODEL = "SmolLM2-135M-Instruct"
 SMALL_SCHEMA = {

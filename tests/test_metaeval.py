@@ -241,7 +241,7 @@ def test_run_scores_an_extractor_file_against_human_json(shared_rel, tmp_path):
 def test_extractor_run_through_the_extract_stage_feeds_table1(shared_rel, tmp_path, monkeypatch):
     """The extractor path end to end, offline: the extract stage over two human summaries through the
     pipeline's stand-in provider (mock), its rows scored against human.json, the Table 1 row written."""
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     monkeypatch.setattr(M.runs, "METAEVAL_DIR", tmp_path)  # the module that reads it
     out = M.run(shared_rel, provider=pipeline.provider("mock"), extractor="stand-in", cases=2, n_resamples=50)

@@ -1,4 +1,4 @@
-"""Is the judge fair to both sides (`--orders both`, gavel.ref.orders): every judged pair asked again with the
+"""Is the judge fair to both sides (`--orders both`, gavel.runs.orders): every judged pair asked again with the
 sides swapped, the answer mapped back through gavel.core.vocab, and the order report finds exactly the position
 bias a scripted judge plants; order one is today's run byte for byte."""
 
@@ -16,8 +16,9 @@ from gavel.core import vocab
 from gavel.core.items import item
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.records import Response
-from gavel.ref import orders, pipeline, stability
 from gavel.ref.stages import compare
+from gavel.runs import judgments, orders, pipeline
+from gavel.runs import repeats as repeated
 
 GOLDEN = Path(__file__).parent / "golden" / "orders_one_run.json"
 REF = ("The ACLU filed this class action on March 3, 2020 in the Northern District of Illinois against the City "
@@ -110,7 +111,7 @@ def settings(**kw):
 def both(tmp_path_factory):
     out = tmp_path_factory.mktemp("orders")
     provider = MockProvider(answer=judge())
-    return out, provider, stability.evaluate_repeats(SUMMARIES, {"1": REF}, provider, out, settings(orders="both"))
+    return out, provider, repeated.evaluate_repeats(SUMMARIES, {"1": REF}, provider, out, settings(orders="both"))
 
 
 # ---------- the mapping through the one vocabulary ----------
@@ -195,7 +196,7 @@ def test_the_report_names_exactly_the_three_planted_items(both):
 def test_judgments_table_holds_both_orders_raw_and_mapped(both):
     out, _, result = both
     j = pd.read_csv(out / "judgments.csv", dtype={"case_id": str})
-    assert list(j.columns) == ["checklist", "repeat", *pipeline.JUDGMENT_COLUMNS] and set(j["checklist"]) == {"legal"}
+    assert list(j.columns) == ["checklist", "repeat", *judgments.JUDGMENT_COLUMNS] and set(j["checklist"]) == {"legal"}
     single = j[(j["stage"] == "compare") & (j["gate"] == "single")]
     assert len(single) == 2 * 2 * 6 and set(single["order"]) == {1, 2}  # two summaries x two orders x six items
     assert (single.groupby(["subject", "item"])["model_is_a"].nunique() == 2).all()  # the sides did swap
@@ -234,7 +235,7 @@ def unusable(tmp_path_factory):
     swapped = {("filing_date", "model-y"): "I would rather not say.",
                ("appeals", "model-x"): "**Reasoning:** no.\n**Final Answer:** A and B are different"}
     provider = MockProvider(answer=judge(biased=(), swapped_answers=swapped))
-    return out, stability.evaluate_repeats(SUMMARIES, {"1": REF}, provider, out, settings(orders="both"))
+    return out, repeated.evaluate_repeats(SUMMARIES, {"1": REF}, provider, out, settings(orders="both"))
 
 
 def test_an_unusable_answer_is_its_own_outcome_never_a_flip_or_a_zero(unusable):
@@ -336,7 +337,7 @@ def test_order_one_is_todays_run_byte_for_byte(tmp_path):
     assert _comparable(now) == _comparable(golden)
     # through the repeats machinery (what the CLI and notebooks call): the same, plus judgments.csv
     provider = MockProvider(answer=today.scripted)
-    result = stability.evaluate_repeats(today.SUMMARIES, {"1": today.REF}, provider, tmp_path / "cli", today.settings(), repeats=1)
+    result = repeated.evaluate_repeats(today.SUMMARIES, {"1": today.REF}, provider, tmp_path / "cli", today.settings(), repeats=1)
     seen = fingerprint(tmp_path / "cli", provider)
     assert seen["files"].pop("judgments.csv") and _comparable(seen) == _comparable(golden)
     assert set(result) == {"runs", "judgments"} and set(result["judgments"]["order"]) == {1}
@@ -415,7 +416,7 @@ def test_local_model_both_orders_two_repeats(tmp_path):
     summary = "The case was filed on March 3, 2020, and later on April 1, 2020 an amended complaint was filed."
     s = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),), orders="both")
     with LocalServer() as server:
-        result = stability.evaluate_repeats([("local-run", "1", summary)], {"1": reference}, server, tmp_path, s,
+        result = repeated.evaluate_repeats([("local-run", "1", summary)], {"1": reference}, server, tmp_path, s,
                                             repeats=2)
     j = result["judgments"]
     for r, run in enumerate(result["runs"], 1):

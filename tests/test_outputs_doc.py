@@ -13,7 +13,7 @@ from agent_script import MODEL, corpus
 
 from gavel.cli import main
 from gavel.documents.corpus import write_folder
-from gavel.ref.stand_in import stand_in_answer
+from gavel.runs.stand_in import stand_in_answer
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "outputs.md"
 DATA = Path(__file__).parent / "data"
@@ -60,7 +60,7 @@ def undocumented(name: str, columns, hint: str = "") -> list[str]:
 
 
 def test_every_table_and_column_of_an_evaluation_is_documented(tmp_path, monkeypatch):
-    from gavel.ref import pipeline
+    from gavel.runs import pipeline
 
     def with_bins(rel):  # the release's references come with length bins: a `bin` column
         refs = {c: t for _, c, t in pipeline.read_summaries(DATA / "ref_references.json", "human", reference=True)}

@@ -13,8 +13,8 @@ import pytest
 
 from gavel.core.items import item
 from gavel.llm.providers.mock import MockProvider
-from gavel.ref import pipeline
 from gavel.ref.stages import compare
+from gavel.runs import pipeline
 
 REF = ("The ACLU filed this class action on March 3, 2020 in the Northern District of Illinois. "
        "Judge Mary Smith presided over the case. The city agreed to a consent decree in 2021. "

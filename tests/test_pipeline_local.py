@@ -11,7 +11,7 @@ from test_local_model import local_server  # noqa: F401  (the local-model fixtur
 
 from gavel.answers import REASONS
 from gavel.core.items import item
-from gavel.ref import pipeline
+from gavel.runs import pipeline
 
 MODEL = "SmolLM2-135M-Instruct"
 # evaluated when the 135M model produces no summary of its own

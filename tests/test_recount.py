@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
 from gavel.core import draws, stats
-from gavel.core.checklist import entry_values  # noqa: E402
+from gavel.core.entries import entry_values  # noqa: E402
 from gavel.paper import figures, reproduction, results  # noqa: E402
 from gavel.ref import grounding, scoring  # noqa: E402
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from report_runs import HOSTILE, ONLY_IN_A, PLANTED, make_run
 
-from gavel.paper import report
-from gavel.paper.report_run import CELL_COLUMNS, key
+from gavel.report import page as report
+from gavel.report.run import CELL_COLUMNS, key
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from needs import need_module
 from report_runs import HOSTILE, ONLY_IN_A, PLANTED, make_run
 
 from gavel.core.items import item
-from gavel.paper import report
+from gavel.report import page as report
 
 need_module("playwright", "browser tests need the playwright package (annotation extra)")
 

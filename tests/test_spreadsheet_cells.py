@@ -12,8 +12,8 @@ import pytest
 from gavel.core.items import item
 from gavel.core.spreadsheet import _NUMBER, FORMULA_START, plain_cell, read_csv, safe_cell, write_csv
 from gavel.llm.providers.mock import MockProvider
-from gavel.ref import pipeline
 from gavel.ref.tables import read_tables
+from gavel.runs import pipeline
 
 HOSTILE = ["=HYPERLINK(\"http://x.invalid\",\"see\")", "+A1", "-cmd|' /C calc'!A0", "@SUM(A1:A9)", "\tTAB", "\rCR",
            "'already quoted", "''two", "'=1+1", "=", "-", "+", "plain", "-3", "+0.5", "-1e-3", "x=1", "",

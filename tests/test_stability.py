@@ -12,7 +12,8 @@ from gavel.core.items import item
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.records import Request
 from gavel.llm.runner import StageRunner
-from gavel.ref import pipeline, stability
+from gavel.runs import pipeline, stability
+from gavel.runs import repeats as repeated
 
 REF = ("The ACLU filed this class action on March 3, 2020 in the Northern District of Illinois. "
        "Judge Mary Smith presided over the case. The city agreed to a consent decree in 2021.")
@@ -72,7 +73,7 @@ def settings():
 def two_repeats(tmp_path_factory):
     out = tmp_path_factory.mktemp("stab")
     provider = MockProvider(answer=scripted)
-    return out, provider, stability.evaluate_repeats(SUMMARIES, {"1": REF}, provider, out, settings(), repeats=2)
+    return out, provider, repeated.evaluate_repeats(SUMMARIES, {"1": REF}, provider, out, settings(), repeats=2)
 
 
 def test_report_finds_exactly_the_planted_flips(two_repeats):
@@ -136,8 +137,8 @@ def test_repeat_one_is_todays_run_and_repeats_are_never_answered_from_each_other
     plain = pipeline.evaluate(SUMMARIES, {"1": REF}, provider, tmp_path, settings())
     ids_plain = [cid for _, cid in provider.submissions]
     again = MockProvider(answer=scripted)
-    repeated = stability.evaluate_repeats(SUMMARIES, {"1": REF}, again, tmp_path, settings(), repeats=2)
-    first, second = repeated["runs"]
+    twice = repeated.evaluate_repeats(SUMMARIES, {"1": REF}, again, tmp_path, settings(), repeats=2)
+    first, second = twice["runs"]
     assert sum(first["manifest"]["sent"].values()) == 0  # repeat 1: today's keys, all answered from the cache
     assert first["manifest"]["cached"] == plain["manifest"]["sent"]
     pd.testing.assert_frame_equal(first["scores"], plain["scores"])
@@ -147,24 +148,24 @@ def test_repeat_one_is_todays_run_and_repeats_are_never_answered_from_each_other
     assert not set(ids_second) & set(ids_plain)
     # N = 1 is exactly today's evaluate: same requests, no report
     one = MockProvider(answer=scripted)
-    single = stability.evaluate_repeats(SUMMARIES, {"1": REF}, one, tmp_path / "one", settings(), repeats=1)
+    single = repeated.evaluate_repeats(SUMMARIES, {"1": REF}, one, tmp_path / "one", settings(), repeats=1)
     assert sorted(cid for _, cid in one.submissions) == sorted(ids_plain)
     assert set(single) == {"runs", "judgments"} and not (tmp_path / "one" / "stability.csv").exists()
 
 
 def test_seed_or_namespace_per_repeat(tmp_path):
     s = settings()
-    assert stability.repeat_settings(s, MockProvider(), 1) is s
-    seeded = [stability.repeat_settings(s, MockProvider(), r) for r in (2, 3)]
+    assert repeated.repeat_settings(s, MockProvider(), 1) is s
+    seeded = [repeated.repeat_settings(s, MockProvider(), r) for r in (2, 3)]
     assert [x.repeat_params["seed"] for x in seeded] == [1002, 1003] and not seeded[0].runner_options
 
     class Anthropic:
         name = "anthropic"
 
-    spaced = stability.repeat_settings(s, Anthropic(), 2)
+    spaced = repeated.repeat_settings(s, Anthropic(), 2)
     assert spaced.runner_options == {"namespace": "repeat-2"} and not spaced.repeat_params
     with pytest.raises(ValueError):
-        stability.repeat_settings(s, MockProvider(), 0)
+        repeated.repeat_settings(s, MockProvider(), 0)
     # a namespace changes the cache key and nothing else; no namespace keeps the key as it was
     req = Request(stage="extract", model="gemma-3-27b-it", messages=[{"role": "user", "content": "hi"}])
     provider = MockProvider()
@@ -178,7 +179,7 @@ def test_seed_or_namespace_per_repeat(tmp_path):
 
 def test_bad_repeats_is_a_clear_error(tmp_path):
     with pytest.raises(pipeline.InputError, match="repeats"):
-        stability.evaluate_repeats(SUMMARIES, {"1": REF}, MockProvider(answer=scripted), tmp_path, settings(),
+        repeated.evaluate_repeats(SUMMARIES, {"1": REF}, MockProvider(answer=scripted), tmp_path, settings(),
                                    repeats=0)
 
 
@@ -241,7 +242,7 @@ def test_local_model_at_temperature_above_zero_two_repeats(tmp_path):
     assert llm_model(model, "local").sampling.get("temperature", 0) > 0
     s = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),), max_tokens=128)
     with LocalServer() as server:
-        result = stability.evaluate_repeats([("local-run", "1", MODEL)], {"1": REF}, server, tmp_path, s, repeats=2)
+        result = repeated.evaluate_repeats([("local-run", "1", MODEL)], {"1": REF}, server, tmp_path, s, repeats=2)
     first, second = result["runs"]
     assert sum(first["manifest"]["sent"].values()) > 0
     # repeat 2 asks the model itself (how many re-asks it needs is the model's business)

@@ -13,7 +13,7 @@ from gavel.documents.corpus import Corpus
 from gavel.llm.providers.mock import MockProvider
 
 MODEL = "gpt-4.1-2025-04-14"
-EXAMPLE = config.REPO_ROOT / "docs" / "example_checklist.yaml"
+EXAMPLE = config.PACKAGE_DIR / "core" / "checklists" / "court_outcome.yaml"
 COURT = "U.S. District Court for the District of Maine"
 TEXTS = {
     "Complaint": f"The plaintiffs filed this suit in the {COURT} on March 3, 2011, against the county jail.",

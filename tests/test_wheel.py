@@ -50,10 +50,11 @@ def test_the_wheel_carries_every_data_file(wheel_venv):
     for must in ("gavel/slurm/vllm_stage.sbatch.in", "gavel/slurm/agent_array.sbatch.in", "gavel/core/models.yaml",
                  "gavel/paper/paper_claims.yaml", "gavel/metrics/criteria/legal_summary.yaml",
                  "gavel/annotation/templates/style.html", "gavel/annotation/static/annotate.js",
-                 "gavel/paper/templates/report.html.j2", "gavel/paper/templates/report.js",
-                 "gavel/paper/templates/report.css"):
+                 "gavel/report/templates/report.html.j2", "gavel/report/templates/report.js",
+                 "gavel/report/templates/report.css"):
         assert must in names, must
-    assert any(n.startswith("gavel/documents/checklists/") for n in names)
+    assert {"gavel/core/checklists/legal.yaml", "gavel/core/checklists/court_outcome.yaml",
+            "gavel/core/checklists/research_paper.yaml"} <= set(names)
 
 
 def test_the_wheel_runs_evaluate_with_the_mock_provider_outside_the_checkout(wheel_venv, tmp_path):

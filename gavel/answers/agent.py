@@ -14,7 +14,7 @@ import re
 
 from gavel.answers.scan import loads, scan_objects
 from gavel.answers.text import Unusable, _candidates, _lower, _one, _prepare, sound
-from gavel.core.checklist import NOT_APPLICABLE
+from gavel.core.entries import NOT_APPLICABLE
 from gavel.core.vocab import AGENT_TOOLS
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)

@@ -1,1 +1,3 @@
-"""Base floor: paths and settings, the 26 items, tokens, checklist values."""
+"""Base floor: paths and settings (``config``), checklist definitions (``items``: the file format, and every
+packaged checklist in ``checklists/``, found by name), how one extracted entry is read (``entries``), tokens,
+one vocabulary (``vocab``), statistics, spreadsheet-safe tables, JSONL, prices."""

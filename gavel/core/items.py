@@ -1,7 +1,8 @@
 """Checklists as data: the one loader of checklist files, and the packaged default (the 26 GAVEL items).
 
-A checklist is a YAML file (docs/checklists.md describes it; ``checklists/legal.yaml`` next to this module is
-the default, ``docs/checklists/example.yaml`` a small example). ``load(spec)`` reads one, by packaged name
+A checklist is a YAML file (docs/checklists.md describes it; ``checklists/`` next to this module holds
+every packaged checklist, found by name: ``legal`` the default, ``court_outcome`` a small example,
+``research_paper`` one for another field). ``load(spec)`` reads one, by packaged name
 (``legal``) or by path, and checks it whole: a duplicate key, an empty instruction, an unknown field, a group
 naming a missing item, each is one :class:`ChecklistError` naming the file and the entry.
 

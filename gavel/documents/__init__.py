@@ -4,9 +4,9 @@
                   (chronological, undated after dated, docket sheets last), each with a unique stable name;
                   corpora built from real release text for tests and benchmarks.
 * ``chunking``    lossless 16K-token (o200k) chunks cut at whitespace.
-* ``configs``     checklist configurations of a checklist (``gavel.core.items``: the 26 legal items by
+* ``configs``     extraction configurations of a checklist (``gavel.core.items``: the 26 legal items by
                   default, or any checklist file): all items, one run per group, one run per item.
-* ``checklist``   the checklist store (append / update patches, the "Not Applicable" encoding), its files in
+* ``store``       the agent's store (append / update patches, the "Not Applicable" encoding), its files in
                   the release's field names, value rows, and the replay of released agent ledgers.
 * ``tools``       the six Gavel-Agent tools over a corpus and a store, with the paper's limits.
 * ``search_worker`` the regex search's worker process (address-space and CPU limits, killed past its time).

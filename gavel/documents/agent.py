@@ -43,9 +43,9 @@ from gavel.ref.prompts import render_messages
 from ..llm.pace import capped, duration, say_now
 from ..llm.records import Request, canonical_json
 from ..llm.runner import StageRunner
-from .checklist import NOT_APPLICABLE, ChecklistStore, json_text, write_json_atomic
-from .configs import ChecklistConfig
+from .configs import ExtractionConfig
 from .corpus import Corpus
+from .store import NOT_APPLICABLE, AgentStore, json_text, write_json_atomic
 from .tools import TOOLS, Outcome, Workspace, escaped, now
 
 STAGE = "agent"
@@ -152,7 +152,7 @@ def _ranges(ranges) -> str:
     return ", ".join(f"{s}-{e}" for s, e in ranges)
 
 
-def build_snapshot(config: ChecklistConfig, ws: Workspace, state: AgentState, max_steps: int) -> str:
+def build_snapshot(config: ExtractionConfig, ws: Workspace, state: AgentState, max_steps: int) -> str:
     """The user message of one step: only the run's state, never the clock."""
     corpus, store = ws.corpus, ws.store
     lines = [f"# Run\nStep {state.step + 1} of at most {max_steps}. Case {corpus.case_id}. "
@@ -257,7 +257,7 @@ class AgentResult:
     end_reason: str | None
     steps: int
     llm_calls: int
-    store: ChecklistStore
+    store: AgentStore
     resumed: bool
 
     def value_rows(self, case_id: str, item_of=None) -> list[dict]:
@@ -286,7 +286,7 @@ def agent_params(model: str, params: dict | None = None, tool_mode: str = "json"
     return params
 
 
-def turn_request(config: ChecklistConfig, ws: Workspace, state: AgentState, max_steps: int, model: str,
+def turn_request(config: ExtractionConfig, ws: Workspace, state: AgentState, max_steps: int, model: str,
                  params: dict, tool_mode: str = "json") -> Request:
     """The request of the turn after ``state`` (``agent_params``' params): the system prompt and the snapshot."""
     messages = render_messages(PROMPT, snapshot=build_snapshot(config, ws, state, max_steps),
@@ -295,19 +295,19 @@ def turn_request(config: ChecklistConfig, ws: Workspace, state: AgentState, max_
                    item=config.path, schema=ACTION_SCHEMA if tool_mode == "json" else None)
 
 
-def first_turn(corpus: Corpus, config: ChecklistConfig, model: str, max_steps: int = MAX_STEPS,
+def first_turn(corpus: Corpus, config: ExtractionConfig, model: str, max_steps: int = MAX_STEPS,
                params: dict | None = None, tool_mode: str = "json") -> Request:
     """The first turn's request of a fresh run (what a forecast of a turn's duration starts from)."""
-    ws = Workspace(corpus, ChecklistStore(config.keys))  # its search worker starts on first search: never here
+    ws = Workspace(corpus, AgentStore(config.keys))  # its search worker starts on first search: never here
     state = AgentState(run_id="", case_id=corpus.case_id, configuration=config.path, model=model)
     return turn_request(config, ws, state, max_steps, model, agent_params(model, params, tool_mode), tool_mode)
 
 
-def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out_dir: str | Path,
+def run_agent(corpus: Corpus, config: ExtractionConfig, provider, model: str, out_dir: str | Path,
               max_steps: int = MAX_STEPS, resume: bool = True, runner: StageRunner | None = None,
               params: dict | None = None, search_timeout: float | None = None,
               tool_mode: str = "json", pace=None) -> AgentResult:
-    """Run (or resume) one agent on one corpus with one checklist configuration. ``tool_mode`` ``json``:
+    """Run (or resume) one agent on one corpus with one extraction configuration. ``tool_mode`` ``json``:
     actions as JSON text (any model; the answer schema is attached to the request); ``native``: the tools
     are sent as functions in the request (an OpenAI-compatible server's tool-call API, e.g. vLLM serving
     Qwen3 or gpt-oss with its tool-call parser) and the call comes back as the answer's tool call.
@@ -321,7 +321,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
     files = RunFiles(out_dir)
     cached = False
     runner = runner or StageRunner(STAGE, provider, files.dir / "llm", progress=False, namespace=config.cache_tag)
-    store = ChecklistStore(config.keys)
+    store = AgentStore(config.keys)
     ws = Workspace(corpus, store, **({"search_timeout": search_timeout} if search_timeout else {}))
     resumed = False
     if resume and files.state.exists():
@@ -334,7 +334,7 @@ def run_agent(corpus: Corpus, config: ChecklistConfig, provider, model: str, out
                              f"{state.corpus_hash[:12]}, now {corpus.fingerprint[:12]}); refusing to resume it "
                              f"over other documents: start over with --fresh (resume=False), or use another --out")
         state.corpus_hash = corpus.fingerprint
-        loaded = ChecklistStore.from_json(state.checklist, keys=config.keys)
+        loaded = AgentStore.from_json(state.checklist, keys=config.keys)
         store.values, store.updated = loaded.values, loaded.updated
         ws.viewed.update({k: [list(r) for r in v] for k, v in state.viewed.items()})
         ws.catalog_listed = state.catalog_listed
@@ -478,7 +478,7 @@ def collect_runs(root: str | Path):
             data = json.loads(checklist.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ValueError(f"{checklist}: not JSON ({err})") from None
-        store = ChecklistStore.from_json(data, clock=lambda: None)
+        store = AgentStore.from_json(data, clock=lambda: None)
         for row in store.value_rows(case_id, item_name):
             values.append({"model": model, "configuration": kind, "unit": unit, **row})
         stats_path = run / "stats.json"

@@ -27,11 +27,11 @@ from gavel.ref.prompts import render_messages
 from ..llm.pace import announce, capped
 from ..llm.records import Request
 from ..llm.runner import StageRunner
-from .checklist import PatchError, check_value
 from .chunking import CHUNK_TOKENS, chunk_text
 from .corpus import Corpus
 from .end_to_end import ANSWER_SCHEMA as _E2E_SCHEMA
 from .end_to_end import parse_answer
+from .store import PatchError, check_value
 
 STAGE = "doc_chunk"
 PROMPT = "doc_chunk"

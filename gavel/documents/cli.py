@@ -25,7 +25,7 @@ from .chunking import CHUNK_TOKENS
 def cmd_replay(args) -> int:
     from gavel.core.config import release_root
 
-    from .checklist import replay_release, replay_report
+    from .store import replay_release, replay_report
 
     t0 = time.perf_counter()
     results = replay_release(release_root(args.release))
@@ -339,7 +339,7 @@ def add_max_tokens_option(q) -> None:
 def add_parser(sub) -> None:
     p = sub.add_parser("documents", help="checklists from case documents: release checks and the four methods")
     dsub = p.add_subparsers(dest="documents_command", required=True)
-    q = dsub.add_parser("replay", help="replay every released agent ledger through our checklist store")
+    q = dsub.add_parser("replay", help="replay every released agent ledger through the agent's store")
     q.add_argument("--release", default=None)
     q.set_defaults(func=cmd_replay)
     q = dsub.add_parser("patterns", help="run the released regex patterns through the search tool")

@@ -21,7 +21,7 @@ import pandas as pd
 from gavel.answers.scan import has_lone_surrogate
 from gavel.core import items as gitems
 from gavel.core import jsonl
-from gavel.core.checklist import entry_values
+from gavel.core.entries import entry_values
 from gavel.ref.stages import compare, score
 
 from ..llm.pace import announce, stage_cap

@@ -1,4 +1,4 @@
-"""The six Gavel-Agent tools (paper §4.1) over one corpus and one checklist store, with the paper's limits.
+"""The six Gavel-Agent tools (paper §4.1) over one corpus and one agent store, with the paper's limits.
 
 ``Workspace.call(tool, args, step)`` runs one call and returns an ``Outcome``: the result the model sees, a
 one-line brief for the action history, and the ledger events in the release's field names. No input from
@@ -33,9 +33,9 @@ import regex
 
 from gavel.core.vocab import AGENT_TOOLS
 
-from .checklist import NOT_APPLICABLE, ChecklistStore
 from .corpus import Corpus, DocumentNotFoundError, is_text
 from .search_worker import COMPILE_GRACE_S, SEARCH_MEMORY_BYTES, SearchRefused, SearchWorker  # noqa: F401
+from .store import NOT_APPLICABLE, AgentStore
 
 TOOLS = AGENT_TOOLS
 READ_LIMIT = 10_000
@@ -76,7 +76,7 @@ def merge_ranges(ranges: list) -> list:
 class Workspace:
     """What the tools act on: the corpus, the store, and which token ranges of each document were read."""
 
-    def __init__(self, corpus: Corpus, store: ChecklistStore, search_timeout: float = SEARCH_TIMEOUT_S,
+    def __init__(self, corpus: Corpus, store: AgentStore, search_timeout: float = SEARCH_TIMEOUT_S,
                  clock=now):
         self.corpus = corpus
         self.store = store
@@ -359,7 +359,7 @@ def search(docs, pattern: str, flags: int, top_k: int, context_tokens: int, time
 def release_patterns(root) -> list[tuple[str, list]]:
     """Distinct ``(pattern, flags)`` of every ``search_document_regex`` call in the release's agent ledgers,
     in first-seen order (the model's flags as given; a non-list is kept for the tool to judge)."""
-    from .checklist import agent_run_folders, ledger_events
+    from .store import agent_run_folders, ledger_events
 
     seen, out = set(), []
     for folder, *_ in agent_run_folders(root):
@@ -392,7 +392,7 @@ class PatternCheck:
 
 def check_patterns(corpus: Corpus, patterns, timeout: float = SEARCH_TIMEOUT_S) -> PatternCheck:
     """Run every pattern through the search tool over all documents of ``corpus`` (top_k 20)."""
-    ws = Workspace(corpus, ChecklistStore(["unused"]), search_timeout=timeout, clock=lambda: None)
+    ws = Workspace(corpus, AgentStore(["unused"]), search_timeout=timeout, clock=lambda: None)
     completed, refused, timed_out, reasons = 0, 0, [], {}
     slowest, slowest_pattern = 0.0, ""
     for pattern, flags in patterns:

@@ -16,7 +16,7 @@ instead of at its context window (``capped`` puts it into a request's params: on
 
 Who says it: an ``Announcer`` measures the speed on first need (a run answered wholly from the cache never
 starts the server) and says the whole run's forecast; ``announce`` says one round's before it is sent.
-``gavel.ref.forecast`` counts an evaluation's requests, ``gavel.documents.pacing`` each document method's.
+``gavel.runs.forecast`` counts an evaluation's requests, ``gavel.documents.pacing`` each document method's.
 """
 
 from __future__ import annotations

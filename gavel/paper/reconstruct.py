@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from gavel.core.checklist import NOT_APPLICABLE
+from gavel.core.entries import NOT_APPLICABLE
 from gavel.core.items import ITEM_KEYS
 from gavel.ref import scoring
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gavel.core.checklist import comparable_values
+from gavel.core.entries import comparable_values
 from gavel.core.items import ITEM_KEYS, item
 from gavel.core.spreadsheet import read_csv
 from gavel.llm.providers.replay import ReplayProvider

@@ -1,4 +1,4 @@
-"""Reading a finished evaluation's tables (``gavel.ref.pipeline.evaluate`` writes them) for the notebooks
+"""Reading a finished evaluation's tables (``gavel.runs.pipeline.evaluate`` writes them) for the notebooks
 and the command line: the tables, per-item scores, unusable answers, and the requests that got no answer
 with a report of how many failed, by stage, and why."""
 

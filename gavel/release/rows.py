@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cache
 
-from gavel.core.checklist import entry_values
+from gavel.core.entries import entry_values
 from gavel.core.items import UnknownItemError, item, spelling_of
 from gavel.release import judge
 

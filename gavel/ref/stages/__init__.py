@@ -1,5 +1,5 @@
 """GAVEL-REF stages, one module each, each two plain functions: ``build_requests`` (what to ask) and
-``parse_response`` (one answer -> rows). ``answers`` is the tolerant reader they share; ``gavel.ref.pipeline``
+``parse_response`` (one answer -> rows). ``answers`` is the tolerant reader they share; ``gavel.runs.pipeline``
 composes the stages into scores.
 
 - ``summarize``: a case's documents -> a summary (proportional truncation to the model's context);

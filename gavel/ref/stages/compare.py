@@ -1,7 +1,7 @@
 """Compare stage: one item's values from a model's summary against the reference's -> a matching score.
 
 Gating (the rules that explain the released judgments, as ``gavel.paper.reconstruct`` finds them): values are first
-made comparable (``gavel.core.checklist.comparable_values``: stripped, "Not Applicable" dropped), then
+made comparable (``gavel.core.entries.comparable_values``: stripped, "Not Applicable" dropped), then
 
 =================  ==================================  ============
 gate               when                                 score
@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gavel.answers import Unusable, read
-from gavel.core.checklist import comparable_values
+from gavel.core.entries import comparable_values
 from gavel.core.items import load as load_checklist
 from gavel.core.vocab import matching_of, relation_of
 from gavel.llm.records import Request, Response
@@ -98,7 +98,7 @@ RESIDUAL_ITEM = "residual_facts"
 RESIDUAL_LABEL = "Facts outside the checklist"
 
 
-#: what a judged row carries beyond the ``compare.csv`` columns (the per-judgment table: gavel.ref.orders)
+#: what a judged row carries beyond the ``compare.csv`` columns (the per-judgment table: gavel.runs.orders)
 JUDGMENT_FIELDS = ("order", "answer_ab", "only_in_model", "only_in_reference")
 
 

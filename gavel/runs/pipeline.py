@@ -50,7 +50,6 @@ from gavel.ref.inputs import (  # noqa: F401 -- the pipeline's names for its inp
 )
 from gavel.ref.stages import compare, extract, residual, score, style
 from gavel.ref.stages import summarize as summarize_stage
-from gavel.ref.stand_in import stand_in_answer
 from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     failed_requests,
     failure_report,
@@ -59,6 +58,8 @@ from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     read_tables,
     unusable_answers,
 )
+from gavel.runs.judgments import JUDGMENT_COLUMNS
+from gavel.runs.stand_in import stand_in_answer
 
 ORDERS = ("one", "both")  # --orders: each judged pair asked in one order (today's run) or in both
 REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
@@ -78,7 +79,7 @@ class Settings:
     progress: bool = False
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
-    orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.ref.orders)
+    orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.runs.orders)
     allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
     pace: object = None  # a gavel.llm.pace.Pace, or a function giving one: each stage says its duration first
     checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
@@ -336,11 +337,6 @@ def _with_status(row: dict):
     return row, row["status"], row.get("detail", "")
 
 
-#: one row per judgment of the judge (compare and residual_match, each order): ``judgments.csv``, docs/orders.md
-JUDGMENT_COLUMNS = ["stage", "subject", "case_id", "item", "gate", "order", "model_is_a", "n_model", "n_reference",
-                    "status", "answer_ab", "relation", "pairs", "only_in_model", "only_in_reference", "score", "detail"]
-
-
 def check_orders(orders: str) -> None:
     if orders not in ORDERS:
         raise InputError(f"--orders is one of {', '.join(ORDERS)}, got {orders!r}")
@@ -404,9 +400,9 @@ def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFram
 # ---------- inputs ----------
 def dry_run(summaries, references, provider, settings: Settings, out: str | Path) -> pd.DataFrame:
     """Requests, tokens and estimated cost before anything is sent, printed with one total
-    (gavel.ref.costing): extract and style request by request, compare and residual as a range. Requests too
+    (gavel.runs.costing): extract and style request by request, compare and residual as a range. Requests too
     long for their model's context window are listed and kept in ``table.attrs["too_long"]``."""
-    from gavel.ref import costing
+    from gavel.runs import costing
 
     check_orders(settings.orders)
     for subj, c, t in summaries:  # a reserved name or an oversize text: said, and not priced
@@ -436,75 +432,6 @@ class StagePending(RuntimeError):
     def __init__(self, stage: str, pending: int, total: int):
         super().__init__(f"stage {stage}: {pending} of {total} answers still pending in running batches")
         self.stage, self.pending, self.total = stage, pending, total
-
-
-@dataclass
-class NotebookRun:
-    """What the GAVEL-REF notebooks share: inputs read once, one settings object, one output folder."""
-
-    summaries: list
-    references: dict
-    bins: dict
-    provider: object
-    settings: Settings
-    out: Path
-    repeats: int = 1  # > 1: gavel.ref.stability's repeats and stability report
-
-    def dry_run(self) -> pd.DataFrame:
-        from gavel.ref import stability
-
-        table = dry_run(self.summaries, self.references, self.provider, self.settings, self.out)
-        if self.repeats > 1:
-            print(stability.repeats_cost(table, self.repeats, self.provider))
-        return table
-
-    def evaluate(self, timeout: float | None = None) -> dict:
-        """Every repeat's stages (and the stability report when repeats > 1); repeat 1's tables. The ledger
-        counts as this run's spending every answer received since the first call (batches collected later)."""
-        from gavel.ref import stability
-
-        self.settings.runner_options.setdefault("since", ledger.now())
-        return stability.evaluate_repeats(self.summaries, self.references, self.provider, self.out, self.settings,
-                                          self.repeats, bins=self.bins, timeout=timeout)["runs"][0]
-
-    def advance(self, timeout: float | None) -> str:
-        """Submit / collect as far as finished batches allow; say where the run stands."""
-        try:
-            self.evaluate(timeout=timeout)
-        except StagePending as pending:
-            return f"{pending}; rerun to continue"
-        return f"every stage done; tables in {self.out}"
-
-    def unusable(self) -> pd.DataFrame:
-        return unusable_answers(read_tables(self.out))
-
-    def failures(self) -> str:
-        """How many requests of the last evaluation (every repeat) failed, by stage, and why."""
-        from gavel.ref.stability import repeat_folder
-
-        per_run = [failed_requests(read_tables(repeat_folder(self.out, r))) for r in range(1, self.repeats + 1)]
-        failed = pd.concat(per_run, ignore_index=True)
-        failed.attrs["requests"] = sum(f.attrs.get("requests", 0) for f in per_run)
-        return failure_report(failed)
-
-
-def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
-                 items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1,
-                 orders: str = "one", checklist=None) -> NotebookRun:
-    """``checklist``: a packaged name or a checklist file (None: the default, the 26 legal items)."""
-    checklist = load_checklist(checklist)
-    rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
-            for row in read_summaries(in_repo(path))]
-    if references:
-        refs, bins = {c: t for _, c, t in read_summaries(in_repo(references), REFERENCE, reference=True)}, {}
-    else:
-        from gavel.release import load_release
-
-        refs, bins = release_references(load_release())
-    roles = default_roles()
-    settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
-                        items=checklist.select(items), mode=mode, orders=orders, checklist=checklist)
-    return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)
 
 
 # ---------- the same table shapes as data/results/ ----------

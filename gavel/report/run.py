@@ -1,5 +1,5 @@
-"""What a report shows of one ``gavel evaluate`` output folder, as plain JSON-ready data (``gavel.paper.report``
-renders it; ``report_diff`` compares two of them).
+"""What a report shows of one ``gavel evaluate`` output folder, as plain JSON-ready data (``gavel.report.page``
+renders it; ``gavel.report.diff`` compares two of them).
 
 The data is keyed the way the page looks things up: a cell is ``subject|case_id|item``, a summary
 ``subject|case_id``. Everything is read from the folder's tables; optional tables (``OPTIONAL``: the stability
@@ -21,8 +21,8 @@ from gavel.core import config, jsonl, stats
 from gavel.core import items as gitems
 from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
-from gavel.ref.stability import STAGES as REPEAT_STAGES
 from gavel.ref.tables import read_tables
+from gavel.runs.stability import STAGES as REPEAT_STAGES
 
 SEP = "|"
 SCORES = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")

@@ -14,7 +14,7 @@ from gavel.ref.stages import compare, extract, residual, style
 
 
 def forecast(summaries, references, settings, speed: pace.Pace) -> tuple[float, int]:
-    """(expected seconds, requests) of ``gavel.ref.pipeline.evaluate`` on these inputs at ``speed``."""
+    """(expected seconds, requests) of ``gavel.runs.pipeline.evaluate`` on these inputs at ``speed``."""
     s = settings
     kept = [(subj, c, t) for subj, c, t in summaries if c in references]
     texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]

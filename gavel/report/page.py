@@ -1,7 +1,7 @@
 """One self-contained HTML file that shows a GAVEL-REF run, the release, or what changed between two runs
 (``gavel report``; docs/report.md).
 
-    from gavel.paper import report
+    from gavel.report import page as report
     report.write(report.run_data("data/interim/ref_demo"), "report.html")
     report.write(report.run_data("runs/new"), "diff.html", against=report.run_data("runs/old"))
     report.write(report.release_data(), "release.html")
@@ -24,9 +24,9 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from gavel.paper.report_diff import diff
-from gavel.paper.report_release import release_data as _release_data
-from gavel.paper.report_run import SCORES, ReportInputError, heat_class, key, run_data
+from gavel.report.diff import diff
+from gavel.report.release import release_data as _release_data
+from gavel.report.run import SCORES, ReportInputError, heat_class, key, run_data
 
 __all__ = ["ReportInputError", "diff", "inline", "release_data", "render", "run_data", "write"]
 
@@ -38,7 +38,7 @@ SCORE_LABELS = {"s_checklist": "S_checklist", "s_residual": "S_residual", "s_sty
 
 
 def release_data(rel=None, models: list[str] | None = None, items: list[str] | None = None) -> dict:
-    """The release report's data (``report_release``), optionally only some models and items (notebook 07
+    """The release report's data (``gavel.report.release``), optionally only some models and items (notebook 07
     shows one model's cells inline)."""
     data = _release_data(rel)
     if models or items:
@@ -75,13 +75,13 @@ def subset(data: dict, models: list[str] | None = None, items: list[str] | None 
 def _environment():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.PackageLoader("gavel.paper", "templates"),
+    return jinja2.Environment(loader=jinja2.PackageLoader("gavel.report", "templates"),
                               autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                               lstrip_blocks=True)
 
 
 def _asset(name: str) -> str:
-    return resources.files("gavel.paper").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("gavel.report").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def _csp_hash(text: str) -> str:

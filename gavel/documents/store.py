@@ -1,4 +1,4 @@
-"""The checklist store of one extraction run, its files, and the replay of the release's agent ledgers.
+"""The agent's store of one extraction run, its files, and the replay of the release's agent ledgers.
 
 A store holds, for every key of its configuration, the list ``extracted`` of values, each
 ``{"value": str, "evidence": [{"text", "source_document", "location"}]}``. Two operations change it, both
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from gavel.answers import placeholder_why
 from gavel.core import jsonl
-from gavel.core.checklist import NOT_APPLICABLE  # one definition, shared with the compare stage
+from gavel.core.entries import NOT_APPLICABLE  # one definition, shared with the compare stage
 
 OPERATIONS = ("append", "update")
 EVIDENCE_FIELDS = ("text", "source_document", "location")
@@ -138,7 +138,7 @@ def is_not_applicable(values: list) -> bool:
     return len(values) == 1 and values[0].get("value") == NOT_APPLICABLE
 
 
-class ChecklistStore:
+class AgentStore:
     """The extracted values of one run's keys. ``clock`` gives ``last_updated`` stamps (injectable so that
     tests and replays are deterministic)."""
 
@@ -200,7 +200,7 @@ class ChecklistStore:
                 for k in sorted(self.keys)}
 
     @classmethod
-    def from_json(cls, data: dict, keys=None, clock=None) -> ChecklistStore:
+    def from_json(cls, data: dict, keys=None, clock=None) -> AgentStore:
         store = cls(keys or sorted(data), clock=clock)
         for k, entry in data.items():
             if k not in store.values:
@@ -277,18 +277,18 @@ def refused_call(event: dict) -> tuple[str, object] | None:
     return ("append" if name == "append_checklist" else "update"), (body.get("args") or {}).get("patch")
 
 
-def replay(events: list[dict], keys, refusals: list | None = None) -> ChecklistStore:
+def replay(events: list[dict], keys, refusals: list | None = None) -> AgentStore:
     """A fresh store for ``keys`` with every store-changing event of a ledger applied in order. With
     ``refusals`` (a list), each call the original refused is also tried on a copy of the store at that
     point, and ``(step, our store refused it too, our errors)`` is appended."""
-    store = ChecklistStore(keys, clock=lambda: None)
+    store = AgentStore(keys, clock=lambda: None)
     partial_steps = {e.get("step") for e in events if store_patch(e) and not e["event"].get("success", True)}
     for ev in events:
         op = store_patch(ev)
         if op:
             store.apply(*op)
         elif refusals is not None and refused_call(ev):
-            trial = ChecklistStore(keys, clock=lambda: None)
+            trial = AgentStore(keys, clock=lambda: None)
             trial.values = copy.deepcopy(store.values)
             res = trial.apply(*refused_call(ev))
             # a partly applied call has its applied part in a store event of the same step

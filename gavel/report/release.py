@@ -1,5 +1,5 @@
 """What the release report (``gavel report --release``) shows: the paper's 12 models on the 100 benchmark
-cases, in the same data shape as a run's report (``report_run``), so one page shows both.
+cases, in the same data shape as a run's report (``gavel.report.run``), so one page shows both.
 
 From the release: every cell of ``reconstruct.summary_cells`` (best estimate and bounds, the status saying why),
 the judge's reading (relation, or matched pairs with what was only on one side, the orientation, problems
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from gavel.core import config
 from gavel.paper import reconstruct, results
-from gavel.paper.report_run import CELL_COLUMNS, SCORES, clean, item_names, key
 from gavel.ref import grounding
+from gavel.report.run import CELL_COLUMNS, SCORES, clean, item_names, key
 
 NOT_RELEASED = ("The release holds no residual facts and no style ratings, so S_residual, S_style and S_GAVEL-REF "
                 "cannot be computed from it; S_checklist is the reconstruction's best estimate with its bounds "

@@ -1,5 +1,5 @@
 """A stand-in for a model, for trying the GAVEL-REF flow offline: the ``mock`` provider's answer in
-``gavel evaluate`` and the notebooks (``gavel.ref.pipeline.provider("mock")``)."""
+``gavel evaluate`` and the notebooks (``gavel.runs.pipeline.provider("mock")``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 With ``Settings.orders == "both"`` every pair the judge sees (compare: single and multi gates; residual_match)
 is asked a second time with the sides swapped, and each answer is mapped back to model/reference wording
 through ``gavel.core.vocab`` (``relation_of``, ``matching_of``). Every judgment of every repeat and order is a
-row of ``judgments.csv`` (:data:`gavel.ref.pipeline.JUDGMENT_COLUMNS` and ``repeat``); from it and the runs'
+row of ``judgments.csv`` (:data:`gavel.runs.pipeline.JUDGMENT_COLUMNS` and ``repeat``); from it and the runs'
 ``compare`` tables :func:`report` makes
 
 ``order.csv``          per stage, item and gate: position consistency (share of pairs whose two verdicts agree
@@ -36,7 +36,8 @@ import pandas as pd
 from gavel.core import stats
 from gavel.core.items import titled
 from gavel.core.spreadsheet import read_csv
-from gavel.ref.stability import UNUSABLE, repeat_interval
+from gavel.runs.judgments import UNUSABLE, outcome
+from gavel.runs.stability import repeat_interval
 
 NAMES = ("order", "order_swaps", "order_summaries", "order_models", "order_majority")
 SINGLE_OUTCOMES = ("relation:equal", "relation:model_contains_reference", "relation:reference_contains_model",
@@ -44,24 +45,6 @@ SINGLE_OUTCOMES = ("relation:equal", "relation:model_contains_reference", "relat
 STABLE_SHARE = 0.95  # a majority is stable at k when k judgments' majority agrees with it this often
 MAX_K = 51           # stable_k is searched up to this many judgments (beyond: NaN, "no stable majority")
 MAJORITY_RESAMPLES = 2000
-
-
-def outcome(status, gate, relation, pairs) -> str:
-    """One judgment's verdict in model/reference wording: ``relation:...``, ``pairs:[...]`` or ``unusable``."""
-    if status != "ok":
-        return UNUSABLE
-    return f"relation:{relation}" if gate == "single" else f"pairs:{pairs}"
-
-
-def judgment_table(runs: list[dict]) -> pd.DataFrame:
-    """Every repeat's judgments (``tables["judgments"]`` of each run, repeat 1 first) with ``repeat``."""
-    from gavel.ref.pipeline import JUDGMENT_COLUMNS
-
-    frames = [t["judgments"].assign(repeat=r) for r, t in enumerate(runs, 1) if len(t["judgments"])]
-    if not frames:
-        return pd.DataFrame(columns=["repeat", *JUDGMENT_COLUMNS])
-    table = pd.concat(frames, ignore_index=True)
-    return table[["repeat", *JUDGMENT_COLUMNS]]
 
 
 def first_container(table: pd.DataFrame) -> pd.Series:

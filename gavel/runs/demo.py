@@ -6,7 +6,7 @@ and one JSON answer constrained by a schema. The demo prints the raw answers, pa
 stops the server. A second run answers everything from the runner's cache: 0 requests sent, and the server
 is never started.
 
-After the steps, ``gavel_ref`` runs the whole GAVEL-REF pipeline (``gavel.ref.pipeline``) on the passage against a
+After the steps, ``gavel_ref`` runs the whole GAVEL-REF pipeline (``gavel.runs.pipeline``) on the passage against a
 second account of the same made-up case (one item), through the same provider.
 
 A demo step is a stage's two plain functions, ``(stage, build, parse)``: ``build(model) -> [Request]`` and
@@ -123,33 +123,34 @@ def parse_response(request: Request, response: Response, parse) -> dict:
 def gavel_ref(provider, model: str, workdir: Path, show: Callable[[str], None] = print, repeats: int = 2,
               speed=None) -> dict:
     """The whole GAVEL-REF pipeline (extract, compare, residual, style, score) on the demo passage against
-    REFERENCE, one item, the same model as extractor and judge; run ``repeats`` times (``gavel.ref.stability``:
+    REFERENCE, one item, the same model as extractor and judge; run ``repeats`` times (``gavel.runs.stability``:
     repeat 1 is the plain run, repeat 2 the same with its own seed) and the stability table shown."""
     import pandas as pd
 
     from gavel.core.items import item
-    from gavel.ref import pipeline, stability
     from gavel.ref.tables import run_counts
+    from gavel.runs import pipeline
+    from gavel.runs import repeats as repeated
 
     # output caps per stage: the local model's measured ones (gavel.llm.pace.stage_cap)
     settings = pipeline.Settings(extractor=model, judge=model, items=(item("Filing Date"),))
     if getattr(provider, "name", None) == "local":  # its speed measured, the duration said first
-        from gavel.ref.forecast import announcer
+        from gavel.runs.forecast import announcer
 
         settings.pace = announcer([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, settings, provider,
                                   repeats, show, speed)
-    result = stability.evaluate_repeats([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir,
+    result = repeated.evaluate_repeats([("demo-model", "demo", PASSAGE)], {"demo": REFERENCE}, provider, workdir,
                                         settings, repeats=repeats)
     tables = result["runs"][0]
     counts = run_counts(result["runs"])
     sent, cached = counts["sent"], counts["cached"]
-    show(f"== GAVEL-REF (gavel.ref.pipeline), {repeats} repeat(s): sent {sent}, cached {cached}")
+    show(f"== GAVEL-REF (gavel.runs.pipeline), {repeats} repeat(s): sent {sent}, cached {cached}")
     with pd.option_context("display.width", 160, "display.max_colwidth", 60):
         show(tables["answers"][["stage", "subject", "item", "round", "status", "detail"]].to_string(index=False))
         show(tables["scores"][["subject", "s_checklist", "s_residual", "s_style", "r_reference", "s_gavel_ref"]]
              .to_string(index=False))
         if repeats > 1:
-            show(f"== stability over {repeats} repeats (gavel.ref.stability): verdicts that flip, per stage and item")
+            show(f"== stability over {repeats} repeats (gavel.runs.stability): verdicts that flip, per stage and item")
             show(result["stability"][["stage", "item", "units", "flipped", "flip_share", "unusable_units"]]
                  .to_string(index=False))
             show(result["stability_models"][["subject", "score", "repeat_1", "repeat_2", "std_over_repeats"]]

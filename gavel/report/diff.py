@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from gavel.paper.report_run import CELL_COLUMNS, SCORES, USABLE, key
+from gavel.report.run import CELL_COLUMNS, SCORES, USABLE, key
 
 KINDS = ("regression", "improvement", "changed", "values")
 EPS = 1e-9

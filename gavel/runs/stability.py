@@ -1,14 +1,4 @@
-"""How stable is a score? GAVEL-REF run N times with distinct seeds, and what changed between the runs.
-
-``evaluate_repeats`` runs :func:`gavel.ref.pipeline.evaluate` N times. Repeat 1 is today's run exactly (the
-same requests, cache keys and answers, written to ``out``); repeat r > 1 writes to ``out/repeats/r<r>``
-and differs only in what makes its answers its own:
-
-* a provider that takes a sampling seed (its ``takes_seed``: OpenAI, vLLM, the local llama.cpp server, the mock)
-  gets ``seed = repeat_seed(settings, r)`` in every request body (so the request id and the cache key
-  differ too);
-* any other provider (Anthropic, Gemini, a replay) gets the cache namespace ``repeat-<r>``: its requests are
-  the same, but a repeat is never answered from another repeat's cache.
+"""How stable is a score? What changed between the N repeats of a run (``gavel.runs.repeats`` runs them).
 
 With N > 1 the report (:func:`report`) is written beside repeat 1's tables:
 
@@ -33,7 +23,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,63 +30,14 @@ import pandas as pd
 
 from gavel.core import stats
 from gavel.core.items import titled
-from gavel.core.spreadsheet import read_csv, write_csv
+from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
+from gavel.runs.judgments import UNUSABLE
 
-#: providers whose requests take a sampling seed (the others get a cache namespace per repeat)
 SCORES = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")
-UNUSABLE = "unusable"
+
 APPLICABLE_GATES = ("one_empty", "identical", "single", "multi")
 STAGES = ("extract", "compare", "residual_match", "style")
-
-
-def repeat_seed(settings, r: int) -> int:
-    """The sampling seed of repeat ``r`` (> 1): distinct per repeat and per ``settings.seed``."""
-    return 1000 * (settings.seed + 1) + r
-
-
-def repeat_settings(settings, provider, r: int):
-    """The settings of repeat ``r`` (1-based). Repeat 1: the settings as given (today's cache keys)."""
-    if r < 1:
-        raise ValueError(f"repeat numbers start at 1, got {r}")
-    if r == 1:
-        return settings
-    if getattr(provider, "takes_seed", False):
-        return replace(settings, repeat_params={**settings.repeat_params, "seed": repeat_seed(settings, r)})
-    return replace(settings, runner_options={**settings.runner_options, "namespace": f"repeat-{r}"})
-
-
-def repeat_folder(out: str | Path, r: int) -> Path:
-    return Path(out) if r == 1 else Path(out) / "repeats" / f"r{r}"
-
-
-def evaluate_repeats(summaries, references, provider, out: str | Path, settings, repeats: int = 1,
-                     bins: dict | None = None, timeout: float | None = None) -> dict:
-    """``repeats`` evaluations (see the module); returns ``{"runs": [tables of each repeat], "judgments": every
-    judgment of every repeat and order (``judgments.csv``), **report}`` (the stability report's tables only when
-    ``repeats`` > 1, the order report's (``gavel.ref.orders``) only with ``settings.orders == "both"``; all
-    written to ``out``)."""
-    from gavel.ref import pipeline
-
-    if not isinstance(repeats, int) or repeats < 1:
-        raise pipeline.InputError(f"--repeats must be a whole number >= 1, got {repeats!r}")
-    runs = [pipeline.evaluate(summaries, references, provider, repeat_folder(out, r),
-                              repeat_settings(settings, provider, r), bins=bins, timeout=timeout)
-            for r in range(1, repeats + 1)]
-    from gavel.ref import orders
-
-    result = {"runs": runs, "judgments": orders.judgment_table(runs)}
-    if repeats > 1:
-        result.update(report(runs, seed=settings.seed))
-    if settings.orders == "both":
-        result.update(orders.report(result["judgments"], runs, seed=settings.seed))
-    checklist = runs[0]["manifest"]["checklist"]["name"]
-    for name, table in result.items():
-        if name != "runs":
-            if "checklist" not in table:  # every table of a run names its checklist
-                table.insert(0, "checklist", checklist)
-            write_csv(table, Path(out) / f"{name}.csv")
-    return result
 
 
 # ---------- outcomes of one repeat ----------
@@ -279,17 +219,6 @@ def flip_figure(stability: pd.DataFrame, title: str = "Share of verdicts that fl
     ax.invert_yaxis()
     fig.tight_layout()
     return fig
-
-
-def repeats_cost(table: pd.DataFrame, repeats: int, provider=None) -> str:
-    """What N repeats cost, from a dry run's table (one repeat): every repeat sends its own requests."""
-    how = ("a seed per repeat" if getattr(provider, "takes_seed", False)
-           else "a cache namespace per repeat") if provider is not None else "its own requests"
-    return (f"{repeats} repeats ({how}): {repeats} x the above = {repeats * int(table['requests'].sum())} requests, "
-            f"{repeats * int(table['input_tokens'].sum())} input tokens, about "
-            f"${repeats * float(table['cost_usd_est'].sum()):.2f} for extract and style; compare and residual "
-            f"also {repeats} x their bounds. Repeat 1 is answered from the cache where a run with the same "
-            f"settings already ran.")
 
 
 def summary_line(result: dict, out: str | Path | None = None) -> str:
