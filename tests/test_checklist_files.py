@@ -312,7 +312,7 @@ def test_what_a_checklist_file_may_hold_is_bounded_and_each_refusal_is_one_line(
     assert said.startswith(str(path.resolve())) and "\n" not in said and len(said) < 400
 
 
-def test_a_file_too_big_or_not_utf8_is_one_line(tmp_path):
+def test_a_file_too_big_not_utf8_or_not_a_file_is_one_line(tmp_path):
     big = tmp_path / "big.yaml"
     big.write_bytes(b"name: x\n" + b"# padding\n" * (gitems.MAX_FILE_BYTES // 10 + 1))
     with pytest.raises(ChecklistError, match=r"big.yaml: a checklist file is at most 512,000 bytes"):
@@ -321,6 +321,14 @@ def test_a_file_too_big_or_not_utf8_is_one_line(tmp_path):
     latin.write_bytes(b"name: caf\xe9\n")
     with pytest.raises(ChecklistError, match=r"latin.yaml: not UTF-8 text \(byte 9\)$"):
         gitems.load(latin)
+    for spec, said in [({"a": 1}, "a checklist is a packaged name or a file path, not dict"),
+                       ("a\x00b.yaml", "a\\x00b.yaml: cannot read checklist (embedded null byte)"),
+                       ("/dev/zero", "/dev/zero: cannot read checklist (not a regular file)"),
+                       (str(tmp_path), f"{tmp_path}: cannot read checklist (not a regular file)"),
+                       ("/" + "x" * 5000 + ".yaml", "/" + "x" * 196 + "...: cannot read checklist (File name too long)")]:
+        with pytest.raises(ChecklistError) as err:
+            gitems.load(spec)
+        assert str(err.value) == said
 
 
 @pytest.mark.parametrize("first,second,message", [

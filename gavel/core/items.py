@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -366,23 +368,37 @@ def packaged() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in PACKAGED_DIR.glob("*.yaml")))
 
 
+def _named(path: str) -> str:
+    """A path as an error line names it: characters that do not print escaped, cut to 200 characters."""
+    shown = path if path.isprintable() else repr(path)[1:-1]
+    return shown if len(shown) <= 200 else shown[:197] + "..."
+
+
 def load(spec: str | Path | Checklist | None = None) -> Checklist:
     """A checklist by packaged name (``legal``), by file path, or as given; None: the default."""
     if isinstance(spec, Checklist):
         return spec
     spec = DEFAULT_NAME if spec is None or spec == "" else spec
-    path = Path(spec)
-    if not path.suffix and not path.exists():
-        if str(spec) not in packaged():
-            raise ChecklistError(f"no checklist {str(spec)!r}: neither a file nor a packaged checklist "
-                                 f"({', '.join(packaged())})")
-        path = PACKAGED_DIR / f"{spec}.yaml"
-    path = str(path.resolve())
+    if not isinstance(spec, (str, Path)):
+        raise ChecklistError(f"a checklist is a packaged name or a file path, not {type(spec).__name__}")
+    where = _named(str(spec))
     try:
+        path = Path(spec)
+        if not path.suffix and not path.exists():
+            if str(spec) not in packaged():
+                raise ChecklistError(f"no checklist {_shown(str(spec), 200)}: neither a file nor a packaged "
+                                     f"checklist ({', '.join(packaged())})")
+            path = PACKAGED_DIR / f"{spec}.yaml"
+        path = str(path.resolve())
+        where = _named(path)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ChecklistError(f"{path}: cannot read checklist (not a regular file)")
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise ChecklistError(f"{path}: cannot read checklist ({err.strerror or err})") from None
+    except ChecklistError:
+        raise
+    except (OSError, ValueError) as err:  # ValueError: a path with a NUL character
+        raise ChecklistError(f"{where}: cannot read checklist ({getattr(err, 'strerror', None) or err})") from None
     if len(data) > MAX_FILE_BYTES:
         raise ChecklistError(f"{path}: a checklist file is at most {MAX_FILE_BYTES:,} bytes; this one is longer")
     try:
