@@ -5,6 +5,7 @@ stage that builds prompts, its name reaches the tables, and its content the cach
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -241,3 +242,120 @@ def test_documents_evaluate_takes_any_checklist_with_its_own_references(tmp_path
     assert cli.main(argv[:-4] + ["--references", str(refs_bad), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert f"{refs_bad}: case 7:" in err and "'Judge'" in err
+
+
+# ------------------------------------------------------------------ what a checklist file handed over may hold
+def alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """The issue's reproduction: a few hundred bytes of nested YAML aliases in `task`, each level ``width``
+    times the one below (9 levels: 9**9 strings once expanded, more than 4 GB)."""
+    names = "abcdefghijklmnopqrstuvwxyz"
+    parts = [f"&{names[0]} [" + ",".join(["lol"] * width) + "]"]
+    parts += [f"&{names[i]} [" + ",".join([f"*{names[i - 1]}"] * width) + "]" for i in range(1, levels)]
+    return "name: bomb\nitems: [{key: a, instruction: b}]\ntask: [" + ", ".join(parts) + "]\n"
+
+
+def test_an_alias_bomb_is_one_line_before_anything_is_expanded(tmp_path):
+    """Run as a user would, in a process capped at 1.5 GB: before, it took more than 4 GB (a MemoryError)."""
+    import resource
+    import subprocess
+    import sys
+
+    bomb = _write(tmp_path / "bomb.yaml", alias_bomb())
+    assert len(bomb.read_bytes()) < 600
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+    done = subprocess.run([sys.executable, "-m", "gavel", "evaluate", "--summaries", str(tmp_path / "none.json"),
+                           "--provider", "mock", "--checklist", str(bomb), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, preexec_fn=cap,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"error: {bomb.resolve()}, line 3: anchors and aliases (& and *) are not allowed in a checklist"]
+
+
+def test_every_field_is_checked_before_the_fingerprint_is_hashed(monkeypatch):
+    """parse() given data with shared lists (what aliases compose to) refuses `task` without hashing it."""
+    level = ["lol"] * 9
+    for _ in range(8):
+        level = [level] * 9
+
+    def no_hash(*a, **k):
+        raise AssertionError("hashed before the fields were checked")
+    monkeypatch.setattr(gitems.hashlib, "sha256", no_hash)
+    with pytest.raises(ChecklistError, match=r"^mine.yaml: `task` must be text$"):
+        gitems.parse({"name": "x", "items": [{"key": "a", "instruction": "b"}], "task": level}, "mine.yaml")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("name: x\nitems:\n  - key: a\n    instruction: b\n    instruction: c\n",
+     r", line 5: key 'instruction' is given twice in one entry \(first on line 4\)$"),
+    ("name: x\nname: y\nitems: [{key: a, instruction: b}]\n", r", line 2: key 'name' is given twice"),
+    ("name: x\nitems: [{key: a, instruction: b, key: c}]\n", r", line 2: key 'key' is given twice"),
+    ("name: x\nitems: [&one {key: a, instruction: b}]\n", r", line 2: anchors and aliases"),
+    ("name: x\nitems: [{<<: {key: a}, instruction: b}]\n", r", line 2: merge keys \(<<\) are not allowed"),
+    ("name: x\nitems: " + "[" * 400 + "]" * 400 + "\n", r", line 2: nested deeper than 8 levels$"),
+    ("name: x\nitems: " + "9" * 5000 + "\n", r": not a usable YAML value \("),
+    ("name: x\ntask: [1, 2]\nitems: [{key: a, instruction: b}]\n", r": `task` must be text$"),
+    ("name: x\nitems: [{key: a, instruction: " + "w" * 5000 + "}]\n",
+     r", item 1 \('a'\): `instruction` is 5,000 characters long \(at most 4,000\)$"),
+    ("name: x\nitems: [{key: a, instruction: b, aliases: [" + ",".join(f"n{i}" for i in range(60)) + "]}]\n",
+     r", item 1 \('a'\): `aliases` lists 60 entries \(at most 50\)$"),
+    ("name: x\nitems: [" + ",".join(f"{{key: k{i}, instruction: b}}" for i in range(501)) + "]\n",
+     r": `items` lists 501 entries \(at most 500\)$"),
+    ("name: x\nitems: [{key: " + "k" * 5000 + ", instruction: b}]\n", r"`key` is 5,000 characters long"),
+])
+def test_what_a_checklist_file_may_hold_is_bounded_and_each_refusal_is_one_line(tmp_path, text, message):
+    path = _write(tmp_path / "c.yaml", text)
+    with pytest.raises(ChecklistError, match=message) as err:
+        gitems.load(path)
+    said = str(err.value)
+    assert said.startswith(str(path.resolve())) and "\n" not in said and len(said) < 400
+
+
+def test_a_file_too_big_not_utf8_or_not_a_file_is_one_line(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"name: x\n" + b"# padding\n" * (gitems.MAX_FILE_BYTES // 10 + 1))
+    with pytest.raises(ChecklistError, match=r"big.yaml: a checklist file is at most 512,000 bytes"):
+        gitems.load(big)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(ChecklistError, match=r"latin.yaml: not UTF-8 text \(byte 9\)$"):
+        gitems.load(latin)
+    for spec, said in [({"a": 1}, "a checklist is a packaged name or a file path, not dict"),
+                       ("a\x00b.yaml", "a\\x00b.yaml: cannot read checklist (embedded null byte)"),
+                       ("/dev/zero", "/dev/zero: cannot read checklist (not a regular file)"),
+                       (str(tmp_path), f"{tmp_path}: cannot read checklist (not a regular file)"),
+                       ("/" + "x" * 5000 + ".yaml", "/" + "x" * 196 + "...: cannot read checklist (File name too long)")]:
+        with pytest.raises(ChecklistError) as err:
+            gitems.load(spec)
+        assert str(err.value) == said
+
+
+@pytest.mark.parametrize("first,second,message", [
+    ("{key: Court, instruction: b}", "{key: court, instruction: b}",
+     r"item 2 \('court'\): its key 'court' is the same name as item 1's key 'Court'"),
+    ("{key: a, name: \"caf\u00e9\", instruction: b}", "{key: b, name: \"cafe\u0301\", instruction: b}",
+     r"item 2 \('b'\): its name 'cafe\u0301' is the same name as item 1's name 'caf\u00e9'"),
+    ("{key: a, name: a b, instruction: b}", "{key: a_b, instruction: b}",
+     r"item 2 \('a_b'\): its key 'a_b' is the same name as item 1's name 'a b'"),
+    ("{key: a, name: Money  paid, instruction: b}", "{key: b, name: money paid, instruction: b}",
+     r"item 2 \('b'\): its name 'money paid' is the same name as item 1's name 'Money  paid'"),
+    ("{key: x, instruction: b}", "{key: 01_x, instruction: b}",
+     r"item 2 \('01_x'\): its key '01_x' is the same name as item 1's slug '01_x'"),
+    ("{key: a, instruction: b, aliases: [The Court]}", "{key: the_court, instruction: b}",
+     r"item 2 \('the_court'\): its key 'the_court' is the same name as item 1's alias 'The Court'"),
+    ("{key: a, name: \"ab\u200b\", instruction: b}", "{key: ab, instruction: b}",
+     r"item 2 \('ab'\): its key 'ab' is the same name as item 1's name"),
+])
+def test_names_that_collide_in_any_spelling_the_code_uses_are_refused(tmp_path, first, second, message):
+    """Before, the second item's spelling silently took over the first's: its values were read as the other's."""
+    path = _write(tmp_path / "c.yaml", f"name: x\nitems:\n  - {first}\n  - {second}\n")
+    with pytest.raises(ChecklistError, match=message) as err:
+        gitems.load(path)
+    assert "\n" not in str(err.value)
+
+
+def test_spellings_are_found_in_any_unicode_form_and_case():
+    c = gitems.parse({"name": "x", "items": [{"key": "cafe", "name": "Caf\u00e9 owner", "instruction": "b"},
+                                              {"key": "other", "instruction": "c"}]}, "mine.yaml")
+    assert c.item("CAFE\u0301 OWNER").key == c.item("caf\u00e9_owner").key == "cafe"

@@ -142,3 +142,108 @@ def test_first_pass_evidence_checked_in_the_named_document_at_the_named_location
     # the prune answered with neither kept nor removed: the one value left is kept, and that is recorded
     assert [r["value"] for r in res.actions("kept_unmentioned")] == ["e"]
     assert res.values == {"court": [{"value": "e", "evidence": [ev(COURT, "Complaint")]}]}
+
+
+def _by_stage(extract, merge, prune):
+    """A model answering each pass with a function of the prompt."""
+    def answer(request):
+        prompt = request.messages[-1]["content"]
+        for p, fn in (("extract", extract), ("merge", merge), ("prune", prune)):
+            if request.stage == three_pass.STAGES[p]:
+                return json.dumps(fn(prompt))
+    return MockProvider(answer=answer)
+
+
+def _prune_values(prompt):
+    return [json.loads(line) for line in prompt.split("(each value has an id)", 1)[1].split("# Answer", 1)[0]
+            .splitlines() if line.startswith("{")]
+
+
+SETTLED = "Settled for $1 million paid to the plaintiffs"
+
+
+def test_merge_and_prune_cannot_rewrite_a_value_while_keeping_its_evidence(tmp_path):
+    """The probe's reproduction: a merge answer turned the pass-1 value "Dismissed on June 1, 2012" into a
+    settlement while keeping its evidence, and nothing was logged. Now a value leaves a pass with the text of a
+    value that entered it, or with a rewording whose every word is in that value or its evidence (logged)."""
+    two = Corpus.build("9", [TEXTS["Order"], TEXTS["Docket"]], ["Order", "Docket"])
+    found = {"Order": ev("dismissed the case on June 1, 2012", "Order"),
+             "Docket": ev("Case closed on June 1, 2012.", "Docket")}
+
+    def extract(prompt):
+        doc = re.search(r"^Document: (\w+) \(", prompt, re.M).group(1)
+        return {"items": [{"key": "outcome", "values": [{"value": "Dismissed on June 1, 2012",
+                                                          "evidence": [found[doc]]}]}]}
+
+    def merge(prompt):  # joins A1 and B1 under a wording none of them supports
+        return {"items": [{"key": "outcome", "values": [{"from": ["A1", "B1"], "value": SETTLED,
+                                                          "evidence": list(found.values())}]}]}
+
+    def prune(prompt):  # keeps the value, reworded twice over: once supported by it, once not
+        v = _prune_values(prompt)[0]
+        return {"kept": [dict(v, value="Dismissed")], "removed": []}
+    res = three_pass.run_three_pass(two, _by_stage(extract, merge, prune), MODEL, checklist=EXAMPLE,
+                                    workdir=tmp_path / "w")
+    refused = res.actions("rewording_refused")
+    assert [(r["pass"], r["value"], r["rewording"]) for r in refused] == [
+        ("merge", "Dismissed on June 1, 2012", SETTLED)]
+    assert "(Settled, for, million, paid, to, plaintiffs)" in refused[0]["why"]
+    assert [(r["pass"], r["value"], r["before"]) for r in res.actions("reworded")] == [
+        ("prune", "Dismissed", ["Dismissed on June 1, 2012"])]
+    assert res.values == {"outcome": [{"value": "Dismissed", "evidence": list(found.values())}]}
+
+    def prune_settles(prompt):
+        v = _prune_values(prompt)[0]
+        return {"kept": [dict(v, value=SETTLED)], "removed": []}
+    res = three_pass.run_three_pass(two, _by_stage(extract, merge, prune_settles), MODEL, checklist=EXAMPLE,
+                                    workdir=tmp_path / "w2")
+    assert [r["pass"] for r in res.actions("rewording_refused")] == ["merge", "prune"]
+    assert res.values["outcome"][0]["value"] == "Dismissed on June 1, 2012"
+
+
+def test_a_merged_value_keeps_only_evidence_of_the_values_it_joins(tmp_path):
+    """Evidence of another candidate of the same item cannot be moved onto a value; that candidate is restored."""
+    two = Corpus.build("9", [TEXTS["Order"], TEXTS["Docket"]], ["Order", "Docket"])
+    order, docket = ev("dismissed the case on June 1, 2012", "Order"), ev("Case closed on June 1, 2012.", "Docket")
+
+    def extract(prompt):
+        doc = re.search(r"^Document: (\w+) \(", prompt, re.M).group(1)
+        return {"items": [{"key": "outcome", "values": [
+            {"value": "Dismissed" if doc == "Order" else "Closed", "evidence": [order if doc == "Order" else docket]}]}]}
+
+    def merge(prompt):  # A1 named alone, but given B1's evidence too
+        return {"items": [{"key": "outcome", "values": [{"from": ["A1"], "value": "Dismissed",
+                                                          "evidence": [order, docket]}]}]}
+    res = three_pass.run_three_pass(two, _by_stage(extract, merge, lambda p: {"kept": [], "removed": []}), MODEL,
+                                    checklist=EXAMPLE, workdir=tmp_path / "w")
+    assert [(r["value"], r["why"], r["evidence"]) for r in res.actions("dropped_evidence")] == [
+        ("Dismissed", "evidence of no value it joins", docket)]
+    assert [r["value"] for r in res.actions("restored")] == ["Closed"]
+    assert res.values == {"outcome": [{"value": "Dismissed", "evidence": [order]},
+                                      {"value": "Closed", "evidence": [docket]}]}
+
+
+def test_evidence_must_be_whole_words_of_some_length_at_a_location_written_chunk_n(tmp_path):
+    """Before, a quote of one letter or a space passed the byte-exact check, and `chunk ١`, `chunk 0001` or
+    `chunk 1 ... also chunk 7` were read as chunk 1."""
+    one = Corpus.build("9", [TEXTS["Complaint"]], ["Complaint"])
+    quotes = [("e", "chunk 1"), (" ", "chunk 1"), ("Main", "chunk 1"), ("laintiffs filed", "chunk 1"),
+              ("District of Maine", "chunk \u0661"), ("District of Maine", "chunk 0001"),
+              ("District of Maine", "chunk 1 \u2026 also chunk 7"), ("District of Maine", "Chunk 1"),
+              ("Maine", "chunk 1")]
+
+    def extract(prompt):
+        return {"items": [{"key": "state", "values": [
+            {"value": f"v{n}", "evidence": [ev(text, "Complaint", where)]} for n, (text, where) in enumerate(quotes)]}]}
+    res = three_pass.run_three_pass(one, _by_stage(extract, None, lambda p: {"kept": [], "removed": []}), MODEL,
+                                    checklist=EXAMPLE, workdir=tmp_path / "w")
+    assert [(r["value"], r["why"]) for r in res.actions("dropped_evidence")] == [
+        ("v0", "quote 'e' too short to support a value (at least 4 characters, a letter or digit among them)"),
+        ("v1", "quote ' ' too short to support a value (at least 4 characters, a letter or digit among them)"),
+        ("v2", "quote 'Main' starts or ends inside a word of 'Complaint' at 'chunk 1'"),
+        ("v3", "quote 'laintiffs filed' starts or ends inside a word of 'Complaint' at 'chunk 1'"),
+        ("v4", "location 'chunk \u0661' is not written 'chunk N'"),
+        ("v5", "location 'chunk 0001' is not written 'chunk N'"),
+        ("v6", "location 'chunk 1 \u2026 also chunk 7' is not written 'chunk N'"),
+        ("v7", "location 'Chunk 1' is not written 'chunk N'")]
+    assert res.values == {"state": [{"value": "v8", "evidence": [ev("Maine", "Complaint")]}]}

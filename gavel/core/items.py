@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -45,6 +48,12 @@ ITEM_FIELDS = ("key", "name", "label", "values", "instruction", "document_instru
 GROUP_FIELDS = ("key", "label", "items")
 STYLE_FIELDS = ("label", "what")
 DEFAULT_TASK = "Extract the checklist items below from the documents, citing evidence for every value."
+#: limits on a checklist file, checked before anything in it is hashed, rendered or expanded (docs/hardening.md)
+MAX_FILE_BYTES = 512_000  # the packaged legal.yaml is under 9 kB
+MAX_TEXT_CHARS = 4_000  # one field's text (the longest packaged instruction is under 300 characters)
+MAX_ITEMS = 500  # items, and groups
+MAX_ALIASES = 50  # aliases of one item
+MAX_DEPTH = 8  # nesting of YAML lists and mappings (the format needs 5)
 
 
 class UnknownItemError(KeyError):
@@ -105,8 +114,15 @@ _VARIANT_NORMALISER = re.compile(r"[\s_]+")
 
 
 def _fold(text: str) -> str:
-    """Case-, space- and punctuation-insensitive form used to recognise stray spellings."""
-    return _VARIANT_NORMALISER.sub(" ", text).strip(" ._-:").lower()
+    """Case-, space-, Unicode-form- and punctuation-insensitive form used to recognise stray spellings (``Café``,
+    the same word in decomposed form, ``cafe_`` with a zero-width space ... fold alike)."""
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch) != "Cf")
+    return _VARIANT_NORMALISER.sub(" ", text).strip(" ._-:").casefold()
+
+
+def _spellings(it: Item) -> tuple[str, ...]:
+    """Every spelling by which code finds the item: key, name, underscore name, agent slug, aliases."""
+    return (it.key, it.name, it.underscore, it.slug, *it.aliases)
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed as the object: ``load`` gives one per file
@@ -128,11 +144,11 @@ class Checklist:
         exact: dict[str, Item] = {}
         for it in self.items:
             for spelling in (it.key, it.name, it.underscore, it.slug):
-                exact[spelling] = it
-        folded = {_fold(s): it for s, it in exact.items()}
-        for it in self.items:
-            for alias in it.aliases:
-                folded[_fold(alias)] = it
+                exact.setdefault(spelling, it)
+        folded: dict[str, Item] = {}
+        for it in self.items:  # ``parse`` refuses two items sharing a folded spelling: the first is kept here
+            for spelling in _spellings(it):
+                folded.setdefault(_fold(spelling), it)
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_folded", folded)
 
@@ -206,12 +222,28 @@ class Checklist:
 
 
 # ---------------------------------------------------------------------------------------------- loading
+def _shown(value, limit: int = 60) -> str:
+    """``repr`` of a value from the file, cut to ``limit`` characters (an error line stays one short line)."""
+    text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _text(value, where: str, what: str, required: bool = True) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
         raise ChecklistError(f"{where}: {what} must be a non-empty text" if required else f"{where}: {what} must be text")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ChecklistError(f"{where}: {what} is {len(value):,} characters long (at most {MAX_TEXT_CHARS:,})")
     return value.strip()
+
+
+def _list(value, where: str, what: str, limit: int) -> list:
+    if not isinstance(value, list) or not value:
+        raise ChecklistError(f"{where}: {what} must be a non-empty list")
+    if len(value) > limit:
+        raise ChecklistError(f"{where}: {what} lists {len(value):,} entries (at most {limit:,})")
+    return value
 
 
 def _fields(entry, allowed: tuple, where: str) -> dict:
@@ -219,72 +251,98 @@ def _fields(entry, allowed: tuple, where: str) -> dict:
         raise ChecklistError(f"{where}: expected a mapping of fields, got {type(entry).__name__}")
     unknown = [k for k in entry if k not in allowed]
     if unknown:
-        raise ChecklistError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(allowed)})")
+        raise ChecklistError(f"{where}: unknown field {_shown(unknown[0])} (known: {', '.join(allowed)})")
     return entry
 
 
+def _entry(source: str, kind: str, n: int, entry) -> str:
+    key = entry.get("key") if isinstance(entry, dict) else None
+    return f"{source}, {kind} {n}" + (f" ({_shown(key)})" if isinstance(key, str) and key else "")
+
+
+def _collisions(items: list[Item], source: str) -> None:
+    """Refuse two items that share a spelling once case, spaces, underscores, Unicode form and the derived
+    spellings (underscore name, agent slug) are taken into account: one item's values would reach the other."""
+    owner: dict[str, tuple[Item, str]] = {}
+    for it in items:
+        where = _entry(source, "item", it.number, {"key": it.key})
+        kinds = ("key", "name", "underscore name", "slug") + ("alias",) * len(it.aliases)
+        for kind, spelling in zip(kinds, _spellings(it)):
+            folded = _fold(spelling)
+            if not folded:
+                raise ChecklistError(f"{where}: {kind} {_shown(spelling)} is only spaces and punctuation")
+            first, first_spelling = owner.setdefault(folded, (it, f"{kind} {_shown(spelling)}"))
+            if first is not it:
+                raise ChecklistError(f"{where}: its {kind} {_shown(spelling)} is the same name as item "
+                                     f"{first.number}'s {first_spelling} (names are compared ignoring case, "
+                                     "spaces, underscores and Unicode form)")
+
+
 def parse(data, source: str) -> Checklist:
-    """A checklist from the parsed YAML ``data``; ``source`` (the file) is named in every error."""
+    """A checklist from the parsed YAML ``data``; ``source`` (the file) is named in every error. Every field's
+    type and size is checked before anything is hashed."""
     top = _fields(data, TOP_FIELDS, source)
     name = _text(top.get("name"), source, "`name`")
     if not _KEY.match(name):
-        raise ChecklistError(f"{source}: name {name!r} must be letters, digits, '_' or '-'")
-    entries = top.get("items")
-    if not isinstance(entries, list) or not entries:
-        raise ChecklistError(f"{source}: `items` must be a non-empty list")
+        raise ChecklistError(f"{source}: name {_shown(name)} must be letters, digits, '_' or '-'")
+    task = _text(top.get("task"), source, "`task`", False)
+    description = _text(top.get("description"), source, "`description`", False)
+    entries = _list(top.get("items"), source, "`items`", MAX_ITEMS)
     raw, seen = [], {}
     for n, entry in enumerate(entries, 1):
-        where = f"{source}, item {n}" + (f" ({entry.get('key')!r})" if isinstance(entry, dict) and entry.get("key") else "")
+        where = _entry(source, "item", n, entry)
         e = _fields(entry, ITEM_FIELDS, where)
         key = _text(e.get("key"), where, "`key`")
         if not _KEY.match(key):
-            raise ChecklistError(f"{where}: key {key!r} must be letters, digits, '_' or '-'")
+            raise ChecklistError(f"{where}: key {_shown(key)} must be letters, digits, '_' or '-'")
         item_name = _text(e.get("name", key), where, "`name`")
         for spelling in {key, item_name}:
             if spelling in seen:
-                raise ChecklistError(f"{where}: {spelling!r} is used twice (first by item {seen[spelling]})")
+                raise ChecklistError(f"{where}: {_shown(spelling)} is used twice (first by item {seen[spelling]})")
             seen[spelling] = n
         values = e.get("values", "multi")
-        if values not in VALUES:
-            raise ChecklistError(f"{where}: `values` must be one of {', '.join(VALUES)}, got {values!r}")
+        if not isinstance(values, str) or values not in VALUES:
+            raise ChecklistError(f"{where}: `values` must be one of {', '.join(VALUES)}, got {_shown(values)}")
         aliases = e.get("aliases") or []
         if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
             raise ChecklistError(f"{where}: `aliases` must be a list of texts")
+        if len(aliases) > MAX_ALIASES:
+            raise ChecklistError(f"{where}: `aliases` lists {len(aliases):,} entries (at most {MAX_ALIASES})")
         raw.append(dict(number=n, key=key, name=item_name, label=_text(e.get("label", item_name), where, "`label`"),
                         usually_single=values == "single", definition=_text(e.get("instruction"), where, "`instruction`"),
                         document_definition=_text(e.get("document_instruction"), where, "`document_instruction`", False),
                         not_applicable=_text(e.get("not_applicable"), where, "`not_applicable`", False),
-                        aliases=tuple(a.strip() for a in aliases)))
+                        aliases=tuple(_text(a, where, "an alias") for a in aliases)))
     by_key = {r["key"]: r for r in raw}
     groups, member = [], {}
     group_entries = top.get("groups") or []
     if not isinstance(group_entries, list):
         raise ChecklistError(f"{source}: `groups` must be a list")
+    if len(group_entries) > MAX_ITEMS:
+        raise ChecklistError(f"{source}: `groups` lists {len(group_entries):,} entries (at most {MAX_ITEMS:,})")
     for n, entry in enumerate(group_entries, 1):
-        where = f"{source}, group {n}" + (f" ({entry.get('key')!r})" if isinstance(entry, dict) and entry.get("key") else "")
+        where = _entry(source, "group", n, entry)
         g = _fields(entry, GROUP_FIELDS, where)
         key = _text(g.get("key"), where, "`key`")
         if not _KEY.match(key) or any(x.key == key for x in groups):
-            raise ChecklistError(f"{where}: key {key!r} must be unique letters, digits, '_' or '-'")
-        listed = g.get("items")
-        if not isinstance(listed, list) or not listed:
-            raise ChecklistError(f"{where}: `items` must be a non-empty list of item keys")
+            raise ChecklistError(f"{where}: key {_shown(key)} must be unique letters, digits, '_' or '-'")
+        listed = _list(g.get("items"), where, "`items` (item keys)", MAX_ITEMS)
         for k in listed:
-            if k not in by_key:
-                raise ChecklistError(f"{where}: names item {k!r}, which the checklist does not define")
+            if not isinstance(k, str) or k not in by_key:
+                raise ChecklistError(f"{where}: names item {_shown(k)}, which the checklist does not define")
             if k in member:
-                raise ChecklistError(f"{where}: item {k!r} is already in group {member[k]!r}")
+                raise ChecklistError(f"{where}: item {_shown(k)} is already in group {_shown(member[k])}")
             member[k] = key
         groups.append(Group(n, key, _text(g.get("label", key), where, "`label`")))
     style = _style(top.get("style"), source)
     items = tuple(Item(group=member.get(r["key"], ""), **r) for r in raw)
+    _collisions(list(items), source)
+    # every field is now text of bounded size in lists of bounded length: hashing it is bounded too
     content = {"name": name, "task": top.get("task"), "groups": group_entries, "items": entries,
                "style": top.get("style")}
     fingerprint = hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
-    return Checklist(name=name, items=items, groups=tuple(groups), style=style,
-                     task=_text(top.get("task"), source, "`task`", False) or DEFAULT_TASK,
-                     description=_text(top.get("description"), source, "`description`", False), source=source,
-                     fingerprint=fingerprint)
+    return Checklist(name=name, items=items, groups=tuple(groups), style=style, task=task or DEFAULT_TASK,
+                     description=description, source=source, fingerprint=fingerprint)
 
 
 def _style(entries, source: str) -> dict:
@@ -297,7 +355,7 @@ def _style(entries, source: str) -> dict:
         raise ChecklistError(f"{source}: `style` must map style aspects to their wording")
     out = {}
     for aspect, entry in entries.items():
-        where = f"{source}, style aspect {aspect!r}"
+        where = f"{source}, style aspect {_shown(aspect)}"
         if aspect not in STYLE_ASPECTS:
             raise ChecklistError(f"{where}: not a style aspect (known: {', '.join(STYLE_ASPECTS)})")
         e = _fields(entry, STYLE_FIELDS, where)
@@ -310,32 +368,98 @@ def packaged() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in PACKAGED_DIR.glob("*.yaml")))
 
 
+def _named(path: str) -> str:
+    """A path as an error line names it: characters that do not print escaped, cut to 200 characters."""
+    shown = path if path.isprintable() else repr(path)[1:-1]
+    return shown if len(shown) <= 200 else shown[:197] + "..."
+
+
 def load(spec: str | Path | Checklist | None = None) -> Checklist:
     """A checklist by packaged name (``legal``), by file path, or as given; None: the default."""
     if isinstance(spec, Checklist):
         return spec
     spec = DEFAULT_NAME if spec is None or spec == "" else spec
-    path = Path(spec)
-    if not path.suffix and not path.exists():
-        if str(spec) not in packaged():
-            raise ChecklistError(f"no checklist {str(spec)!r}: neither a file nor a packaged checklist "
-                                 f"({', '.join(packaged())})")
-        path = PACKAGED_DIR / f"{spec}.yaml"
-    path = str(path.resolve())
+    if not isinstance(spec, (str, Path)):
+        raise ChecklistError(f"a checklist is a packaged name or a file path, not {type(spec).__name__}")
+    where = _named(str(spec))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ChecklistError(f"{path}: cannot read checklist ({err.strerror or err})") from None
+        path = Path(spec)
+        if not path.suffix and not path.exists():
+            if str(spec) not in packaged():
+                raise ChecklistError(f"no checklist {_shown(str(spec), 200)}: neither a file nor a packaged "
+                                     f"checklist ({', '.join(packaged())})")
+            path = PACKAGED_DIR / f"{spec}.yaml"
+        path = str(path.resolve())
+        where = _named(path)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ChecklistError(f"{path}: cannot read checklist (not a regular file)")
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except ChecklistError:
+        raise
+    except (OSError, ValueError) as err:  # ValueError: a path with a NUL character
+        raise ChecklistError(f"{where}: cannot read checklist ({getattr(err, 'strerror', None) or err})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ChecklistError(f"{path}: a checklist file is at most {MAX_FILE_BYTES:,} bytes; this one is longer")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ChecklistError(f"{path}: not UTF-8 text (byte {err.start:,})") from None
     return _parsed(path, text)
+
+
+class _Refused(Exception):
+    """What the checklist loader refuses in the YAML itself, with the line (1-based)."""
+
+    def __init__(self, line: int, why: str):
+        super().__init__(why)
+        self.line, self.why = line, why
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader, stricter: no anchors or aliases (a few hundred bytes of nested aliases expand to
+    gigabytes), no merge keys, a key at most once per mapping, nesting at most ``MAX_DEPTH`` deep."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _Refused(event.start_mark.line + 1, "anchors and aliases (& and *) are not allowed in a checklist")
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _Refused(event.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        first: dict = {}
+        for key_node, _ in node.value:
+            line = key_node.start_mark.line + 1
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise _Refused(line, "merge keys (<<) are not allowed in a checklist")
+            if isinstance(key_node, yaml.ScalarNode):
+                key = (key_node.tag, key_node.value)
+                if key in first:
+                    raise _Refused(line, f"key {_shown(key_node.value)} is given twice in one entry "
+                                         f"(first on line {first[key]})")
+                first[key] = line
+        return super().construct_mapping(node, deep)
 
 
 @lru_cache(maxsize=32)
 def _parsed(path: str, text: str) -> Checklist:
     """One Checklist per file content: a file edited since is read anew."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 -- a SafeLoader, stricter
+    except _Refused as err:
+        raise ChecklistError(f"{path}, line {err.line}: {err.why}") from None
     except yaml.YAMLError as err:
-        raise ChecklistError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+        raise ChecklistError(f"{path}: not YAML ({str(err).splitlines()[0][:200]})") from None
+    except (ValueError, OverflowError) as err:  # e.g. an integer too long to convert
+        raise ChecklistError(f"{path}: not a usable YAML value ({_shown(str(err).splitlines()[0], 100)})") from None
     return parse(data, path)
 
 

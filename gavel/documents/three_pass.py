@@ -64,8 +64,14 @@ _REMOVED = {"type": "object", "properties": {"id": {"type": "string"}, "why": {"
             "required": ["id", "why"], "additionalProperties": False}
 PRUNE_SCHEMA = _schema("three_pass_prune", {}, {"kept": {"type": "array", "items": _KEPT},
                                                 "removed": {"type": "array", "items": _REMOVED}})
-#: the location a first-pass evidence object names: ``chunk N`` of its document (text after N, e.g. "/5", is let be)
-CHUNK_LOCATION = re.compile(r"^\s*chunk\s+(\d+)\b", re.I)
+#: the location a first-pass evidence object names: exactly ``chunk N`` of its document, as the prompt writes it
+#: (ASCII digits, no leading zero, nothing before or after: ``chunk 0001``, ``Chunk 1``, ``chunk 1 ... also chunk 7``
+#: are refused)
+CHUNK_LOCATION = re.compile(r"chunk ([1-9][0-9]{0,5})", re.ASCII)
+#: the least a quote must be to support a value: this many characters (spaces at its ends not counted), at least
+#: one letter or digit, and whole words: the quote neither starts nor ends inside a word of the chunk
+MIN_EVIDENCE_CHARS = 4
+_WORD = re.compile(r"\w+")
 
 
 def location_of(piece: Piece) -> str:
@@ -78,6 +84,47 @@ def checklist_text(checklist: gitems.Checklist) -> str:
 
 def _ev(e: dict) -> tuple:
     return (e["text"], e["source_document"], e["location"])
+
+
+def _brief(x, limit: int = 80) -> str:
+    """A short account of something a model wrote (text cut, anything else named by its type)."""
+    text = repr(x) if isinstance(x, (str, int, float, bool)) or x is None else f"a {type(x).__name__}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _list(x) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _whole_words_in(text: str, chunk: str) -> bool:
+    """Whether ``text`` occurs in ``chunk`` starting and ending at word boundaries (where it begins or ends
+    with a word character, the chunk's neighbouring character is not one)."""
+    def word(ch: str) -> bool:
+        return ch.isalnum() or ch == "_"
+    start = chunk.find(text)
+    while start >= 0:
+        end = start + len(text)
+        if (not word(text[0]) or start == 0 or not word(chunk[start - 1])) and \
+                (not word(text[-1]) or end == len(chunk) or not word(chunk[end])):
+            return True
+        start = chunk.find(text, start + 1)
+    return False
+
+
+def too_little(text: str) -> str:
+    """"" when a quote is long enough to support a value, else why not (docs/checklists.md)."""
+    core = text.strip()
+    if len(core) < MIN_EVIDENCE_CHARS or not any(ch.isalnum() for ch in core):
+        return f"quote {_brief(text)} too short to support a value (at least {MIN_EVIDENCE_CHARS} characters, " \
+               "a letter or digit among them)"
+    return ""
+
+
+def unsupported_words(new: str, sources: list[str]) -> list[str]:
+    """The words of a reworded value found in none of ``sources`` (the values it came from and its evidence),
+    compared case-insensitively; [] when every word is supported."""
+    known = {w.casefold() for t in sources for w in _WORD.findall(t)}
+    return [w for w in dict.fromkeys(_WORD.findall(new)) if w.casefold() not in known]
 
 
 @dataclass
@@ -156,13 +203,20 @@ class _Run:
         """"" when the quote is in the named document at the named location, else why not."""
         doc, where, text = e["source_document"], e["location"], e["text"]
         if doc not in self.corpus.by_name:
-            return f"no document named {doc!r}"
-        m = CHUNK_LOCATION.match(where)
-        if not m or (doc, int(m.group(1))) not in self.chunk_text:
+            return f"no document named {_brief(doc)}"
+        m = CHUNK_LOCATION.fullmatch(where)
+        if not m:
+            return f"location {_brief(where)} is not written 'chunk N'"
+        if (doc, int(m.group(1))) not in self.chunk_text:
             return f"location {where!r} is no chunk of {doc!r}"
-        if text and text in self.chunk_text[(doc, int(m.group(1)))]:
-            return ""
-        elsewhere = [c for (d, c), t in self.chunk_text.items() if d == doc and text and text in t]
+        short = too_little(text)
+        if short:
+            return short
+        if text in self.chunk_text[(doc, int(m.group(1)))]:
+            if _whole_words_in(text, self.chunk_text[(doc, int(m.group(1)))]):
+                return ""
+            return f"quote {_brief(text)} starts or ends inside a word of {doc!r} at {where!r}"
+        elsewhere = [c for (d, c), t in self.chunk_text.items() if d == doc and text in t]
         return (f"quote not in {doc!r} at {where!r}" + (f" (it is in chunk {elsewhere[0]})" if elsewhere else "")
                 + ("" if elsewhere else ": not byte-equal to any text of the document"))
 
@@ -172,7 +226,7 @@ class _Run:
         for e in evidence if isinstance(evidence, list) else []:
             if not (isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("text", "source_document",
                                                                                     "location"))):
-                self.note(pass_, "dropped_evidence", key, value, f"not an evidence object: {str(e)[:80]!r}")
+                self.note(pass_, "dropped_evidence", key, value, f"not an evidence object: {_brief(e)}")
                 continue
             e = {k: e[k] for k in ("text", "source_document", "location")}
             if allowed is not None and _ev(e) not in allowed:
@@ -191,17 +245,25 @@ class _Run:
         """``{item key: [value dicts]}`` from an answer's ``items`` list, values checked (unknown items,
         empty values and values left without evidence are logged and dropped)."""
         out: dict = {}
-        for entry in key_values if isinstance(key_values, list) else []:
+        for entry in _list(key_values):
             if not isinstance(entry, dict):
+                self.note(pass_, "dropped_value", None, None, f"not an item entry: {_brief(entry)}")
                 continue
+            raw_key = entry.get("key")
             try:
-                key = self.checklist.item(str(entry.get("key"))).key
+                key = self.checklist.item(raw_key).key if isinstance(raw_key, str) else None
             except KeyError:
-                self.note(pass_, "dropped_value", str(entry.get("key")), None, "not an item of the checklist")
+                key = None
+            if key is None:
+                self.note(pass_, "dropped_value", raw_key if isinstance(raw_key, str) and len(raw_key) <= 80
+                          else _brief(raw_key), None, "not an item of the checklist")
+                continue
+            if not isinstance(entry.get("values") or [], list):
+                self.note(pass_, "dropped_value", key, None, f"values are not a list: {_brief(entry.get('values'))}")
                 continue
             for v in entry.get("values") or []:
                 if not isinstance(v, dict) or not isinstance(v.get("value"), str) or not v["value"].strip():
-                    self.note(pass_, "dropped_value", key, None, f"no value text: {str(v)[:80]!r}")
+                    self.note(pass_, "dropped_value", key, None, f"no value text: {_brief(v)}")
                     continue
                 allowed = allowed_for(key) if allowed_for else None
                 ev = self.checked_evidence(pass_, key, v["value"], v.get("evidence"), allowed)
@@ -212,6 +274,23 @@ class _Run:
                                                 **({"from": v.get("from")} if "from" in v else {})})
         return out
 
+    def wording(self, pass_: str, key: str, new: str, before: list[dict], evidence: list[dict], where: str) -> str:
+        """The text a value leaves ``pass_`` with: ``new`` when it is the text of a value that entered
+        (``before``), or a rewording whose every word is in those values or in the evidence kept (logged
+        ``reworded``); else the first entering value's text, the rewording logged ``rewording_refused``."""
+        old = [b["value"] for b in before]
+        if new in old:
+            return new
+        missing = unsupported_words(new, old + [e["text"] for e in evidence])
+        if missing:
+            self.note(pass_, "rewording_refused", key, old[0], f"{where}: rewording {_brief(new)} has words in "
+                      f"neither the value nor its evidence ({', '.join(missing[:8])}); the value keeps its text",
+                      rewording=new)
+            return old[0]
+        self.note(pass_, "reworded", key, new, f"{where}: reworded from {_brief(old[0])}; every word is in the "
+                  "value or its evidence", before=old)
+        return new
+
 
 def _answer(text: str | None) -> dict | None:
     if not text:
@@ -219,7 +298,7 @@ def _answer(text: str | None) -> dict | None:
     for candidate in [text.strip(), *json_candidates(text)]:
         try:
             obj = json.loads(candidate)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(obj, dict):
             return obj
@@ -259,11 +338,19 @@ def _merge_pair(run: _Run, a: dict, b: dict, text: str | None, where: str) -> di
     for key in both:
         out = []
         for v in got.get(key, []):
-            sources = [i for i in (v.pop("from", None) or []) if isinstance(i, str) and i in ids
+            sources = [i for i in _list(v.pop("from", None)) if isinstance(i, str) and i in ids
                        and ids[i][0] == key and i not in used]
             if not sources:
                 run.note("merge", "dropped_value", key, v["value"], "names no value of A or B for this item")
                 continue
+            joined = {_ev(e) for i in sources for e in ids[i][1]["evidence"]}
+            for e in [e for e in v["evidence"] if _ev(e) not in joined]:
+                run.note("merge", "dropped_evidence", key, v["value"], "evidence of no value it joins", evidence=e)
+            v["evidence"] = [e for e in v["evidence"] if _ev(e) in joined]
+            if not v["evidence"]:
+                run.note("merge", "dropped_value", key, v["value"], "no evidence left")
+                continue
+            v["value"] = run.wording("merge", key, v["value"], [ids[i][1] for i in sources], v["evidence"], where)
             used.update(sources)
             if len(sources) > 1:
                 run.note("merge", "merged", key, v["value"], f"{where}: joins {', '.join(sources)}",
@@ -363,12 +450,17 @@ def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir
         if not answer:
             run.note("prune", "unpruned", None, None, "no usable answer; every merged value kept")
         decided: dict = {}
-        for r in answer.get("removed") or []:
-            if isinstance(r, dict) and r.get("id") in ids and r["id"] not in decided:
+        def known(x) -> bool:
+            return isinstance(x, dict) and isinstance(x.get("id"), str) and x["id"] in ids
+
+        for r in _list(answer.get("removed")):
+            if known(r) and r["id"] not in decided:
                 decided[r["id"]] = None
-                run.note("prune", "removed", ids[r["id"]][0], ids[r["id"]][1]["value"], str(r.get("why") or ""))
-        for k in answer.get("kept") or []:
-            if not isinstance(k, dict) or k.get("id") not in ids or k["id"] in decided:
+                why = r.get("why")
+                run.note("prune", "removed", ids[r["id"]][0], ids[r["id"]][1]["value"],
+                         why[:2000] if isinstance(why, str) and why.strip() else "no reason given")
+        for k in _list(answer.get("kept")):
+            if not known(k) or k["id"] in decided:
                 continue
             key, old = ids[k["id"]]
             allowed = {_ev(e) for e in old["evidence"]}
@@ -378,7 +470,7 @@ def run_three_pass(corpus: Corpus, provider, model: str, checklist=None, workdir
                 run.note("prune", "dropped_value", key, value, "no evidence left")
                 decided[k["id"]] = None
                 continue
-            decided[k["id"]] = {"value": value, "evidence": ev}
+            decided[k["id"]] = {"value": run.wording("prune", key, value, [old], ev, k["id"]), "evidence": ev}
         for i, (key, v) in ids.items():
             if i not in decided and answer:
                 run.note("prune", "kept_unmentioned", key, v["value"], f"{i} neither kept nor removed; kept")
