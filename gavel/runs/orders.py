@@ -16,7 +16,7 @@ row of ``judgments.csv`` (:data:`gavel.runs.pipeline.JUDGMENT_COLUMNS` and ``rep
                        (best, low, high)
 ``order_models.csv``   the same per model, with intervals over cases and repeats
 ``order_majority.csv`` per judged unit: its judgments over repeats x orders, the majority verdict and the
-                       smallest k whose majority agrees with it in 95% of resamples (``stable_k``)
+                       smallest k whose majority agrees with it with probability 0.95, exactly (``stable_k``)
 
 An unusable answer is its own outcome (``unusable``): a pair with one is counted apart, never as a flip or
 a 0; in the order-aware score it is bounded by 0 and 1 as everywhere else.
@@ -44,7 +44,6 @@ SINGLE_OUTCOMES = ("relation:equal", "relation:model_contains_reference", "relat
                    "relation:different", UNUSABLE)
 STABLE_SHARE = 0.95  # a majority is stable at k when k judgments' majority agrees with it this often
 MAX_K = 51           # stable_k is searched up to this many judgments (beyond: NaN, "no stable majority")
-MAJORITY_RESAMPLES = 2000
 
 
 def first_container(table: pd.DataFrame) -> pd.Series:
@@ -269,24 +268,51 @@ MODEL_COLUMNS = ["subject", "cases", "repeats"] + [
 
 
 # ---------- majority over repeats x orders ----------
-def stable_k(counts: tuple[int, ...], seed: int = 0, resamples: int = MAJORITY_RESAMPLES) -> float:
-    """The smallest k (1..MAX_K) such that the majority of k judgments drawn with replacement from ones with
-    these outcome ``counts`` (largest first) is the overall majority in ``STABLE_SHARE`` of resamples (a tie
-    among the k is not that majority). NaN when the overall counts tie or no k up to MAX_K suffices."""
-    counts = tuple(sorted(counts, reverse=True))
+def majority_probability(counts: tuple[int, ...], k: int) -> float:
+    """Exactly: the chance that k judgments drawn with replacement from ones with these outcome ``counts``
+    (largest first) have the overall majority strictly ahead of every other outcome (a tie is not that
+    majority). Sum over the majority's count t of P(t) x P(every other outcome < t among the other k - t),
+    the latter a coefficient of the product of truncated exponential series (no resampling)."""
+    counts = tuple(sorted((c for c in counts if c > 0), reverse=True))
+    if not counts or k < 1:
+        return math.nan
     if len(counts) == 1:
         return 1.0
-    if counts[0] == counts[1]:
+    n = sum(counts)
+    top = counts[0] / n
+    others = [c / (n - counts[0]) for c in counts[1:]]
+    total = 0.0
+    for t in range(1, k + 1):
+        rest = k - t
+        series = np.zeros(rest + 1)
+        series[0] = 1.0
+        c = np.arange(min(t, rest + 1))
+        log_fact = np.array([math.lgamma(x + 1) for x in c])
+        for q in others:  # each other outcome appears fewer than t times
+            series = np.convolve(series, np.exp(c * math.log(q) - log_fact))[:rest + 1]
+        inner = series[rest] * math.exp(math.lgamma(rest + 1)) if rest < len(series) else 0.0
+        total += math.comb(k, t) * top ** t * (1 - top) ** rest * inner
+    return min(total, 1.0)
+
+
+def stable_k(counts: tuple[int, ...], seed: int | None = None) -> float:
+    """The smallest k (1..MAX_K) whose majority is the overall majority with probability at least
+    ``STABLE_SHARE`` (``majority_probability``, exact). NaN when the overall counts tie or no k up to MAX_K
+    suffices. ``seed`` is accepted for old callers and unused: nothing is drawn."""
+    counts = tuple(sorted((c for c in counts if c > 0), reverse=True))
+    if len(counts) == 1:
+        return 1.0
+    if not counts or counts[0] == counts[1]:
         return math.nan
-    rng = np.random.default_rng(seed)
-    p = np.asarray(counts, float) / sum(counts)
     for k in range(1, MAX_K + 1):
-        drawn = rng.multinomial(k, p, size=resamples)
-        top = drawn[:, 0]
-        others = drawn[:, 1:].max(axis=1)
-        if np.mean(top > others) >= STABLE_SHARE:
+        if majority_probability(counts, k) >= STABLE_SHARE:
             return float(k)
     return math.nan
+
+
+def majority_curve(counts: tuple[int, ...], ks=range(1, MAX_K + 1)) -> list[float]:
+    """``majority_probability`` at each k: the curve a unit's ``stable_k`` is read from."""
+    return [majority_probability(counts, k) for k in ks]
 
 
 def majority_table(judgments: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -307,7 +333,7 @@ def majority_table(judgments: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         tie = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
         key = tuple(sorted(votes.values(), reverse=True))
         if key not in memo:
-            memo[key] = stable_k(key, seed)
+            memo[key] = stable_k(key)
         rows.append({"stage": stage, "subject": subject, "case_id": case_id, "item": item,
                      "gate": gates.most_common(1)[0][0], "judgments": n, "majority": None if tie else ranked[0][0],
                      "majority_share": ranked[0][1] / n, "outcomes": json.dumps(dict(ranked)),
