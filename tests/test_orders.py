@@ -471,3 +471,23 @@ def test_order_aware_best_estimate_keeps_the_usable_order_of_an_item():
     assert out["s_checklist_order_2"] == pytest.approx(50.0)
     assert (out["s_checklist_order_aware_low"], out["s_checklist_order_aware_high"]) == (25.0, 87.5)
     assert (out["items"], out["disagreeing_items"], out["unusable_items"]) == (4, 1, 2)
+
+
+def test_majority_table_says_what_a_stable_majority_costs_at_the_runs_prices():
+    majority = pd.DataFrame({"stage": ["compare", "compare", "residual_match"], "item": ["a", "b", "residual_facts"],
+                             "judgments": [4, 4, 2], "stable_k": [9.0, 1.0, math.nan],
+                             "outcomes": ['{"relation:equal": 3, "relation:different": 1}', '{"relation:equal": 4}',
+                                          '{"unusable": 1, "pairs:[]": 1}'],
+                             "majority": ["relation:equal", "relation:equal", None]})
+    cost = pd.DataFrame({"stage": ["compare", "compare", "residual_match"], "requests": [6, 2, 2],
+                         "usd_when_answered": [0.03, 0.01, 0.5]})
+    out = orders.with_cost(majority, [{"cost": cost}, {"cost": cost}])
+    assert out["usd_per_judgment"].tolist() == pytest.approx([0.005, 0.005, 0.25])
+    assert out["stable_k_usd"].tolist()[:2] == pytest.approx([0.045, 0.005]) and math.isnan(out["stable_k_usd"][2])
+    assert out["more_judgments"].tolist()[:2] == [5.0, 0.0] and out["more_usd"][0] == pytest.approx(0.025)
+    curves = orders.majority_curves(majority, range(1, 10)).set_index(["item", "k"])
+    assert curves.loc[("a", 9), "probability"] >= orders.STABLE_SHARE > curves.loc[("a", 7), "probability"]
+    assert curves.loc[("b", 1), "probability"] == 1.0 and "residual_facts" not in curves.index.get_level_values(0)
+    import matplotlib
+    matplotlib.use("Agg")
+    assert orders.majority_figure(majority).axes[0].get_lines()

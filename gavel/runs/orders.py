@@ -146,6 +146,7 @@ def report(judgments: pd.DataFrame, runs: list[dict], seed: int = 0) -> dict[str
             "no_stable_majority": int(m["stable_k"].isna().sum())})
     order = pd.DataFrame(rows, columns=ORDER_COLUMNS)
     summaries = summary_scores(j, runs)
+    majority = with_cost(majority, runs)
     return {"order": order, "order_swaps": swap_matrix(pairs, seed), "order_summaries": summaries,
             "order_models": model_scores(summaries, len(runs), seed), "order_majority": majority}
 
@@ -340,6 +341,56 @@ def majority_table(judgments: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
                      "unusable": int(votes.get(UNUSABLE, 0)), "stable_k": memo[key]})
     return pd.DataFrame(rows, columns=["stage", "subject", "case_id", "item", "gate", "judgments", "majority",
                                        "majority_share", "outcomes", "unusable", "stable_k"])
+
+
+def with_cost(majority: pd.DataFrame, runs: list[dict]) -> pd.DataFrame:
+    """``majority`` with what its judgments cost at the run's prices (every repeat's ``cost.csv``): the
+    price of one judgment of the unit's stage (``usd_when_answered`` / requests, both orders), ``stable_k``
+    judgments at that price, and what the judgments still missing (``stable_k`` - ``judgments``) would cost."""
+    costs = [t["cost"] for t in runs if len(t.get("cost", ()))]
+    price = {}
+    if costs:
+        c = pd.concat(costs, ignore_index=True)
+        per = c.groupby("stage")[["usd_when_answered", "requests"]].sum()
+        price = {st: float(u) / r for st, (u, r) in per.iterrows() if r > 0}
+    each = majority["stage"].map(price).astype(float)
+    more = (majority["stable_k"] - majority["judgments"]).clip(lower=0)
+    return majority.assign(usd_per_judgment=each, stable_k_usd=majority["stable_k"] * each, more_judgments=more,
+                           more_usd=more * each)
+
+
+def majority_curves(majority: pd.DataFrame, ks=range(1, MAX_K + 1)) -> pd.DataFrame:
+    """Per stage and item: the chance that k judgments' majority is the unit's majority
+    (``majority_probability``), averaged over the item's units that have one, for each k."""
+    rows = []
+    for (stage, item), g in majority.groupby(["stage", "item"], sort=True):
+        curves = [majority_curve(tuple(json.loads(o).values()), ks) for o, m in zip(g["outcomes"], g["majority"])
+                  if isinstance(m, str) and m]
+        if curves:
+            mean = np.mean(curves, axis=0)
+            rows += [{"stage": stage, "item": item, "k": k, "probability": float(p), "units": len(curves)}
+                     for k, p in zip(ks, mean)]
+    return pd.DataFrame(rows, columns=["stage", "item", "k", "probability", "units"])
+
+
+def majority_figure(majority: pd.DataFrame, title: str = "How many judgments settle the verdict?"):
+    """One curve per item: the chance that a majority of k judgments is the unit's majority, against k (odd
+    k only: an even k can tie); the dashed line is the 95% that ``stable_k`` asks for."""
+    import matplotlib.pyplot as plt
+
+    curves = majority_curves(majority, range(1, MAX_K + 1, 2))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for (stage, item), g in curves.groupby(["stage", "item"], sort=True):
+        ax.plot(g["k"], g["probability"], marker=".", label=item if stage == "compare" else stage)
+    ax.axhline(STABLE_SHARE, color="#888888", linestyle="--")
+    ax.set_xlabel("judgments k")
+    ax.set_ylabel("P(majority of k = the majority)")
+    ax.set_ylim(0, 1.02)
+    if len(curves):
+        ax.legend(fontsize="small", loc="lower right")
+    fig.suptitle(titled(title, majority))
+    fig.tight_layout()
+    return fig
 
 
 # ---------- reading, the command line, the figure ----------
