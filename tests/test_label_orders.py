@@ -171,3 +171,9 @@ def test_cli_label_orders_dry_run_counts_the_other_orders_and_run_prints_the_rep
     with pytest.raises(SystemExit):
         cli.main(base + ["--label-orders", "3"])
     assert "invalid choice: 3" in capsys.readouterr().err
+
+
+def test_notebook_12_shows_the_label_order_report(four, tmp_path, monkeypatch):
+    text = today.run_notebook_12(four[0], tmp_path, monkeypatch)
+    assert "prefers the option listed first" in text and "s_checklist_label_order_3" in text
+    assert "option-order bias:" in text and "filing_date" in text

@@ -417,6 +417,7 @@ def test_cli_orders_both_dry_run_counts_the_second_order_and_run_prints_the_repo
 def test_notebook_12_shows_the_order_report_and_draws_the_figure(both, tmp_path, monkeypatch):
     text = today.run_notebook_12(both[0], tmp_path, monkeypatch)
     assert (tmp_path / "figures" / "ref_order_consistency.png").stat().st_size > 0
+    assert (tmp_path / "figures" / "ref_majority_curves.png").stat().st_size > 0
     assert "first_preference" in text and "judge_name" in text and "s_checklist_order_aware" in text
 
 

@@ -185,6 +185,18 @@ def report(judgments: pd.DataFrame, runs: list[dict], k: int, seed: int = 0) -> 
     return {"label_judgments": j, "label_order": item_table(j, k, seed), "label_order_models": model_table(j, runs, k, seed)}
 
 
+def read_report(out: str | Path) -> dict[str, pd.DataFrame]:
+    """The label-order report written to ``out`` (a clear error when the run was not asked in K > 1 orders)."""
+    from gavel.core.spreadsheet import read_csv
+
+    out = Path(out)
+    missing = [n for n in NAMES if not (out / f"{n}.csv").exists()]
+    if missing:
+        raise FileNotFoundError(f"{out}: no label-order report ({', '.join(m + '.csv' for m in missing)} missing); "
+                                f"run the evaluation with --label-orders 4 (notebooks: label_orders = 4)")
+    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in NAMES}
+
+
 def biased_items(table: pd.DataFrame) -> list[str]:
     """The items ``label_order.csv`` marks ``option_order_bias``."""
     return sorted(table.loc[table["option_order_bias"].astype(str) == "True", "item"])
