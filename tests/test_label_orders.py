@@ -177,3 +177,62 @@ def test_notebook_12_shows_the_label_order_report(four, tmp_path, monkeypatch):
     text = today.run_notebook_12(four[0], tmp_path, monkeypatch)
     assert "prefers the option listed first" in text and "s_checklist_label_order_3" in text
     assert "option-order bias:" in text and "filing_date" in text
+
+
+# ---------- the report's view ----------
+@pytest.fixture(scope="module")
+def judged_everywhere(tmp_path_factory):
+    """Both orders of the texts, four orders of the options, two repeats: the texts' bias of test_orders on its
+    three items, the option bias on PLANTED; the report written into the run folder."""
+    from gavel.report import page as report
+
+    out = tmp_path_factory.mktemp("judge-view")
+    texts = scripted.judge()
+
+    def answer(request):
+        if request.stage.startswith("compare") and request.item in PLANTED and shown_options(request):
+            return f"**Reasoning:** first.\n**Final Answer:** {shown_options(request)[0]}"
+        return texts(request)
+    repeated.evaluate_repeats(scripted.SUMMARIES, {"1": scripted.REF}, MockProvider(answer=answer), out,
+                              scripted.settings(orders="both", label_orders=4), repeats=2)
+    return out, report.write(report.run_data(out), out / "report.html")
+
+
+def test_the_report_says_per_item_what_the_judge_favours(judged_everywhere):
+    from gavel.report import judge_view
+
+    out, _ = judged_everywhere
+    v = judge_view.view(out)
+    rows = {r["item"]: r for r in v["rows"]}
+    for k in scripted.BIASED:  # the text shown first called the container in all 2 x 2 x 2 judgments
+        assert rows[k]["order"] == "prefers the first text: 8 of 8" and rows[k]["bias"]
+    for k in PLANTED:
+        assert rows[k]["label"].startswith("prefers the option listed first") and rows[k]["bias"]
+    assert rows["parties"]["order"].startswith("multi: no bias found")
+    assert [r["bias"] for r in v["rows"]] == sorted((r["bias"] for r in v["rows"]), reverse=True)  # flagged first
+    # a judge that takes the first option ("A contains B" in row 0) also looks biased to the first text
+    assert v["swaps"]["item"] in scripted.BIASED + PLANTED and len(v["swaps"]["rows"]) == 5
+    assert set(v["links"]) >= {"order.csv", "label_order.csv", "order_majority.csv"}
+    assert judge_view.view(out / "repeats") is None  # a folder without these tables: no view
+
+
+def test_the_view_is_readable_at_1400_pixels_without_javascript(browser, judged_everywhere):
+    out, path = judged_everywhere
+    ctx = browser.new_context(java_script_enabled=False, viewport={"width": 1400, "height": 900})
+    refused = []
+    ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:"))
+              else (refused.append(r.request.url), r.abort()))
+    page = ctx.new_page()
+    page.goto(path.as_uri())
+    assert page.is_visible("#judge")
+    lines = [tr.text_content() for tr in page.query_selector_all("#judge table.judge tbody tr")]
+    assert any("judge_name" in x and "prefers the first text: 8 of 8" in x for x in lines)
+    assert any("appeals" in x and "prefers the option listed first" in x for x in lines)
+    assert len(page.query_selector_all("#judge svg circle")) >= len(scripted.BIASED)
+    assert len(page.query_selector_all("#judge table.swaps tbody tr")) == 5
+    box = page.query_selector("#judge").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 1400
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # no sideways scrolling
+    page.screenshot(path=str(out / "judge-view.png"), full_page=True)
+    assert not refused
+    ctx.close()
