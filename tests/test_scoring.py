@@ -156,3 +156,29 @@ def test_release_list_matchings_are_scored_as_documented(qwen_matchings):
 def test_worked_examples_of_docs_results(qwen_matchings, method, case_id, item, expected):
     [best] = [b for key, _, _, _, b in qwen_matchings if key[0] == method and key[3:] == (case_id, item)]
     assert best == pytest.approx(expected, abs=1e-12)
+
+
+def test_summary_benchmark_factual_basis_of_gemini_25_pro_follows_the_same_rule(shared_rel):
+    """The summary benchmark's references are empty files: their length is always the implied one; a matching
+    in A/B wording (no record of the model's side) takes both lengths from the judgment. 0.5835 in
+    data/results/summary_item_scores.csv."""
+    from gavel.paper import reconstruct as R
+
+    cells = R.summary_cells(shared_rel)
+    cells = cells[(cells["model"] == "gemini-2.5-pro") & (cells["item"] == "factual_basis")].set_index("case_id")
+    lengths = R.checklist_lengths(shared_rel)
+    released = lengths[(lengths["model"] == "gemini-2.5-pro") & (lengths["item"] == "factual_basis")].set_index(
+        "case_id")["n_values"].to_dict()
+    jd = shared_rel.judgments
+    jd = jd[(jd["task"] == "summary") & (jd["model"] == "gemini-2.5-pro") & (jd["item"] == "factual_basis")]
+    scores = []
+    for j in R.records(jd):
+        if j.kind == "relation":
+            scores.append(scoring.relation_score(j.relation))
+        else:
+            model_side = [a for a, _ in j.pairs] + list(j.only_in_model)
+            implied = max(len(set(model_side)), max(model_side, default=0))
+            n_model = released.get(j.case_id) if j.orientation == "model_reference" else None
+            scores.append(documented_f1(j.pairs, j.only_in_model, j.only_in_reference, n_model or implied, 0))
+        assert cells.loc[j.case_id, "best"] == pytest.approx(scores[-1], abs=1e-12), j.case_id
+    assert len(scores) == 100 and round(sum(scores) / 100, 4) == 0.5835
