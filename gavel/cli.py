@@ -274,6 +274,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
+                                 label_orders=args.label_orders,
                                  allow_unserved=args.allow_unserved)
     provider = pipeline.provider(args.provider, args.base_url)
     if args.dry_run:
@@ -293,6 +294,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from gavel.runs import orders
 
         print(orders.summary_line(result, args.out))
+    if args.label_orders > 1:
+        from gavel.runs import label_orders
+
+        print(label_orders.summary_line(result, args.out))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     print(f"{tables_mod.counts_line(result['runs'])}; tables in {args.out}")
@@ -448,6 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--orders", default="one", choices=["one", "both"],
                    help="both: ask the judge every compared pair again with the sides swapped and write the order "
                         "report (order*.csv, docs/orders.md); one (default) is today's run")
+    p.add_argument("--label-orders", type=int, default=1, choices=[1, 2, 4],
+                   help="K > 1: ask every single-value pair with the relation options in K balanced orders (rows of a "
+                        "Latin square) and write the label-order report (label_order*.csv, docs/orders.md); 1 "
+                        "(default) is today's run")
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--allow-unserved", action="store_true",
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")

@@ -282,9 +282,30 @@ def test_stable_k_counts_how_many_judgments_a_stable_majority_needs():
     assert orders.stable_k((4,)) == 1.0
     assert math.isnan(orders.stable_k((2, 2)))
     k31 = orders.stable_k((3, 1))  # 3 of 4: one judgment agrees 75% of the time; more are needed
-    assert 3 <= k31 <= orders.MAX_K and orders.stable_k((3, 1), seed=0) == k31
+    assert k31 == 9  # exact: P(Binomial(9, 3/4) >= 5) = 0.951, P(Binomial(7, 3/4) >= 4) = 0.929
     assert orders.stable_k((9, 1)) < k31
     assert math.isnan(orders.stable_k((51, 49)))  # a near-tie needs more than MAX_K judgments
+    # three outcomes: the exact answer (resampling with 2000 draws said 47)
+    assert orders.stable_k((2, 1, 1)) == 46
+
+
+def test_majority_probability_is_exact():
+    """Two outcomes: the binomial tail; three: a brute-force sum over every sequence of k judgments."""
+    import itertools
+    from math import comb
+    for k in (1, 2, 5, 8):
+        binom = sum(comb(k, t) * 0.75 ** t * 0.25 ** (k - t) for t in range(k // 2 + 1, k + 1))
+        assert orders.majority_probability((3, 1), k) == pytest.approx(binom, abs=1e-12)
+    p = (0.5, 0.3, 0.2)
+    for k in (1, 3, 4, 6):
+        brute = 0.0
+        for seq in itertools.product(range(3), repeat=k):
+            n = [seq.count(i) for i in range(3)]
+            if n[0] > n[1] and n[0] > n[2]:
+                brute += math.prod(p[i] for i in seq)
+        assert orders.majority_probability((5, 3, 2), k) == pytest.approx(brute, abs=1e-12)
+    curve = orders.majority_curve((3, 1), range(1, 10))
+    assert curve[0] == pytest.approx(0.75) and curve[-1] >= orders.STABLE_SHARE > max(curve[:-1])
 
 
 # ---------- order one is today's run ----------
@@ -396,6 +417,7 @@ def test_cli_orders_both_dry_run_counts_the_second_order_and_run_prints_the_repo
 def test_notebook_12_shows_the_order_report_and_draws_the_figure(both, tmp_path, monkeypatch):
     text = today.run_notebook_12(both[0], tmp_path, monkeypatch)
     assert (tmp_path / "figures" / "ref_order_consistency.png").stat().st_size > 0
+    assert (tmp_path / "figures" / "ref_majority_curves.png").stat().st_size > 0
     assert "first_preference" in text and "judge_name" in text and "s_checklist_order_aware" in text
 
 
@@ -430,3 +452,43 @@ def test_local_model_both_orders_two_repeats(tmp_path):
     pairs = orders.order_pairs(j.assign(case_id=j["case_id"].astype(str)))
     assert int(order["pairs"].sum()) == len(pairs) == len(j) // 2
     assert int(order["unusable_pairs"].sum()) == int((~pairs["usable"]).sum())
+
+
+def test_order_aware_best_estimate_keeps_the_usable_order_of_an_item():
+    """docs/orders.md's worked example: an item unusable in one order enters the best estimate with the other
+    order's score (75.00); only an item unusable in both orders is left out. Reading the sentence as "leave
+    the item out" would give 62.50."""
+    rows = [("a", "ok", 1.0, "equal", "ok", 1.0, "equal"),
+            ("b", "ok", 0.5, "model_contains_reference", "ok", 0.0, "different"),
+            ("c", "ok", 1.0, "equal", "no_json", None, None),
+            ("d", "failed", None, None, "no_json", None, None)]
+    base = {"subject": "m", "case_id": "1", "gate": "single", "pairs": None}
+    compare = pd.DataFrame([{**base, "item": i, "status": s1, "score": x1, "relation": r1} for i, s1, x1, r1, *_ in rows])
+    second = pd.DataFrame([{**base, "stage": "compare", "order": 2, "repeat": 1, "item": i, "status": s2, "score": x2,
+                            "relation": r2} for i, _, _, _, s2, x2, r2 in rows])
+    out = orders.summary_scores(second, [{"compare": compare}]).iloc[0]
+    assert out["s_checklist_order_aware"] == pytest.approx(75.0)
+    assert out["s_checklist_order_1"] == pytest.approx(100 * 2.5 / 3)
+    assert out["s_checklist_order_2"] == pytest.approx(50.0)
+    assert (out["s_checklist_order_aware_low"], out["s_checklist_order_aware_high"]) == (25.0, 87.5)
+    assert (out["items"], out["disagreeing_items"], out["unusable_items"]) == (4, 1, 2)
+
+
+def test_majority_table_says_what_a_stable_majority_costs_at_the_runs_prices():
+    majority = pd.DataFrame({"stage": ["compare", "compare", "residual_match"], "item": ["a", "b", "residual_facts"],
+                             "judgments": [4, 4, 2], "stable_k": [9.0, 1.0, math.nan],
+                             "outcomes": ['{"relation:equal": 3, "relation:different": 1}', '{"relation:equal": 4}',
+                                          '{"unusable": 1, "pairs:[]": 1}'],
+                             "majority": ["relation:equal", "relation:equal", None]})
+    cost = pd.DataFrame({"stage": ["compare", "compare", "residual_match"], "requests": [6, 2, 2],
+                         "usd_when_answered": [0.03, 0.01, 0.5]})
+    out = orders.with_cost(majority, [{"cost": cost}, {"cost": cost}])
+    assert out["usd_per_judgment"].tolist() == pytest.approx([0.005, 0.005, 0.25])
+    assert out["stable_k_usd"].tolist()[:2] == pytest.approx([0.045, 0.005]) and math.isnan(out["stable_k_usd"][2])
+    assert out["more_judgments"].tolist()[:2] == [5.0, 0.0] and out["more_usd"][0] == pytest.approx(0.025)
+    curves = orders.majority_curves(majority, range(1, 10)).set_index(["item", "k"])
+    assert curves.loc[("a", 9), "probability"] >= orders.STABLE_SHARE > curves.loc[("a", 7), "probability"]
+    assert curves.loc[("b", 1), "probability"] == 1.0 and "residual_facts" not in curves.index.get_level_values(0)
+    import matplotlib
+    matplotlib.use("Agg")
+    assert orders.majority_figure(majority).axes[0].get_lines()

@@ -70,7 +70,7 @@ def test_every_table_and_column_of_an_evaluation_is_documented(tmp_path, monkeyp
     monkeypatch.setattr("gavel.release.load_release", lambda release=None: None)
     out = tmp_path / "out"
     assert main(["evaluate", "--summaries", str(DATA / "ref_summaries.jsonl"), "--provider", "mock",
-                 "--items", "filing_date", "court_rulings", "--repeats", "2", "--orders", "both",
+                 "--items", "filing_date", "court_rulings", "--repeats", "2", "--orders", "both", "--label-orders", "2",
                  "--out", str(out)]) == 0
     tables = sorted(p for p in out.rglob("*.csv") if "runs" not in p.relative_to(out).parts)
     assert {p.name for p in tables} >= {"values.csv", "answers.csv", "compare.csv", "residual.csv", "scores.csv",

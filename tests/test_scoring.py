@@ -96,3 +96,89 @@ def test_kendall_pair_counts_are_the_pairs_own():
             want = (float((sx * sy).sum()), int((sx != 0).sum()), int((sy != 0).sum()))
             got = scoring._pair_counts(x, y)
             assert got[1:] == want[1:] and (got[0] == want[0] or (np.isnan(got[0]) and np.isnan(want[0])))
+
+
+# ---------- how a released list matching is scored (docs/results.md, "Scoring a list matching") ----------
+QWEN = "Qwen3-30B-A3B-Thinking-2507"
+DOC_ROWS = (("agent", QWEN, "grouped"), ("chunk_by_chunk", QWEN, ""))  # fig5_qwen_grouped_s, chunk_best
+
+
+def documented_f1(pairs, only_in_model, only_in_reference, released_model, released_reference) -> float:
+    """docs/results.md's rule, written out apart from gavel.paper.reconstruct: the model's length is its
+    released length; the reference's is the larger of its released length and the largest reference index
+    the judgment names (pairs and only_in_reference); pairs outside 1..n on either side are dropped; the
+    distinct matched indices of each side over its length give precision and recall."""
+    n_ref = max([released_reference, *(b for _, b in pairs), *only_in_reference,
+                 len({b for _, b in pairs} | set(only_in_reference))])
+    kept = {(a, b) for a, b in pairs if 1 <= a <= released_model and 1 <= b <= n_ref}
+    p, r = len({a for a, _ in kept}) / released_model, len({b for _, b in kept}) / n_ref
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+@pytest.fixture(scope="module")
+def qwen_matchings(shared_rel):
+    from gavel.paper import reconstruct as R
+
+    cells = R.document_cells(shared_rel).set_index(["method", "model", "configuration", "case_id", "item"])
+    lengths = R.checklist_lengths(shared_rel)
+    released = lengths.set_index(["method", "model", "configuration", "case_id", "item"])["n_values"].to_dict()
+    human = lengths[lengths["method"] == "human"].set_index(["case_id", "item"])["n_values"].to_dict()
+    jd = shared_rel.judgments
+    out = []
+    for method, model, configuration in DOC_ROWS:
+        sel = jd[(jd["task"] == "document") & (jd["method"] == method) & (jd["model"] == model)
+                 & (jd["configuration"] == configuration) & (jd["kind"] == "matching")]
+        for j in R.records(sel):
+            key = (method, model, configuration, j.case_id, j.item)
+            out.append((key, j, released[key], human[(j.case_id, j.item)], cells.loc[key, "best"]))
+    return out
+
+
+def test_release_list_matchings_are_scored_as_documented(qwen_matchings):
+    assert len(qwen_matchings) == 949
+    many_to_one = out_of_range = 0
+    for key, j, n_model, n_ref, best in qwen_matchings:
+        assert j.orientation == "model_reference"
+        ms, rs = [a for a, _ in j.pairs], [b for _, b in j.pairs]
+        many_to_one += len(set(ms)) < len(ms) or len(set(rs)) < len(rs)
+        out_of_range += any(not (1 <= a <= n_model and 1 <= b <= n_ref) for a, b in j.pairs)
+        assert best == pytest.approx(documented_f1(j.pairs, j.only_in_model, j.only_in_reference, n_model, n_ref),
+                                     abs=1e-12), key
+    assert (many_to_one, out_of_range) == (192, 9)  # against the released lengths
+
+
+@pytest.mark.parametrize("method,case_id,item,expected", [
+    ("agent", "46499", "parties", 20 / 37),              # many-to-one: 4 model values on reference 1
+    ("agent", "12429", "statutory_basis", 0.0),          # the only pair names model value 2 of 1: dropped
+    ("agent", "46602", "reported_opinions", 1984 / 2331),  # reference indices up to 37, released list of 1
+    ("chunk_by_chunk", "46746", "type_of_counsel", 2 / 3),  # (2, 2) with one model value: dropped
+])
+def test_worked_examples_of_docs_results(qwen_matchings, method, case_id, item, expected):
+    [best] = [b for key, _, _, _, b in qwen_matchings if key[0] == method and key[3:] == (case_id, item)]
+    assert best == pytest.approx(expected, abs=1e-12)
+
+
+def test_summary_benchmark_factual_basis_of_gemini_25_pro_follows_the_same_rule(shared_rel):
+    """The summary benchmark's references are empty files: their length is always the implied one; a matching
+    in A/B wording (no record of the model's side) takes both lengths from the judgment. 0.5835 in
+    data/results/summary_item_scores.csv."""
+    from gavel.paper import reconstruct as R
+
+    cells = R.summary_cells(shared_rel)
+    cells = cells[(cells["model"] == "gemini-2.5-pro") & (cells["item"] == "factual_basis")].set_index("case_id")
+    lengths = R.checklist_lengths(shared_rel)
+    released = lengths[(lengths["model"] == "gemini-2.5-pro") & (lengths["item"] == "factual_basis")].set_index(
+        "case_id")["n_values"].to_dict()
+    jd = shared_rel.judgments
+    jd = jd[(jd["task"] == "summary") & (jd["model"] == "gemini-2.5-pro") & (jd["item"] == "factual_basis")]
+    scores = []
+    for j in R.records(jd):
+        if j.kind == "relation":
+            scores.append(scoring.relation_score(j.relation))
+        else:
+            model_side = [a for a, _ in j.pairs] + list(j.only_in_model)
+            implied = max(len(set(model_side)), max(model_side, default=0))
+            n_model = released.get(j.case_id) if j.orientation == "model_reference" else None
+            scores.append(documented_f1(j.pairs, j.only_in_model, j.only_in_reference, n_model or implied, 0))
+        assert cells.loc[j.case_id, "best"] == pytest.approx(scores[-1], abs=1e-12), j.case_id
+    assert len(scores) == 100 and round(sum(scores) / 100, 4) == 0.5835

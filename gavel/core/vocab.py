@@ -19,6 +19,19 @@ ANNOTATION_RELATIONS = {"equal": "equal", "a_contains_b": "model_contains_refere
 AB_RELATIONS = ("a_contains_b", "b_contains_a", "a_equals_b", "a_and_b_different")
 
 
+#: ``--label-orders K``: which rows of the Latin square over ``AB_RELATIONS`` a single-value comparison is asked
+#: in. Row r lists the options shifted by r (row 0: today's order); with K = 4 every option stands once in every
+#: position, with K = 2 (rows 0 and 2) every option stands once in the first and once in the second half.
+LABEL_ORDER_ROWS = {1: (0,), 2: (0, 2), 4: (0, 1, 2, 3)}
+
+
+def label_order(row: int) -> tuple[str, ...]:
+    """The A/B relations in the order row ``row`` of the Latin square shows them (row 0: ``AB_RELATIONS``)."""
+    if row not in range(len(AB_RELATIONS)):
+        raise ValueError(f"label order rows are 0..{len(AB_RELATIONS) - 1}, got {row!r}")
+    return tuple(AB_RELATIONS[(i + row) % len(AB_RELATIONS)] for i in range(len(AB_RELATIONS)))
+
+
 def relation_of(ab: str, model_is_a: bool) -> str:
     """An A/B relation in the model/reference wording, given which position the model's value held."""
     if ab == "a_equals_b":

@@ -22,6 +22,7 @@ from gavel.core import items as gitems
 from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
 from gavel.ref.tables import read_tables
+from gavel.report import judge_view
 from gavel.runs.stability import STAGES as REPEAT_STAGES
 
 SEP = "|"
@@ -313,6 +314,7 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
             "texts": texts, "answers": answers, "raw": raw_texts, "extract_status": extract_status,
             "summaries": summaries, "residual": residual, "residual_match": matches, "style": styles,
             "optional": optional, "flipped": flipped_cells(optional), "repeat_stages": list(REPEAT_STAGES),
+            "judge_view": judge_view.view(folder),
             "problems": records(tables.get("problems")),
             "notes": [] if texts else ["This run folder has no texts.jsonl (written by `gavel evaluate` since the "
                                        "report exists): values are listed without their highlights. Rerun the "

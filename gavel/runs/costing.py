@@ -216,7 +216,8 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     per_item = [count_tokens("".join(m["content"] for m in prompts.render_messages(
         "compare_multi", item_name=it.name, a="", b=""))) + 2 * value_tokens for it in s.items]
     k = 2 if s.orders == "both" else 1  # --orders both: every judged pair is asked in both orders
-    compare_inputs = [round(n) for _ in kept for n in per_item] * k
+    # --label-orders K: at most every pair again in each of the K - 1 other option orders (single pairs only)
+    compare_inputs = [round(n) for _ in kept for n in per_item] * (k + s.label_orders - 1)
     fact_inputs = [prompts.joined_tokens("residual", spans=split(t)) for _, _, t in texts]
     match_template = count_tokens("".join(m["content"] for m in prompts.render_messages(
         "compare_multi", item_name=compare.RESIDUAL_LABEL, a="", b="")))
@@ -237,7 +238,7 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     table.attrs.update(too_long=pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id",
                                                                  "why"]), range=ranges, total=total, mode=mode,
                        compare_max=len(compare_inputs), residual_match_max=len(match_inputs),
-                       fact_max=len(fact_inputs), orders=s.orders)
+                       fact_max=len(fact_inputs), orders=s.orders, label_orders=s.label_orders)
     return table
 
 
@@ -251,7 +252,9 @@ def show(table: pd.DataFrame) -> None:
     print(f"compare: at most {a['compare_max']} requests; residual: at most {a['fact_max']} fact requests and "
           f"{a['residual_match_max']} matchings (they depend on the extracted values"
           + ("; --orders both: each judged pair in both orders, twice the requests of one order"
-             if a["orders"] == "both" else "") + ")")
+             if a["orders"] == "both" else "")
+          + (f"; --label-orders {a['label_orders']}: single-value pairs once more in each other option order"
+             if a.get("label_orders", 1) > 1 else "") + ")")
     low, high = table.attrs["total"]
     print(f"total: ${low:.2f} to ${high:.2f}, priced as {table.attrs['mode']} (the mode the run will use) at the "
           f"price table's list prices; nothing was sent")

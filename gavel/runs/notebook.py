@@ -75,7 +75,7 @@ class NotebookRun:
 
 def notebook_run(summaries, references, provider_name: str, base_url=None, extractor=None, judge=None,
                  items=None, mode: str = "online", out=config.INTERIM_DIR / "ref_demo", repeats: int = 1,
-                 orders: str = "one", checklist=None) -> NotebookRun:
+                 orders: str = "one", checklist=None, label_orders: int = 1) -> NotebookRun:
     """``checklist``: a packaged name or a checklist file (None: the default, the 26 legal items)."""
     checklist = load_checklist(checklist)
     rows = [row for path in ([summaries] if isinstance(summaries, (str, Path)) else summaries)
@@ -88,5 +88,6 @@ def notebook_run(summaries, references, provider_name: str, base_url=None, extra
         refs, bins = release_references(load_release())
     roles = default_roles()
     settings = Settings(extractor=extractor or roles["extractor"], judge=judge or roles["judge"],
-                        items=checklist.select(items), mode=mode, orders=orders, checklist=checklist)
+                        items=checklist.select(items), mode=mode, orders=orders, checklist=checklist,
+                        label_orders=label_orders)
     return NotebookRun(rows, refs, bins, provider(provider_name, base_url), settings, in_repo(out), repeats)

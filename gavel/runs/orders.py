@@ -16,7 +16,7 @@ row of ``judgments.csv`` (:data:`gavel.runs.pipeline.JUDGMENT_COLUMNS` and ``rep
                        (best, low, high)
 ``order_models.csv``   the same per model, with intervals over cases and repeats
 ``order_majority.csv`` per judged unit: its judgments over repeats x orders, the majority verdict and the
-                       smallest k whose majority agrees with it in 95% of resamples (``stable_k``)
+                       smallest k whose majority agrees with it with probability 0.95, exactly (``stable_k``)
 
 An unusable answer is its own outcome (``unusable``): a pair with one is counted apart, never as a flip or
 a 0; in the order-aware score it is bounded by 0 and 1 as everywhere else.
@@ -44,7 +44,6 @@ SINGLE_OUTCOMES = ("relation:equal", "relation:model_contains_reference", "relat
                    "relation:different", UNUSABLE)
 STABLE_SHARE = 0.95  # a majority is stable at k when k judgments' majority agrees with it this often
 MAX_K = 51           # stable_k is searched up to this many judgments (beyond: NaN, "no stable majority")
-MAJORITY_RESAMPLES = 2000
 
 
 def first_container(table: pd.DataFrame) -> pd.Series:
@@ -147,6 +146,7 @@ def report(judgments: pd.DataFrame, runs: list[dict], seed: int = 0) -> dict[str
             "no_stable_majority": int(m["stable_k"].isna().sum())})
     order = pd.DataFrame(rows, columns=ORDER_COLUMNS)
     summaries = summary_scores(j, runs)
+    majority = with_cost(majority, runs)
     return {"order": order, "order_swaps": swap_matrix(pairs, seed), "order_summaries": summaries,
             "order_models": model_scores(summaries, len(runs), seed), "order_majority": majority}
 
@@ -269,24 +269,51 @@ MODEL_COLUMNS = ["subject", "cases", "repeats"] + [
 
 
 # ---------- majority over repeats x orders ----------
-def stable_k(counts: tuple[int, ...], seed: int = 0, resamples: int = MAJORITY_RESAMPLES) -> float:
-    """The smallest k (1..MAX_K) such that the majority of k judgments drawn with replacement from ones with
-    these outcome ``counts`` (largest first) is the overall majority in ``STABLE_SHARE`` of resamples (a tie
-    among the k is not that majority). NaN when the overall counts tie or no k up to MAX_K suffices."""
-    counts = tuple(sorted(counts, reverse=True))
+def majority_probability(counts: tuple[int, ...], k: int) -> float:
+    """Exactly: the chance that k judgments drawn with replacement from ones with these outcome ``counts``
+    (largest first) have the overall majority strictly ahead of every other outcome (a tie is not that
+    majority). Sum over the majority's count t of P(t) x P(every other outcome < t among the other k - t),
+    the latter a coefficient of the product of truncated exponential series (no resampling)."""
+    counts = tuple(sorted((c for c in counts if c > 0), reverse=True))
+    if not counts or k < 1:
+        return math.nan
     if len(counts) == 1:
         return 1.0
-    if counts[0] == counts[1]:
+    n = sum(counts)
+    top = counts[0] / n
+    others = [c / (n - counts[0]) for c in counts[1:]]
+    total = 0.0
+    for t in range(1, k + 1):
+        rest = k - t
+        series = np.zeros(rest + 1)
+        series[0] = 1.0
+        c = np.arange(min(t, rest + 1))
+        log_fact = np.array([math.lgamma(x + 1) for x in c])
+        for q in others:  # each other outcome appears fewer than t times
+            series = np.convolve(series, np.exp(c * math.log(q) - log_fact))[:rest + 1]
+        inner = series[rest] * math.exp(math.lgamma(rest + 1)) if rest < len(series) else 0.0
+        total += math.comb(k, t) * top ** t * (1 - top) ** rest * inner
+    return min(total, 1.0)
+
+
+def stable_k(counts: tuple[int, ...], seed: int | None = None) -> float:
+    """The smallest k (1..MAX_K) whose majority is the overall majority with probability at least
+    ``STABLE_SHARE`` (``majority_probability``, exact). NaN when the overall counts tie or no k up to MAX_K
+    suffices. ``seed`` is accepted for old callers and unused: nothing is drawn."""
+    counts = tuple(sorted((c for c in counts if c > 0), reverse=True))
+    if len(counts) == 1:
+        return 1.0
+    if not counts or counts[0] == counts[1]:
         return math.nan
-    rng = np.random.default_rng(seed)
-    p = np.asarray(counts, float) / sum(counts)
     for k in range(1, MAX_K + 1):
-        drawn = rng.multinomial(k, p, size=resamples)
-        top = drawn[:, 0]
-        others = drawn[:, 1:].max(axis=1)
-        if np.mean(top > others) >= STABLE_SHARE:
+        if majority_probability(counts, k) >= STABLE_SHARE:
             return float(k)
     return math.nan
+
+
+def majority_curve(counts: tuple[int, ...], ks=range(1, MAX_K + 1)) -> list[float]:
+    """``majority_probability`` at each k: the curve a unit's ``stable_k`` is read from."""
+    return [majority_probability(counts, k) for k in ks]
 
 
 def majority_table(judgments: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -307,13 +334,63 @@ def majority_table(judgments: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         tie = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
         key = tuple(sorted(votes.values(), reverse=True))
         if key not in memo:
-            memo[key] = stable_k(key, seed)
+            memo[key] = stable_k(key)
         rows.append({"stage": stage, "subject": subject, "case_id": case_id, "item": item,
                      "gate": gates.most_common(1)[0][0], "judgments": n, "majority": None if tie else ranked[0][0],
                      "majority_share": ranked[0][1] / n, "outcomes": json.dumps(dict(ranked)),
                      "unusable": int(votes.get(UNUSABLE, 0)), "stable_k": memo[key]})
     return pd.DataFrame(rows, columns=["stage", "subject", "case_id", "item", "gate", "judgments", "majority",
                                        "majority_share", "outcomes", "unusable", "stable_k"])
+
+
+def with_cost(majority: pd.DataFrame, runs: list[dict]) -> pd.DataFrame:
+    """``majority`` with what its judgments cost at the run's prices (every repeat's ``cost.csv``): the
+    price of one judgment of the unit's stage (``usd_when_answered`` / requests, both orders), ``stable_k``
+    judgments at that price, and what the judgments still missing (``stable_k`` - ``judgments``) would cost."""
+    costs = [t["cost"] for t in runs if len(t.get("cost", ()))]
+    price = {}
+    if costs:
+        c = pd.concat(costs, ignore_index=True)
+        per = c.groupby("stage")[["usd_when_answered", "requests"]].sum()
+        price = {st: float(u) / r for st, (u, r) in per.iterrows() if r > 0}
+    each = majority["stage"].map(price).astype(float)
+    more = (majority["stable_k"] - majority["judgments"]).clip(lower=0)
+    return majority.assign(usd_per_judgment=each, stable_k_usd=majority["stable_k"] * each, more_judgments=more,
+                           more_usd=more * each)
+
+
+def majority_curves(majority: pd.DataFrame, ks=range(1, MAX_K + 1)) -> pd.DataFrame:
+    """Per stage and item: the chance that k judgments' majority is the unit's majority
+    (``majority_probability``), averaged over the item's units that have one, for each k."""
+    rows = []
+    for (stage, item), g in majority.groupby(["stage", "item"], sort=True):
+        curves = [majority_curve(tuple(json.loads(o).values()), ks) for o, m in zip(g["outcomes"], g["majority"])
+                  if isinstance(m, str) and m]
+        if curves:
+            mean = np.mean(curves, axis=0)
+            rows += [{"stage": stage, "item": item, "k": k, "probability": float(p), "units": len(curves)}
+                     for k, p in zip(ks, mean)]
+    return pd.DataFrame(rows, columns=["stage", "item", "k", "probability", "units"])
+
+
+def majority_figure(majority: pd.DataFrame, title: str = "How many judgments settle the verdict?"):
+    """One curve per item: the chance that a majority of k judgments is the unit's majority, against k (odd
+    k only: an even k can tie); the dashed line is the 95% that ``stable_k`` asks for."""
+    import matplotlib.pyplot as plt
+
+    curves = majority_curves(majority, range(1, MAX_K + 1, 2))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for (stage, item), g in curves.groupby(["stage", "item"], sort=True):
+        ax.plot(g["k"], g["probability"], marker=".", label=item if stage == "compare" else stage)
+    ax.axhline(STABLE_SHARE, color="#888888", linestyle="--")
+    ax.set_xlabel("judgments k")
+    ax.set_ylabel("P(majority of k = the majority)")
+    ax.set_ylim(0, 1.02)
+    if len(curves):
+        ax.legend(fontsize="small", loc="lower right")
+    fig.suptitle(titled(title, majority))
+    fig.tight_layout()
+    return fig
 
 
 # ---------- reading, the command line, the figure ----------

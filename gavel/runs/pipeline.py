@@ -35,6 +35,7 @@ from gavel.core import config, options, stats
 from gavel.core.items import Item
 from gavel.core.items import load as load_checklist
 from gavel.core.spreadsheet import write_csv
+from gavel.core.vocab import LABEL_ORDER_ROWS
 from gavel.llm import ledger
 from gavel.llm.records import Request, Response
 from gavel.llm.runner import PENDING_ERROR, StageRunner
@@ -80,6 +81,7 @@ class Settings:
     runner_options: dict = field(default_factory=dict)
     repeat_params: dict = field(default_factory=dict)  # added to every request (a repeat's seed: ref.stability)
     orders: str = "one"  # "both": every judged pair asked again with the sides swapped (gavel.runs.orders)
+    label_orders: int = 1  # K > 1: single-value pairs also asked with the options in K Latin-square orders
     allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
     pace: object = None  # a gavel.llm.pace.Pace, or a function giving one: each stage says its duration first
     checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
@@ -135,6 +137,7 @@ class _Stages:
         self.sent = {}
         self.cached = {}
         self.runners: list[StageRunner] = []
+        self.label_judgments: list[dict] = []  # --label-orders: the judgments of label-order rows > 0
 
     def cost_table(self) -> pd.DataFrame:
         """Every stage's ledger in one table (cost.csv of the output folder)."""
@@ -211,7 +214,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = settings
-    check_orders(s.orders)
+    check_orders(s.orders, s.label_orders)
     problems = []
     models = _index_summaries(summaries, "summaries", problems)
     usable_refs = _index_summaries([(REFERENCE, c, t) for c, t in references.items()], "references", problems,
@@ -303,6 +306,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     for name, table in tables.items():
         write_csv(table, out / f"{name}.csv")
     tables["judgments"] = pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS)
+    if s.label_orders > 1:  # the other label orders' judgments (row 0: the compare rows of ``judgments``)
+        tables["label_judgments"] = pd.DataFrame(st.label_judgments, columns=[*JUDGMENT_COLUMNS, "label_order"])
     # the texts evaluated (model summaries and references): what a report highlights the offsets in
     (out / "texts.jsonl").write_text("".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False)
                                              + "\n" for (subj, c), t in texts.items()), encoding="utf-8")
@@ -310,7 +315,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
                 "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
                 "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
                 "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
-                **({"orders": s.orders} if s.orders != "one" else {})}
+                **({"orders": s.orders} if s.orders != "one" else {}),
+                **({"label_orders": s.label_orders} if s.label_orders > 1 else {})}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     tables["manifest"] = manifest
     return tables
@@ -337,9 +343,12 @@ def _with_status(row: dict):
     return row, row["status"], row.get("detail", "")
 
 
-def check_orders(orders: str) -> None:
+def check_orders(orders: str, label_orders: int = 1) -> None:
     if orders not in ORDERS:
         raise InputError(f"--orders is one of {', '.join(ORDERS)}, got {orders!r}")
+    if isinstance(label_orders, bool) or label_orders not in LABEL_ORDER_ROWS:
+        raise InputError(f"--label-orders is one of {', '.join(map(str, LABEL_ORDER_ROWS))} (balanced rows of a "
+                         f"Latin square over the four relations), got {label_orders!r}")
 
 
 def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFrame, list[dict]]:
@@ -351,9 +360,14 @@ def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFr
     if s.orders == "both":
         jobs += compare.build_requests(pairs, s.judge, s.seed, cap, s.structured, stage=stage, order=2,
                                        checklist=s.checklist)[0]
+    if stage == "compare":  # --label-orders: the single pairs again, options in the square's other rows
+        for row in LABEL_ORDER_ROWS[s.label_orders][1:]:
+            jobs += compare.build_requests(pairs, s.judge, s.seed, cap, s.structured, stage=stage,
+                                           checklist=s.checklist, label_row=row)[0]
     judged = st.run(stage, jobs, lambda meta, resp: _with_status(compare.parse_response(meta, resp)))
-    first = compare.table_rows([r for r in judged if r["order"] == 1])
-    return pd.DataFrame(gated + first), [{**r, "stage": stage} for r in judged]
+    first = compare.table_rows([r for r in judged if r["order"] == 1 and "label_order" not in r])
+    st.label_judgments += [{**r, "stage": stage} for r in judged if "label_order" in r]
+    return pd.DataFrame(gated + first), [{**r, "stage": stage} for r in judged if "label_order" not in r]
 
 
 def _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, alpha) -> pd.DataFrame:
@@ -404,7 +418,7 @@ def dry_run(summaries, references, provider, settings: Settings, out: str | Path
     long for their model's context window are listed and kept in ``table.attrs["too_long"]``."""
     from gavel.runs import costing
 
-    check_orders(settings.orders)
+    check_orders(settings.orders, settings.label_orders)
     for subj, c, t in summaries:  # a reserved name or an oversize text: said, and not priced
         if summary_problem(subj, t):
             print(f"skipped {subj} case {c}: {summary_problem(subj, t)}")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core.spreadsheet import write_csv
-from gavel.runs import orders, pipeline, stability
+from gavel.runs import label_orders, orders, pipeline, stability
 from gavel.runs.judgments import judgment_table
 
 
@@ -62,6 +62,8 @@ def evaluate_repeats(summaries, references, provider, out: str | Path, settings,
         result.update(stability.report(runs, seed=settings.seed))
     if settings.orders == "both":
         result.update(orders.report(result["judgments"], runs, seed=settings.seed))
+    if settings.label_orders > 1:
+        result.update(label_orders.report(result["judgments"], runs, settings.label_orders, seed=settings.seed))
     checklist = runs[0]["manifest"]["checklist"]["name"]
     for name, table in result.items():
         if name != "runs":

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 
 from gavel.answers import Unusable, read
 from gavel.core.entries import comparable_values
 from gavel.core.items import load as load_checklist
-from gavel.core.vocab import matching_of, relation_of
+from gavel.core.vocab import AB_RELATIONS, label_order, matching_of, relation_of
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 
@@ -102,6 +103,55 @@ RESIDUAL_LABEL = "Facts outside the checklist"
 JUDGMENT_FIELDS = ("order", "answer_ab", "only_in_model", "only_in_reference")
 
 
+def label_stage(stage: str, row: int) -> str:
+    """The request stage of label-order row ``row`` > 0 (``--label-orders``): its own custom ids and cache keys."""
+    return f"{stage}_labels{row}"
+
+
+_OPTION = re.compile(r'^(\d)\. "([^"]+)": (.*)$', re.MULTILINE)
+
+
+def reorder_options(messages: list[dict], row: int) -> list[dict]:
+    """``messages`` of ``compare_single`` with the four relation options listed in label-order row ``row``
+    (``gavel.core.vocab.label_order``), renumbered, and the answer form's list in the same order. Row 0 returns
+    the messages untouched. A template whose options cannot be found is an error, never a silent no-op."""
+    if row == 0:
+        return messages
+    wanted = [AB_LABELS[AB_RELATIONS.index(ab)] for ab in label_order(row)]
+    out, found = [], False
+    for m in messages:
+        lines = {g[1]: g[2] for g in _OPTION.findall(m["content"])}
+        if set(lines) != set(AB_LABELS):
+            out.append(m)
+            continue
+        found = True
+        block = "\n".join(f'{i}. "{label}": {lines[label]}' for i, label in enumerate(wanted, 1))
+        spans = [x.span() for x in _OPTION.finditer(m["content"])]
+        text = m["content"][:spans[0][0]] + block + m["content"][spans[-1][1]:]
+        listed = ", ".join(f'"{label}"' for label in AB_LABELS)
+        text = text.replace(listed, ", ".join(f'"{label}"' for label in wanted))
+        out.append({**m, "content": text})
+    if not found:
+        raise prompts.PromptError("prompt 'compare_single': the four relation options are not listed one a line "
+                                  "as '1. \"A contains B\": ...'; --label-orders cannot reorder them")
+    return out
+
+
+def _single_schema(row: int) -> dict:
+    """``SINGLE_SCHEMA`` with its allowed answers listed in label-order row ``row``."""
+    enum = [AB_LABELS[AB_RELATIONS.index(ab)] for ab in label_order(row)]
+    inner = SINGLE_SCHEMA["schema"]
+    return {**SINGLE_SCHEMA, "schema": {**inner, "properties": {
+        **inner["properties"], "relation": {"type": "string", "enum": enum}}}}
+
+
+def answer_position(answer_ab: str | None, row: int) -> float:
+    """Where (1..4) the option the judge chose stood in the list it was shown (label-order ``row``); NaN when
+    the answer is not one of the four."""
+    order = label_order(row)
+    return float(order.index(answer_ab) + 1) if answer_ab in order else float("nan")
+
+
 def swapped_stage(stage: str) -> str:
     """The request stage of the second order (``--orders both``): its own custom ids and ``answers.csv`` rows."""
     return f"{stage}_swapped"
@@ -109,13 +159,17 @@ def swapped_stage(stage: str) -> str:
 
 def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_tokens: int | None = None,
                    structured: bool = True, stage: str = STAGE,
-                   order: int = 1, checklist=None) -> tuple[list[tuple[Request, dict]], list[dict]]:
+                   order: int = 1, checklist=None, label_row: int = 0) -> tuple[list[tuple[Request, dict]], list[dict]]:
     """(jobs, gated rows). A job is (request, meta): ``meta`` is what ``parse_response`` needs to map the
     answer back (sides, lengths). Gated pairs get their score without a request. ``order=2`` asks every
     judged pair with the sides swapped (request stage ``swapped_stage(stage)``, ``meta["order"] = 2``). Item
-    names are those of ``checklist`` (a ``gavel.core.items.Checklist``, a name or a file; default: the default)."""
+    names are those of ``checklist`` (a ``gavel.core.items.Checklist``, a name or a file; default: the default).
+    ``label_row`` > 0 (``--label-orders``) asks only the ``single`` pairs (the first order), their relation
+    options listed in that row of the Latin square (request stage ``label_stage(stage, label_row)``,
+    ``meta["label_order"]``); no gated rows. Row 0 is today's request, byte for byte."""
     if order not in (1, 2):
         raise ValueError(f"order is 1 or 2, got {order!r}")
+    label_order(label_row)  # a row outside the square is an error here, before anything is built
     checklist = load_checklist(checklist)
     jobs, gated = [], []
     params = {"max_tokens": max_tokens} if max_tokens else {}
@@ -132,20 +186,28 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
         if g not in ("single", "multi"):
             gated.append(_row(p, g, m, r))
             continue
+        if label_row and g != "single":
+            continue
         a_is_model = model_is_a(seed, p.subject, p.case_id, p.item) == (order == 1)
         a, b = (m, r) if a_is_model else (r, m)
         name = RESIDUAL_LABEL if p.item == RESIDUAL_ITEM else checklist.item(p.item).name
         if g == "single":
-            messages = prompts.render_messages("compare_single", item_name=name, a=a[0], b=b[0])
-            schema = SINGLE_SCHEMA
+            messages = reorder_options(prompts.render_messages("compare_single", item_name=name, a=a[0], b=b[0]),
+                                       label_row)
+            schema = SINGLE_SCHEMA if not label_row else _single_schema(label_row)
         else:
             messages = prompts.render_messages("compare_multi", item_name=name, a=_numbered(a), b=_numbered(b))
             schema = MULTI_SCHEMA
-        req = Request(stage=stage if order == 1 else swapped_stage(stage), model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
+        req_stage = label_stage(stage, label_row) if label_row else stage if order == 1 else swapped_stage(stage)
+        req = Request(stage=req_stage, model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
                       item=p.item, subject=p.subject, schema=schema if structured else None)
         meta = {"subject": p.subject, "case_id": p.case_id, "item": p.item, "gate": g,
                 "model_is_a": a_is_model, "n_model": len(m), "n_reference": len(r)}
-        jobs.append((req, meta if order == 1 else {**meta, "order": 2}))
+        if order == 2:
+            meta["order"] = 2
+        if label_row:
+            meta["label_order"] = label_row
+        jobs.append((req, meta))
     return jobs, gated
 
 
