@@ -384,3 +384,73 @@ def test_vllm_batch_keeps_its_usage_and_costs_nothing_per_token(tmp_path):
     row = cost_csv(tmp_path).iloc[0]
     assert (row["provider"], row["mode"], row["requests"], row["input_tokens"]) == ("vllm", "batch", 3, 33)
     assert row["usd"] == 0.0 and row["price_row"] == "own GPUs (vllm)" and row["unknown"] == 0
+
+
+# ---------- usage that is not plausible (issue 37, section 4) ----------
+def test_a_400_digit_usage_count_is_unknown_with_its_reason_and_reruns_go_on(tmp_path):
+    rq = [request(GPT41, "huge"), request(GPT41, "fine")]
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: {"prompt_tokens": 10**400 if ident == "huge" else 1_000, "completion_tokens": 10,
+                                       "prompt_tokens_details": {"cached_tokens": 0}}
+        runner("openai", srv, tmp_path).run(rq, mode="online")
+        for _ in range(2):  # every rerun reads the cached answer: it must not end in OverflowError
+            again = runner("openai", srv, tmp_path)
+            again.run(rq, mode="online")
+            again.dry_run(rq, mode="online", show=False)
+    table = cost_csv(tmp_path).set_index("price_row")
+    bad = table.loc["usage not plausible: input is over 10,000,000 tokens"]
+    assert bad["unknown"] == 1 and bad["unknown_fields"] == "usage" and pd.isna(bad["input_tokens"])
+    assert pd.isna(bad["usd_when_answered"])  # never priced
+    assert table.loc[f"{GPT41}@2025-04-14", "usd_when_answered"] == pytest.approx((1_000 * 2.0 + 10 * 8.0) / 1e6)
+
+
+@pytest.mark.parametrize("usage, why", [
+    ({"input": 100, "cache_read": 500, "output": 10}, "cache_read + cache_write is over input"),
+    ({"input": 10**18, "cache_read": 0, "output": 10}, "input is over 10,000,000 tokens"),
+    ({"input": 100, "cache_read": 0, "output": 10**18}, "output is over 10,000,000 tokens"),
+    ({"input": 100, "cache_read": 0, "output": -5}, "output is negative"),
+    ({"input": "100", "cache_read": 0, "output": 5}, "input is not a number of tokens"),
+    ({"input": float("nan"), "cache_read": 0, "output": 5}, "input is not a number of tokens"),
+    ({"input": 100, "cache_read": 0, "output": float("inf")}, "output is over 10,000,000 tokens"),
+    ({"input": 100, "cache_read": 0, "output": 5, "reasoning": 9}, "reasoning is over output"),
+    ({"input": 100, "cache_write": 10, "cache_write_5m": 8, "cache_write_1h": 8, "output": 5},
+     "cache_write_5m + cache_write_1h is over cache_write"),
+    ("not a record", "usage is not a record of token counts"),
+])
+def test_usage_that_is_not_plausible_is_unknown_never_priced(usage, why):
+    for model in (GPT41, SONNET, PRO):
+        priced = prices.cost(model, usage, "online")
+        assert priced.usd is None and priced.row == f"usage not plausible: {why}" and priced.unknown == ("usage",)
+
+
+def test_cached_tokens_over_prompt_tokens_are_not_a_negative_cost(tmp_path):
+    rq = request(GPT5, "neg")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: {"prompt_tokens": 100, "completion_tokens": 10,
+                                       "prompt_tokens_details": {"cached_tokens": 90_000}}
+        runner("openai", srv, tmp_path).run([rq], mode="online")
+    row = cost_csv(tmp_path).iloc[0]
+    assert row["price_row"] == "usage not plausible: cache_read + cache_write is over input"
+    assert pd.isna(row["usd"]) and row["unknown"] == 1
+
+
+def test_missing_usage_is_an_empty_cost_not_zero(tmp_path):
+    rq = request(GPT41, "none")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: None
+        runner("openai", srv, tmp_path).run([rq], mode="online")
+    text = (tmp_path / "run" / "cost.csv").read_text()
+    row = cost_csv(tmp_path).iloc[0]
+    assert row["unknown"] == 1 and pd.isna(row["usd"]) and pd.isna(row["usd_when_answered"]), text
+    assert "0.0" not in text.splitlines()[1].split(",")
+
+
+@pytest.mark.parametrize("field, value", [("input", float("nan")), ("output", float("inf")),
+                                          ("batch_discount", float("nan")), ("cache_read", -float("inf"))])
+def test_a_price_that_is_not_finite_is_refused(field, value):
+    data = yaml.safe_load(prices.PATH.read_text())
+    data["prices"][0][field] = value
+    with pytest.raises(prices.PriceTableError) as err:
+        prices.parse(data, "my-prices.yaml")
+    assert str(err.value).startswith(f"my-prices.yaml, prices entry 1 (gpt-4.1-2025-04-14): field '{field}' must be "
+                                     f"a finite number")

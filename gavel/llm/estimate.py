@@ -77,8 +77,11 @@ def measured_output(runner) -> tuple[float | None, int]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        if data.get("output_tokens") is None or data.get("custom_id", "").rsplit("-", 1)[0] != runner.stage[:23]:
+        if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str) \
+                or data["custom_id"].rsplit("-", 1)[0] != runner.stage[:23]:
             continue
+        if prices.implausible({"output": data.get("output_tokens")}) or data.get("output_tokens") is None:
+            continue  # not a count, or not a plausible one (a damaged cache file): not a measurement
         total += data["output_tokens"]
         n += 1
     return (total / n if n else None), n
