@@ -113,13 +113,14 @@ def test_gemini_prompt_over_the_tier_threshold_prices_the_whole_request(tmp_path
     usage = report.responses[over.custom_id].usage
     assert (usage["input"], usage["cache_read"], usage["output"], usage["reasoning"]) == (250_000, 50_000, 4_000, 3_000)
     table = cost_csv(tmp_path).set_index("price_row")
-    # over 200K: every token at the long-context rates ($2.50 in, $0.625 cached, $15 out), half price in batch
+    # over 200K: every token at the long-context rates ($2.50 in, $0.25 cached, $15 out), half price in batch
+    # except the cached input (Gemini's batch keeps the standard context-caching rate)
     high = table.loc["gemini-2.5-pro@2025-06-17 >200000 batch -50%", "usd"]
-    assert high == pytest.approx(0.5 * (200_000 * 2.5 + 50_000 * 0.625 + 4_000 * 15.0) / 1e6)
-    assert high == pytest.approx(0.295625)
-    # exactly 200K is not over: base rates ($1.25, $0.31, $10)
+    assert high == pytest.approx((0.5 * (200_000 * 2.5 + 4_000 * 15.0) + 50_000 * 0.25) / 1e6)
+    assert high == pytest.approx(0.2925)
+    # exactly 200K is not over: base rates ($1.25, $0.125, $10)
     low = table.loc["gemini-2.5-pro@2025-06-17 batch -50%", "usd"]
-    assert low == pytest.approx(0.5 * (150_000 * 1.25 + 50_000 * 0.31 + 4_000 * 10.0) / 1e6)
+    assert low == pytest.approx((0.5 * (150_000 * 1.25 + 4_000 * 10.0) + 50_000 * 0.125) / 1e6)
 
 
 def test_gemini_online_usage_metadata(tmp_path):
@@ -129,8 +130,8 @@ def test_gemini_online_usage_metadata(tmp_path):
                                      "candidatesTokenCount": 100, "thoughtsTokenCount": 50, "totalTokenCount": 1_150}
         runner("gemini", srv, tmp_path).run([rq], mode="online")
     row = cost_csv(tmp_path).iloc[0]
-    # Flash: 600 x $0.30 + 400 x $0.075 + (100 + 50 thinking) x $2.50
-    assert row["usd"] == pytest.approx((600 * 0.3 + 400 * 0.075 + 150 * 2.5) / 1e6)
+    # Flash: 600 x $0.30 + 400 x $0.03 + (100 + 50 thinking) x $2.50
+    assert row["usd"] == pytest.approx((600 * 0.3 + 400 * 0.03 + 150 * 2.5) / 1e6)
     assert row["reasoning_tokens"] == 50 and row["output_tokens"] == 150
 
 
@@ -363,7 +364,7 @@ def test_document_extraction_in_dollars_from_the_release(shared_rel):
     e2e = rows.loc[("end_to_end", "all items per request", GPT41, PRO)]
     flat = (e2e["input_tokens_per_case"] * 1.25 + e2e["output_tokens_per_case"] * 10.0) / 1e6
     assert e2e["usd_per_case"] > flat and ">200000" in e2e["price_row"]
-    assert set(t["prices_checked"]) == {"2026-11-25"} and t["note"].str.startswith("our computation").all()
+    assert set(t["prices_checked"]) == {"2026-11-27"} and t["note"].str.startswith("our computation").all()
     committed = pd.read_csv(prices.PATH.parents[2] / "data" / "results" / "document_extraction_cost.csv")
     assert len(committed) == len(t)
 
@@ -454,3 +455,58 @@ def test_a_price_that_is_not_finite_is_refused(field, value):
         prices.parse(data, "my-prices.yaml")
     assert str(err.value).startswith(f"my-prices.yaml, prices entry 1 (gpt-4.1-2025-04-14): field '{field}' must be "
                                      f"a finite number")
+
+
+# ---------- the prices of the paper's models (issue 39, section 2): golden figures with their source ----------
+FLASH = "gemini-2.5-flash"
+
+
+@pytest.mark.parametrize("model, usage, mode, usd", [
+    # Gemini API pricing (ai.google.dev/gemini-api/docs/pricing, read 2026-11-27): context caching 2.5 Pro
+    # $0.125 per M up to 200K prompt tokens, $0.25 over; 2.5 Flash $0.03 (gavel had 0.31 / 0.625 / 0.075)
+    (PRO, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "online",
+     (20_000 * 1.25 + 80_000 * 0.125 + 1_000 * 10.0) / 1e6),
+    (PRO, {"input": 300_000, "cache_read": 200_000, "output": 1_000}, "online",
+     (100_000 * 2.5 + 200_000 * 0.25 + 1_000 * 15.0) / 1e6),
+    (FLASH, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "online",
+     (20_000 * 0.3 + 80_000 * 0.03 + 1_000 * 2.5) / 1e6),
+    # Gemini Batch: input and output at half price, context caching at its standard rate
+    (PRO, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (0.5 * 20_000 * 1.25 + 80_000 * 0.125 + 0.5 * 1_000 * 10.0) / 1e6),
+    (FLASH, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (0.5 * 20_000 * 0.3 + 80_000 * 0.03 + 0.5 * 1_000 * 2.5) / 1e6),
+    # OpenAI Batch tab (developers.openai.com/api/docs/pricing): GPT-5 cached input $0.0625, half the standard
+    (GPT5, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (20_000 * 0.625 + 80_000 * 0.0625 + 1_000 * 5.0) / 1e6),
+    # GPT-4.1: the Batch tab gives no cached-input rate: the standard $0.50 (an upper bound), the rest halved
+    (GPT41, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (20_000 * 1.0 + 80_000 * 0.5 + 1_000 * 4.0) / 1e6),
+    # Anthropic (platform.claude.com pricing, batch processing): the batch discount applies to cache reads and
+    # writes too: Sonnet 4 at half of $3 / $0.30 read / $3.75 5-minute write / $15
+    (SONNET, {"input": 100_000, "cache_read": 50_000, "cache_write_5m": 10_000, "cache_write_1h": 0,
+              "cache_write": 10_000, "output": 1_000}, "batch",
+     0.5 * (40_000 * 3.0 + 50_000 * 0.3 + 10_000 * 3.75 + 1_000 * 15.0) / 1e6),
+])
+def test_corrected_prices_and_each_providers_batch_rule_on_cached_input(model, usage, mode, usd):
+    assert prices.cost(model, usage, mode).usd == pytest.approx(usd)
+
+
+def test_gpt5_takes_at_most_272k_input_tokens_and_end_to_end_extraction_does_not_fit(tmp_path, shared_rel):
+    """OpenAI's GPT-5 model page: 400,000-token context window, 128,000 max output tokens; the API takes at most
+    272,000 input tokens. The release's end-to-end requests (up to 307K-318K tokens a request) do not fit."""
+    from gavel.paper import extraction_cost
+
+    assert extraction_cost.input_limit(GPT5) == 272_000 and extraction_cost.input_limit(PRO) == 1_048_576
+    rows = extraction_cost.table(shared_rel).set_index(["method", "configuration", "tokens_of", "priced_as"])
+    e2e = rows.xs("end_to_end", level="method")
+    assert not e2e.xs(GPT5, level="priced_as")["fits_context"].iloc[0]
+    assert e2e.xs(GPT41, level="priced_as")["fits_context"].iloc[0]
+    # Sonnet 4: its >200K price tier is the 1M-context beta's, and so is the input limit fits_context reads
+    sonnet = e2e.xs(SONNET, level="priced_as").iloc[0]
+    assert ">200000" in sonnet["price_row"] and sonnet["fits_context"]
+    # the dry run counts a 280K-token GPT-5 prompt as too long even with a small output cap
+    run = StageRunner("judge", get_provider("mock"), tmp_path / "run", progress=False)
+    big = Request(stage="judge", model=GPT5, messages=[{"role": "user", "content": "word " * 280_000}],
+                  params={"max_tokens": 100}, case_id="1")
+    est = run.dry_run([big], mode="online", show=False)
+    assert list(est.attrs["too_long"]) == [big.custom_id]

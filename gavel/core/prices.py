@@ -8,7 +8,8 @@ it; ``output`` is every generated token billed as output; ``reasoning`` is the p
 
 The price of a request: the row of its model in effect on the day it was answered; the row's long-context
 tier when the whole prompt is over the tier's threshold (the tier prices the whole request); every class at
-its rate; the batch discount on every rate when it went through a batch API. Each input token is billed in
+its rate; the batch discount on every rate but the row's ``batch_keeps`` (the provider's own rule: Gemini keeps
+cached input at its standard rate) when it went through a batch API. Each input token is billed in
 exactly one class: uncached input = input - cache_read - cache_write.
 """
 
@@ -29,7 +30,7 @@ PATH = Path(__file__).with_name("prices.yaml")
 USAGE_FIELDS = ("input", "cache_read", "cache_write", "cache_write_5m", "cache_write_1h", "output", "reasoning")
 #: rates of a price row, USD per million tokens
 RATES = ("input", "cache_read", "cache_write_5m", "cache_write_1h", "output")
-ROW_FIELDS = ("model", "since", "until", "source", "batch_discount", "tiers", *RATES)
+ROW_FIELDS = ("model", "since", "until", "source", "batch_discount", "batch_keeps", "tiers", *RATES)
 #: the most tokens of one class a single request may report: ten times the largest context window of a model
 #: gavel knows (about 1M tokens); a count over it is a provider's or a cache file's error, never priced
 MAX_TOKENS = 10_000_000
@@ -51,6 +52,7 @@ class Row:
     source: str
     rates: dict
     batch_discount: float = 0.0
+    batch_keeps: tuple = ()  # rates the batch discount leaves at their standard value (Gemini's cached input)
     tiers: tuple = ()  # ((above, {rate: value}), ...) by threshold
 
     @property
@@ -149,6 +151,10 @@ def parse_row(where: str, entry) -> Row:
     discount = _number(where, "batch_discount", entry.get("batch_discount", 0.0))
     if discount >= 1:
         raise PriceTableError(f"{where}: 'batch_discount' is the share taken off (0.5 = half price), got {discount}")
+    keeps = entry.get("batch_keeps") or []
+    if not isinstance(keeps, list) or any(k not in RATES for k in keeps):
+        raise PriceTableError(f"{where}: 'batch_keeps' lists the rates the batch discount does not apply to "
+                              f"(of {', '.join(RATES)}), got {keeps!r}")
     tiers = []
     for n, tier in enumerate(entry.get("tiers") or [], 1):
         at = f"{where}, tier {n}"
@@ -164,7 +170,7 @@ def parse_row(where: str, entry) -> Row:
     if len({a for a, _ in tiers}) < len(tiers):
         raise PriceTableError(f"{where}: two tiers with the same 'above'")
     return Row(model=model, since=since, until=until, source=str(entry.get("source") or ""),
-               rates=_rates(where, entry), batch_discount=discount, tiers=tuple(sorted(tiers, key=lambda t: t[0])))
+               rates=_rates(where, entry), batch_discount=discount, batch_keeps=tuple(keeps), tiers=tuple(sorted(tiers, key=lambda t: t[0])))
 
 
 def parse(data, path: str, extra_rows: list | None = None, extra_where: str = "", extra_gpu: dict | None = None) -> Table:
@@ -320,8 +326,9 @@ def cost(model: str, usage: dict | None, mode: str, when=None, provider: str | N
     read = usage.get("cache_read") or 0
     uncached = usage["input"] - read - w5 - w1
     r5 = rates.get("cache_write_5m", rates["input"])
-    usd = (uncached * rates["input"] + read * rates.get("cache_read", rates["input"]) + w5 * r5
-           + w1 * rates.get("cache_write_1h", r5) + usage["output"] * rates["output"]) / 1e6
-    if mode == "batch":
-        usd *= 1 - row.batch_discount
-    return Priced(usd, label, tuple(unknown))
+    spent = {"input": uncached * rates["input"], "cache_read": read * rates.get("cache_read", rates["input"]),
+             "cache_write_5m": w5 * r5, "cache_write_1h": w1 * rates.get("cache_write_1h", r5),
+             "output": usage["output"] * rates["output"]}
+    if mode == "batch":  # the discount on every rate but those the provider keeps at the standard rate
+        spent = {k: v if k in row.batch_keeps else v * (1 - row.batch_discount) for k, v in spent.items()}
+    return Priced(sum(spent.values()) / 1e6, label, tuple(unknown))

@@ -135,10 +135,12 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
         priced = priced_as[key]
         request = r.build() if answered else None
         is_cached = answered and runner.is_cached(request)
-        is_long = not is_cached and n_in + cap > m.context_window
+        limit = m.quirks.get("max_input_tokens")  # an input limit the provider states apart (GPT-5: 272K)
+        is_long = not is_cached and (n_in + cap > m.context_window or (limit is not None and n_in > limit))
         if is_long:
             request = request or r.build()
-            too_long[request.custom_id] = runner.too_long(request)
+            too_long[request.custom_id] = runner.too_long(request) or (
+                f"prompt of {n_in:,} tokens over the {limit:,} input tokens {r.model}'s API takes")
             too_long_requests[request.custom_id] = request
         rows.append((runner.provider.name, r.model, mode, n_in, n_out, is_cached, is_long, source,
                      priced.usd or 0.0, priced.row))
