@@ -510,3 +510,80 @@ def test_gpt5_takes_at_most_272k_input_tokens_and_end_to_end_extraction_does_not
                   params={"max_tokens": 100}, case_id="1")
     est = run.dry_run([big], mode="online", show=False)
     assert list(est.attrs["too_long"]) == [big.custom_id]
+
+
+# ---------- a pinned, offline cross-check against genai-prices' bundled data (issue 39, section 2) ----------
+GENAI_PRICES = "0.2.3"  # the dev extra's pin (pyproject.toml); its bundled data, never fetched
+GENAI_MODELS = {GPT41: ("openai", GPT41), GPT5: ("openai", GPT5), SONNET: ("anthropic", "claude-sonnet-4-20250514"),
+                "claude-opus-4-1-20250805-thinking": ("anthropic", "claude-opus-4-1-20250805"),
+                PRO: ("google", PRO), FLASH: ("google", FLASH)}
+#: every disagreement, the source that settles it (docs/cost.md, "Checked against genai-prices"), and what
+#: gavel's price is in genai-prices' terms
+DISAGREEMENTS = {
+    "anthropic batch": "Anthropic's batch processing is half price on every token class, cache reads and writes "
+                       "included; genai-prices 0.2.3 has no batch price for Claude",
+    "sonnet 4 over 200K": "Anthropic's long context pricing: Sonnet 4 prompts over 200K input tokens (1M-context "
+                          "beta) at $6 / $22.50; genai-prices 0.2.3 has no tier for Sonnet 4",
+}
+
+
+def _grid():
+    for model in GENAI_MODELS:
+        for mode in ("online", "batch"):
+            for cache in ("none", "write_5m", "write_1h", "read"):
+                for n in (100_000, 300_000):  # below and above the 200K tiers
+                    yield model, mode, cache, n
+
+
+def _why_they_differ(model, mode, n):
+    reasons = []
+    if GENAI_MODELS[model][0] == "anthropic" and mode == "batch":
+        reasons.append("anthropic batch")
+    if model == SONNET and n > 200_000:
+        reasons.append("sonnet 4 over 200K")
+    return reasons
+
+
+def test_gavels_prices_agree_with_genai_prices_but_for_the_documented_disagreements():
+    genai_prices = pytest.importorskip("genai_prices", reason="the dev extra's genai-prices (pyproject.toml)")
+    import warnings
+    from importlib.metadata import version
+
+    assert version("genai-prices") == GENAI_PRICES
+    when = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+    doc = (prices.PATH.parents[2] / "docs" / "cost.md").read_text(encoding="utf-8")
+    unexplained, seen = [], set()
+    for model, mode, cache, n in _grid():
+        k = n // 2
+        ours = {"input": n, "output": 2_000, "cache_read": 0, "cache_write": 0, "cache_write_5m": 0, "cache_write_1h": 0}
+        theirs = {"input_tokens": n, "output_tokens": 2_000}
+        if cache == "read":
+            ours["cache_read"] = theirs["cache_read_tokens"] = k
+        elif cache != "none":
+            ours["cache_write"] = ours[f"cache_{cache}"] = k
+            theirs["cache_write_tokens"] = theirs[f"cache_{cache}_tokens"] = k
+        provider, ref = GENAI_MODELS[model]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs_usd = float(genai_prices.calc_price(
+                genai_prices.Usage(**theirs), ref, provider_id=provider, genai_request_timestamp=when,
+                price_context={"processing": "batch"} if mode == "batch" else None).total_price)
+        ours_usd = prices.cost(model, ours, mode, when=when).usd
+        reasons = _why_they_differ(model, mode, n)
+        if not reasons:
+            if ours_usd != pytest.approx(theirs_usd, abs=1e-12):
+                unexplained.append((model, mode, cache, n, ours_usd, theirs_usd))
+            continue
+        seen.update(reasons)
+        # the explained difference, recomputed: genai-prices' price with the documented rule applied
+        expected = theirs_usd
+        if "sonnet 4 over 200K" in reasons:  # every input class at twice its rate, output $15 -> $22.50
+            expected = 2 * (theirs_usd - 2_000 * 15.0 / 1e6) + 2_000 * 22.5 / 1e6
+        if "anthropic batch" in reasons:
+            expected *= 0.5
+        if ours_usd != pytest.approx(expected, rel=1e-9):
+            unexplained.append((model, mode, cache, n, ours_usd, theirs_usd))
+    assert unexplained == []
+    assert seen == set(DISAGREEMENTS)
+    for why in DISAGREEMENTS.values():
+        assert why in " ".join(doc.replace("**", "").split()), why
