@@ -587,3 +587,23 @@ def test_gavels_prices_agree_with_genai_prices_but_for_the_documented_disagreeme
     assert seen == set(DISAGREEMENTS)
     for why in DISAGREEMENTS.values():
         assert why in " ".join(doc.replace("**", "").split()), why
+
+
+def test_the_dry_run_of_gpt5_at_high_effort_states_its_reasoning_allowance(tmp_path, capsys):
+    """GPT-5 bills hidden reasoning as output: an answer length measured elsewhere (the release keeps answers,
+    not reasoning) gets an allowance up to the output cap, named; this stage's own answers include it."""
+    run = StageRunner("judge", get_provider("mock", answer=lambda r: "x" * 400), tmp_path / "run", progress=False)
+    rq = [Request(stage="judge", model=GPT5, messages=[{"role": "user", "content": f"q{i}"}], params={"max_tokens": 5_000},
+                  case_id=str(i)) for i in range(2)]
+    est = run.dry_run(rq, mode="batch", expected_output_tokens=200).iloc[0]
+    printed = capsys.readouterr().out
+    assert "gpt-5-2025-08-07 bills hidden reasoning tokens: reasoning effort high: + 4,800 hidden reasoning tokens" \
+           in printed
+    assert est["output_tokens_est"] == 2 * 5_000  # 200 answer + 4,800 allowance, each
+    run.run(rq[:1], mode="batch")  # measured: the stage's own answers (their output counts reasoning in)
+    est = run.dry_run(rq[1:], mode="batch").iloc[0]
+    assert est["output_tokens_est"] == 100 and "included in the measured answers" in capsys.readouterr().out
+    # a model without reasoning gets none
+    plain = run.dry_run([Request(stage="judge", model=GPT41, messages=[{"role": "user", "content": "q"}])],
+                        mode="batch", expected_output_tokens=200, show=False)
+    assert plain.iloc[0]["output_tokens_est"] == 200 and plain.attrs["reasoning"] == {}
