@@ -15,6 +15,7 @@ from gavel.core import prices
 from gavel.llm import Request, ledger
 from gavel.llm.providers import get_provider
 from gavel.llm.providers.base import ProviderError
+from gavel.llm.records import Response
 from gavel.llm.runner import StageRunner
 
 KEY = "sk-cost-test-key-0000000000"
@@ -607,3 +608,50 @@ def test_the_dry_run_of_gpt5_at_high_effort_states_its_reasoning_allowance(tmp_p
     plain = run.dry_run([Request(stage="judge", model=GPT41, messages=[{"role": "user", "content": "q"}])],
                         mode="batch", expected_output_tokens=200, show=False)
     assert plain.iloc[0]["output_tokens_est"] == 200 and plain.attrs["reasoning"] == {}
+
+
+def test_with_repeats_the_closing_line_names_the_all_repeats_ledger_with_its_repeat_column(tmp_path):
+    """`--repeats 2`: the line named cost.csv (repeat 1 only) as the ledger, and cost_all_repeats.csv had no
+    repeat column to tell the repeats apart."""
+    from gavel.runs import costing
+
+    since = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+
+    def one(ident):
+        rq = request(GPT41, ident)
+        usage = {"input": 1_000, "output": 100, "cache_read": 0, "answered_at": "2026-11-27T10:00:00+00:00"}
+        return ledger.request_row("judge", rq, Response(rq.custom_id, "succeeded", "x", usage=usage), "openai",
+                                  since, "online")
+    runs = [{"cost": ledger.table([one("a"), one("b")])}, {"cost": ledger.table([one("c")])}]
+    line = costing.cost_line({"runs": runs}, tmp_path)
+    paid = (1_000 * 2.0 + 100 * 8.0) / 1e6
+    assert line.endswith(f"ledger {tmp_path / 'cost_all_repeats.csv'}") and "cost.csv;" not in line
+    assert f"${3 * paid:.4f} for 3 answered request(s)" in line
+    table = pd.read_csv(tmp_path / "cost_all_repeats.csv")
+    assert table.columns[0] == "repeat" and table.groupby("repeat")["requests"].sum().to_dict() == {1: 2, 2: 1}
+    single = costing.cost_line({"runs": runs[:1]}, tmp_path)
+    assert single.endswith(f"ledger {tmp_path / 'cost.csv'}")
+
+
+def test_the_headline_forecast_leaves_out_what_the_cache_will_answer(tmp_path):
+    """The local model's headline forecast counted every request, those its caches already answer too."""
+    from gavel.core.items import item
+    from gavel.llm import pace
+    from gavel.llm.providers.mock import MockProvider
+    from gavel.runs import forecast, pipeline
+    from gavel.runs.stand_in import stand_in_answer
+
+    model = "SmolLM2-135M-Instruct"
+    summaries = [("model-x", "1", "The ACLU sued the city on March 3, 2020."),
+                 ("model-x", "2", "The court entered a consent decree in 2021.")]
+    refs = {"1": "On March 3, 2020 the ACLU sued the city.", "2": "A consent decree was entered in 2021."}
+    settings = pipeline.Settings(extractor=model, judge=model, items=(item("filing_date"),))
+    speed = pace.Pace(prompt_s=0.0, generate_s=0.0, request_s=1.0)
+    provider = MockProvider(answer=stand_in_answer)
+    planned = len(forecast.requests(summaries, refs, settings))
+    pipeline.evaluate(summaries[:1], refs, provider, tmp_path, settings)  # case 1 answered: in the caches
+    seconds, n = forecast.forecast(summaries, refs, settings, speed, provider, tmp_path)
+    every_s, every = forecast.forecast(summaries, refs, settings, speed)  # without the folder: all of them
+    assert 0 < n < planned == every and 0 < seconds < every_s
+    line = forecast.announcer(summaries, refs, settings, provider, out=tmp_path, speed=speed).say(speed)
+    assert f"for at most {n} requests to send; {planned - n} answered from the cache" in line

@@ -280,9 +280,17 @@ def read_estimate(out: str | Path) -> tuple[float, float] | None:
 
 
 def cost_line(result: dict, out: str | Path) -> str:
-    """The closing line of ``evaluate``: every repeat's ledger (their cost.csv) in one, beside the estimate."""
-    tables = [run["cost"] for run in result["runs"] if "cost" in run]
-    table = pd.concat(tables, ignore_index=True) if tables else ledger.table([])
-    if len(result["runs"]) > 1:
-        ledger.write(Path(out) / "cost_all_repeats.csv", table)
-    return ledger.closing_line(table, Path(out) / "cost.csv", read_estimate(out))
+    """The closing line of ``evaluate``: every repeat's ledger (their cost.csv) in one, beside the estimate.
+    With repeats, that ledger is ``cost_all_repeats.csv`` (a ``repeat`` column first: repeat 1's lines are
+    ``out/cost.csv``'s) and the line names it; the dry run's estimate, of one repeat, counts once a repeat."""
+    runs = result["runs"]
+    tables = [run["cost"].assign(repeat=r) for r, run in enumerate(runs, 1) if "cost" in run]
+    table = pd.concat(tables, ignore_index=True) if tables else ledger.table([]).assign(repeat=None)
+    table = table[["repeat", *[c for c in table.columns if c != "repeat"]]]
+    estimate = read_estimate(out)
+    if len(runs) == 1:
+        return ledger.closing_line(table.drop(columns="repeat"), Path(out) / "cost.csv", estimate)
+    path = ledger.write(Path(out) / "cost_all_repeats.csv", table)
+    if estimate is not None:
+        estimate = (estimate[0] * len(runs), estimate[1] * len(runs))
+    return ledger.closing_line(table, path, estimate)
