@@ -170,7 +170,8 @@ def parse_row(where: str, entry) -> Row:
     if len({a for a, _ in tiers}) < len(tiers):
         raise PriceTableError(f"{where}: two tiers with the same 'above'")
     return Row(model=model, since=since, until=until, source=str(entry.get("source") or ""),
-               rates=_rates(where, entry), batch_discount=discount, batch_keeps=tuple(keeps), tiers=tuple(sorted(tiers, key=lambda t: t[0])))
+               rates=_rates(where, entry), batch_discount=discount, batch_keeps=tuple(keeps),
+               tiers=tuple(sorted(tiers, key=lambda t: t[0])))
 
 
 def parse(data, path: str, extra_rows: list | None = None, extra_where: str = "", extra_gpu: dict | None = None) -> Table:
@@ -246,7 +247,7 @@ def legacy_row(model: str) -> Row | None:
     if not p:
         return None
     where = f"{config.models_file() or 'the models file'}: model {model}, llm.price"
-    rates = {"input": _number(where, "input", p.get("input", 0.0)), "output": _number(where, "output", p.get("output", 0.0))}
+    rates = {k: _number(where, k, p.get(k, 0.0)) for k in ("input", "output")}
     if "cached_input" in p:
         rates["cache_read"] = _number(where, "cached_input", p["cached_input"])
     return Row(model=model, since=dt.date.min, until=None, source="llm.price of the models file", rates=rates,
