@@ -285,7 +285,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.provider == "local":  # a model on this CPU: its speed measured, the run's duration said first
         from gavel.runs.forecast import announcer
 
-        settings.pace = announcer(summaries, references, settings, provider, args.repeats)
+        settings.pace = announcer(summaries, references, settings, provider, args.repeats, out=args.out)
     result = repeated.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
     tables = result["runs"][0]
     if args.repeats > 1:

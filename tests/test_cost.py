@@ -15,6 +15,7 @@ from gavel.core import prices
 from gavel.llm import Request, ledger
 from gavel.llm.providers import get_provider
 from gavel.llm.providers.base import ProviderError
+from gavel.llm.records import Response
 from gavel.llm.runner import StageRunner
 
 KEY = "sk-cost-test-key-0000000000"
@@ -113,13 +114,14 @@ def test_gemini_prompt_over_the_tier_threshold_prices_the_whole_request(tmp_path
     usage = report.responses[over.custom_id].usage
     assert (usage["input"], usage["cache_read"], usage["output"], usage["reasoning"]) == (250_000, 50_000, 4_000, 3_000)
     table = cost_csv(tmp_path).set_index("price_row")
-    # over 200K: every token at the long-context rates ($2.50 in, $0.625 cached, $15 out), half price in batch
+    # over 200K: every token at the long-context rates ($2.50 in, $0.25 cached, $15 out), half price in batch
+    # except the cached input (Gemini's batch keeps the standard context-caching rate)
     high = table.loc["gemini-2.5-pro@2025-06-17 >200000 batch -50%", "usd"]
-    assert high == pytest.approx(0.5 * (200_000 * 2.5 + 50_000 * 0.625 + 4_000 * 15.0) / 1e6)
-    assert high == pytest.approx(0.295625)
-    # exactly 200K is not over: base rates ($1.25, $0.31, $10)
+    assert high == pytest.approx((0.5 * (200_000 * 2.5 + 4_000 * 15.0) + 50_000 * 0.25) / 1e6)
+    assert high == pytest.approx(0.2925)
+    # exactly 200K is not over: base rates ($1.25, $0.125, $10)
     low = table.loc["gemini-2.5-pro@2025-06-17 batch -50%", "usd"]
-    assert low == pytest.approx(0.5 * (150_000 * 1.25 + 50_000 * 0.31 + 4_000 * 10.0) / 1e6)
+    assert low == pytest.approx((0.5 * (150_000 * 1.25 + 4_000 * 10.0) + 50_000 * 0.125) / 1e6)
 
 
 def test_gemini_online_usage_metadata(tmp_path):
@@ -129,8 +131,8 @@ def test_gemini_online_usage_metadata(tmp_path):
                                      "candidatesTokenCount": 100, "thoughtsTokenCount": 50, "totalTokenCount": 1_150}
         runner("gemini", srv, tmp_path).run([rq], mode="online")
     row = cost_csv(tmp_path).iloc[0]
-    # Flash: 600 x $0.30 + 400 x $0.075 + (100 + 50 thinking) x $2.50
-    assert row["usd"] == pytest.approx((600 * 0.3 + 400 * 0.075 + 150 * 2.5) / 1e6)
+    # Flash: 600 x $0.30 + 400 x $0.03 + (100 + 50 thinking) x $2.50
+    assert row["usd"] == pytest.approx((600 * 0.3 + 400 * 0.03 + 150 * 2.5) / 1e6)
     assert row["reasoning_tokens"] == 50 and row["output_tokens"] == 150
 
 
@@ -363,7 +365,7 @@ def test_document_extraction_in_dollars_from_the_release(shared_rel):
     e2e = rows.loc[("end_to_end", "all items per request", GPT41, PRO)]
     flat = (e2e["input_tokens_per_case"] * 1.25 + e2e["output_tokens_per_case"] * 10.0) / 1e6
     assert e2e["usd_per_case"] > flat and ">200000" in e2e["price_row"]
-    assert set(t["prices_checked"]) == {"2026-11-25"} and t["note"].str.startswith("our computation").all()
+    assert set(t["prices_checked"]) == {"2026-11-27"} and t["note"].str.startswith("our computation").all()
     committed = pd.read_csv(prices.PATH.parents[2] / "data" / "results" / "document_extraction_cost.csv")
     assert len(committed) == len(t)
 
@@ -384,3 +386,272 @@ def test_vllm_batch_keeps_its_usage_and_costs_nothing_per_token(tmp_path):
     row = cost_csv(tmp_path).iloc[0]
     assert (row["provider"], row["mode"], row["requests"], row["input_tokens"]) == ("vllm", "batch", 3, 33)
     assert row["usd"] == 0.0 and row["price_row"] == "own GPUs (vllm)" and row["unknown"] == 0
+
+
+# ---------- usage that is not plausible (issue 37, section 4) ----------
+def test_a_400_digit_usage_count_is_unknown_with_its_reason_and_reruns_go_on(tmp_path):
+    rq = [request(GPT41, "huge"), request(GPT41, "fine")]
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: {"prompt_tokens": 10**400 if ident == "huge" else 1_000, "completion_tokens": 10,
+                                       "prompt_tokens_details": {"cached_tokens": 0}}
+        runner("openai", srv, tmp_path).run(rq, mode="online")
+        for _ in range(2):  # every rerun reads the cached answer: it must not end in OverflowError
+            again = runner("openai", srv, tmp_path)
+            again.run(rq, mode="online")
+            again.dry_run(rq, mode="online", show=False)
+    table = cost_csv(tmp_path).set_index("price_row")
+    bad = table.loc["usage not plausible: input is over 10,000,000 tokens"]
+    assert bad["unknown"] == 1 and bad["unknown_fields"] == "usage" and pd.isna(bad["input_tokens"])
+    assert pd.isna(bad["usd_when_answered"])  # never priced
+    assert table.loc[f"{GPT41}@2025-04-14", "usd_when_answered"] == pytest.approx((1_000 * 2.0 + 10 * 8.0) / 1e6)
+
+
+@pytest.mark.parametrize("usage, why", [
+    ({"input": 100, "cache_read": 500, "output": 10}, "cache_read + cache_write is over input"),
+    ({"input": 10**18, "cache_read": 0, "output": 10}, "input is over 10,000,000 tokens"),
+    ({"input": 100, "cache_read": 0, "output": 10**18}, "output is over 10,000,000 tokens"),
+    ({"input": 100, "cache_read": 0, "output": -5}, "output is negative"),
+    ({"input": "100", "cache_read": 0, "output": 5}, "input is not a number of tokens"),
+    ({"input": float("nan"), "cache_read": 0, "output": 5}, "input is not a number of tokens"),
+    ({"input": 100, "cache_read": 0, "output": float("inf")}, "output is over 10,000,000 tokens"),
+    ({"input": 100, "cache_read": 0, "output": 5, "reasoning": 9}, "reasoning is over output"),
+    ({"input": 100, "cache_write": 10, "cache_write_5m": 8, "cache_write_1h": 8, "output": 5},
+     "cache_write_5m + cache_write_1h is over cache_write"),
+    ("not a record", "usage is not a record of token counts"),
+])
+def test_usage_that_is_not_plausible_is_unknown_never_priced(usage, why):
+    for model in (GPT41, SONNET, PRO):
+        priced = prices.cost(model, usage, "online")
+        assert priced.usd is None and priced.row == f"usage not plausible: {why}" and priced.unknown == ("usage",)
+
+
+def test_cached_tokens_over_prompt_tokens_are_not_a_negative_cost(tmp_path):
+    rq = request(GPT5, "neg")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: {"prompt_tokens": 100, "completion_tokens": 10,
+                                       "prompt_tokens_details": {"cached_tokens": 90_000}}
+        runner("openai", srv, tmp_path).run([rq], mode="online")
+    row = cost_csv(tmp_path).iloc[0]
+    assert row["price_row"] == "usage not plausible: cache_read + cache_write is over input"
+    assert pd.isna(row["usd"]) and row["unknown"] == 1
+
+
+def test_missing_usage_is_an_empty_cost_not_zero(tmp_path):
+    rq = request(GPT41, "none")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: None
+        runner("openai", srv, tmp_path).run([rq], mode="online")
+    text = (tmp_path / "run" / "cost.csv").read_text()
+    row = cost_csv(tmp_path).iloc[0]
+    assert row["unknown"] == 1 and pd.isna(row["usd"]) and pd.isna(row["usd_when_answered"]), text
+    assert "0.0" not in text.splitlines()[1].split(",")
+
+
+@pytest.mark.parametrize("field, value", [("input", float("nan")), ("output", float("inf")),
+                                          ("batch_discount", float("nan")), ("cache_read", -float("inf"))])
+def test_a_price_that_is_not_finite_is_refused(field, value):
+    data = yaml.safe_load(prices.PATH.read_text())
+    data["prices"][0][field] = value
+    with pytest.raises(prices.PriceTableError) as err:
+        prices.parse(data, "my-prices.yaml")
+    assert str(err.value).startswith(f"my-prices.yaml, prices entry 1 (gpt-4.1-2025-04-14): field '{field}' must be "
+                                     f"a finite number")
+
+
+# ---------- the prices of the paper's models (issue 39, section 2): golden figures with their source ----------
+FLASH = "gemini-2.5-flash"
+
+
+@pytest.mark.parametrize("model, usage, mode, usd", [
+    # Gemini API pricing (ai.google.dev/gemini-api/docs/pricing, read 2026-11-27): context caching 2.5 Pro
+    # $0.125 per M up to 200K prompt tokens, $0.25 over; 2.5 Flash $0.03 (gavel had 0.31 / 0.625 / 0.075)
+    (PRO, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "online",
+     (20_000 * 1.25 + 80_000 * 0.125 + 1_000 * 10.0) / 1e6),
+    (PRO, {"input": 300_000, "cache_read": 200_000, "output": 1_000}, "online",
+     (100_000 * 2.5 + 200_000 * 0.25 + 1_000 * 15.0) / 1e6),
+    (FLASH, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "online",
+     (20_000 * 0.3 + 80_000 * 0.03 + 1_000 * 2.5) / 1e6),
+    # Gemini Batch: input and output at half price, context caching at its standard rate
+    (PRO, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (0.5 * 20_000 * 1.25 + 80_000 * 0.125 + 0.5 * 1_000 * 10.0) / 1e6),
+    (FLASH, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (0.5 * 20_000 * 0.3 + 80_000 * 0.03 + 0.5 * 1_000 * 2.5) / 1e6),
+    # OpenAI Batch tab (developers.openai.com/api/docs/pricing): GPT-5 cached input $0.0625, half the standard
+    (GPT5, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (20_000 * 0.625 + 80_000 * 0.0625 + 1_000 * 5.0) / 1e6),
+    # GPT-4.1: the Batch tab gives no cached-input rate: the standard $0.50 (an upper bound), the rest halved
+    (GPT41, {"input": 100_000, "cache_read": 80_000, "output": 1_000}, "batch",
+     (20_000 * 1.0 + 80_000 * 0.5 + 1_000 * 4.0) / 1e6),
+    # Anthropic (platform.claude.com pricing, batch processing): the batch discount applies to cache reads and
+    # writes too: Sonnet 4 at half of $3 / $0.30 read / $3.75 5-minute write / $15
+    (SONNET, {"input": 100_000, "cache_read": 50_000, "cache_write_5m": 10_000, "cache_write_1h": 0,
+              "cache_write": 10_000, "output": 1_000}, "batch",
+     0.5 * (40_000 * 3.0 + 50_000 * 0.3 + 10_000 * 3.75 + 1_000 * 15.0) / 1e6),
+])
+def test_corrected_prices_and_each_providers_batch_rule_on_cached_input(model, usage, mode, usd):
+    assert prices.cost(model, usage, mode).usd == pytest.approx(usd)
+
+
+def test_gpt5_takes_at_most_272k_input_tokens_and_end_to_end_extraction_does_not_fit(tmp_path, shared_rel):
+    """OpenAI's GPT-5 model page: 400,000-token context window, 128,000 max output tokens; the API takes at most
+    272,000 input tokens. The release's end-to-end requests (up to 307K-318K tokens a request) do not fit."""
+    from gavel.paper import extraction_cost
+
+    assert extraction_cost.input_limit(GPT5) == 272_000 and extraction_cost.input_limit(PRO) == 1_048_576
+    rows = extraction_cost.table(shared_rel).set_index(["method", "configuration", "tokens_of", "priced_as"])
+    e2e = rows.xs("end_to_end", level="method")
+    assert not e2e.xs(GPT5, level="priced_as")["fits_context"].iloc[0]
+    assert e2e.xs(GPT41, level="priced_as")["fits_context"].iloc[0]
+    # Sonnet 4: its >200K price tier is the 1M-context beta's, and so is the input limit fits_context reads
+    sonnet = e2e.xs(SONNET, level="priced_as").iloc[0]
+    assert ">200000" in sonnet["price_row"] and sonnet["fits_context"]
+    # the dry run counts a 280K-token GPT-5 prompt as too long even with a small output cap
+    run = StageRunner("judge", get_provider("mock"), tmp_path / "run", progress=False)
+    big = Request(stage="judge", model=GPT5, messages=[{"role": "user", "content": "word " * 280_000}],
+                  params={"max_tokens": 100}, case_id="1")
+    est = run.dry_run([big], mode="online", show=False)
+    assert list(est.attrs["too_long"]) == [big.custom_id]
+
+
+# ---------- a pinned, offline cross-check against genai-prices' bundled data (issue 39, section 2) ----------
+GENAI_PRICES = "0.2.3"  # the dev extra's pin (pyproject.toml); its bundled data, never fetched
+GENAI_MODELS = {GPT41: ("openai", GPT41), GPT5: ("openai", GPT5), SONNET: ("anthropic", "claude-sonnet-4-20250514"),
+                "claude-opus-4-1-20250805-thinking": ("anthropic", "claude-opus-4-1-20250805"),
+                PRO: ("google", PRO), FLASH: ("google", FLASH)}
+#: every disagreement, the source that settles it (docs/cost.md, "Checked against genai-prices"), and what
+#: gavel's price is in genai-prices' terms
+DISAGREEMENTS = {
+    "anthropic batch": "Anthropic's batch processing is half price on every token class, cache reads and writes "
+                       "included; genai-prices 0.2.3 has no batch price for Claude",
+    "sonnet 4 over 200K": "Anthropic's long context pricing: Sonnet 4 prompts over 200K input tokens (1M-context "
+                          "beta) at $6 / $22.50; genai-prices 0.2.3 has no tier for Sonnet 4",
+}
+
+
+def _grid():
+    for model in GENAI_MODELS:
+        for mode in ("online", "batch"):
+            for cache in ("none", "write_5m", "write_1h", "read"):
+                for n in (100_000, 300_000):  # below and above the 200K tiers
+                    yield model, mode, cache, n
+
+
+def _why_they_differ(model, mode, n):
+    reasons = []
+    if GENAI_MODELS[model][0] == "anthropic" and mode == "batch":
+        reasons.append("anthropic batch")
+    if model == SONNET and n > 200_000:
+        reasons.append("sonnet 4 over 200K")
+    return reasons
+
+
+def test_gavels_prices_agree_with_genai_prices_but_for_the_documented_disagreements():
+    genai_prices = pytest.importorskip("genai_prices", reason="the dev extra's genai-prices (pyproject.toml)")
+    import warnings
+    from importlib.metadata import version
+
+    assert version("genai-prices") == GENAI_PRICES
+    when = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+    doc = (prices.PATH.parents[2] / "docs" / "cost.md").read_text(encoding="utf-8")
+    unexplained, seen = [], set()
+    for model, mode, cache, n in _grid():
+        k = n // 2
+        ours = {"input": n, "output": 2_000, "cache_read": 0, "cache_write": 0, "cache_write_5m": 0, "cache_write_1h": 0}
+        theirs = {"input_tokens": n, "output_tokens": 2_000}
+        if cache == "read":
+            ours["cache_read"] = theirs["cache_read_tokens"] = k
+        elif cache != "none":
+            ours["cache_write"] = ours[f"cache_{cache}"] = k
+            theirs["cache_write_tokens"] = theirs[f"cache_{cache}_tokens"] = k
+        provider, ref = GENAI_MODELS[model]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs_usd = float(genai_prices.calc_price(
+                genai_prices.Usage(**theirs), ref, provider_id=provider, genai_request_timestamp=when,
+                price_context={"processing": "batch"} if mode == "batch" else None).total_price)
+        ours_usd = prices.cost(model, ours, mode, when=when).usd
+        reasons = _why_they_differ(model, mode, n)
+        if not reasons:
+            if ours_usd != pytest.approx(theirs_usd, abs=1e-12):
+                unexplained.append((model, mode, cache, n, ours_usd, theirs_usd))
+            continue
+        seen.update(reasons)
+        # the explained difference, recomputed: genai-prices' price with the documented rule applied
+        expected = theirs_usd
+        if "sonnet 4 over 200K" in reasons:  # every input class at twice its rate, output $15 -> $22.50
+            expected = 2 * (theirs_usd - 2_000 * 15.0 / 1e6) + 2_000 * 22.5 / 1e6
+        if "anthropic batch" in reasons:
+            expected *= 0.5
+        if ours_usd != pytest.approx(expected, rel=1e-9):
+            unexplained.append((model, mode, cache, n, ours_usd, theirs_usd))
+    assert unexplained == []
+    assert seen == set(DISAGREEMENTS)
+    for why in DISAGREEMENTS.values():
+        assert why in " ".join(doc.replace("**", "").split()), why
+
+
+def test_the_dry_run_of_gpt5_at_high_effort_states_its_reasoning_allowance(tmp_path, capsys):
+    """GPT-5 bills hidden reasoning as output: an answer length measured elsewhere (the release keeps answers,
+    not reasoning) gets an allowance up to the output cap, named; this stage's own answers include it."""
+    run = StageRunner("judge", get_provider("mock", answer=lambda r: "x" * 400), tmp_path / "run", progress=False)
+    rq = [Request(stage="judge", model=GPT5, messages=[{"role": "user", "content": f"q{i}"}], params={"max_tokens": 5_000},
+                  case_id=str(i)) for i in range(2)]
+    est = run.dry_run(rq, mode="batch", expected_output_tokens=200).iloc[0]
+    printed = capsys.readouterr().out
+    assert "gpt-5-2025-08-07 bills hidden reasoning tokens: reasoning effort high: + 4,800 hidden reasoning tokens" \
+           in printed
+    assert est["output_tokens_est"] == 2 * 5_000  # 200 answer + 4,800 allowance, each
+    run.run(rq[:1], mode="batch")  # measured: the stage's own answers (their output counts reasoning in)
+    est = run.dry_run(rq[1:], mode="batch").iloc[0]
+    assert est["output_tokens_est"] == 100 and "included in the measured answers" in capsys.readouterr().out
+    # a model without reasoning gets none
+    plain = run.dry_run([Request(stage="judge", model=GPT41, messages=[{"role": "user", "content": "q"}])],
+                        mode="batch", expected_output_tokens=200, show=False)
+    assert plain.iloc[0]["output_tokens_est"] == 200 and plain.attrs["reasoning"] == {}
+
+
+def test_with_repeats_the_closing_line_names_the_all_repeats_ledger_with_its_repeat_column(tmp_path):
+    """`--repeats 2`: the line named cost.csv (repeat 1 only) as the ledger, and cost_all_repeats.csv had no
+    repeat column to tell the repeats apart."""
+    from gavel.runs import costing
+
+    since = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+
+    def one(ident):
+        rq = request(GPT41, ident)
+        usage = {"input": 1_000, "output": 100, "cache_read": 0, "answered_at": "2026-11-27T10:00:00+00:00"}
+        return ledger.request_row("judge", rq, Response(rq.custom_id, "succeeded", "x", usage=usage), "openai",
+                                  since, "online")
+    runs = [{"cost": ledger.table([one("a"), one("b")])}, {"cost": ledger.table([one("c")])}]
+    line = costing.cost_line({"runs": runs}, tmp_path)
+    paid = (1_000 * 2.0 + 100 * 8.0) / 1e6
+    assert line.endswith(f"ledger {tmp_path / 'cost_all_repeats.csv'}") and "cost.csv;" not in line
+    assert f"${3 * paid:.4f} for 3 answered request(s)" in line
+    table = pd.read_csv(tmp_path / "cost_all_repeats.csv")
+    assert table.columns[0] == "repeat" and table.groupby("repeat")["requests"].sum().to_dict() == {1: 2, 2: 1}
+    single = costing.cost_line({"runs": runs[:1]}, tmp_path)
+    assert single.endswith(f"ledger {tmp_path / 'cost.csv'}")
+
+
+def test_the_headline_forecast_leaves_out_what_the_cache_will_answer(tmp_path):
+    """The local model's headline forecast counted every request, those its caches already answer too."""
+    from gavel.core.items import item
+    from gavel.llm import pace
+    from gavel.llm.providers.mock import MockProvider
+    from gavel.runs import forecast, pipeline
+    from gavel.runs.stand_in import stand_in_answer
+
+    model = "SmolLM2-135M-Instruct"
+    summaries = [("model-x", "1", "The ACLU sued the city on March 3, 2020."),
+                 ("model-x", "2", "The court entered a consent decree in 2021.")]
+    refs = {"1": "On March 3, 2020 the ACLU sued the city.", "2": "A consent decree was entered in 2021."}
+    settings = pipeline.Settings(extractor=model, judge=model, items=(item("filing_date"),))
+    speed = pace.Pace(prompt_s=0.0, generate_s=0.0, request_s=1.0)
+    provider = MockProvider(answer=stand_in_answer)
+    planned = len(forecast.requests(summaries, refs, settings))
+    pipeline.evaluate(summaries[:1], refs, provider, tmp_path, settings)  # case 1 answered: in the caches
+    seconds, n = forecast.forecast(summaries, refs, settings, speed, provider, tmp_path)
+    every_s, every = forecast.forecast(summaries, refs, settings, speed)  # without the folder: all of them
+    assert 0 < n < planned == every and 0 < seconds < every_s
+    line = forecast.announcer(summaries, refs, settings, provider, out=tmp_path, speed=speed).say(speed)
+    assert f"for at most {n} requests to send; {planned - n} answered from the cache" in line

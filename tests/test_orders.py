@@ -492,3 +492,22 @@ def test_majority_table_says_what_a_stable_majority_costs_at_the_runs_prices():
     import matplotlib
     matplotlib.use("Agg")
     assert orders.majority_figure(majority).axes[0].get_lines()
+
+def test_an_out_of_range_index_in_the_second_order_is_recorded_in_its_judgment(tmp_path):
+    """The swapped order's list matching names an index past the end of a list: the judgment keeps the usable
+    part and says what it dropped (order 1's compare.csv says it in ``problems``; order 2 has only its
+    judgments-table row), never ``ok`` with nothing said."""
+    answer = {"common": [{"A_index": 1, "B_index": 1}, {"A_index": 9, "B_index": 2}], "only_in_A": [2, 3],
+              "only_in_B": []}
+    swapped = {("parties", "model-x"): "**Final Answer:**\n```json\n" + json.dumps(answer) + "\n```"}
+    provider = MockProvider(answer=judge(biased=(), swapped_answers=swapped))
+    result = repeated.evaluate_repeats(SUMMARIES, {"1": REF}, provider, tmp_path, settings(orders="both"))
+    j = result["judgments"]
+    row = j[(j["stage"] == "compare") & (j["item"] == "parties") & (j["subject"] == "model-x") & (j["order"] == 2)]
+    assert len(row) == 1
+    row = row.iloc[0]
+    assert row["status"] != "ok" or "out of range" in row["detail"], row.to_dict()
+    assert "9" in row["detail"]
+    on_disk = pd.read_csv(tmp_path / "judgments.csv")
+    kept = on_disk[(on_disk["item"] == "parties") & (on_disk["subject"] == "model-x") & (on_disk["order"] == 2)]
+    assert "out of range" in kept.iloc[0]["detail"]

@@ -8,13 +8,15 @@ it; ``output`` is every generated token billed as output; ``reasoning`` is the p
 
 The price of a request: the row of its model in effect on the day it was answered; the row's long-context
 tier when the whole prompt is over the tier's threshold (the tier prices the whole request); every class at
-its rate; the batch discount on every rate when it went through a batch API. Each input token is billed in
+its rate; the batch discount on every rate but the row's ``batch_keeps`` (the provider's own rule: Gemini keeps
+cached input at its standard rate) when it went through a batch API. Each input token is billed in
 exactly one class: uncached input = input - cache_read - cache_write.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,7 +30,10 @@ PATH = Path(__file__).with_name("prices.yaml")
 USAGE_FIELDS = ("input", "cache_read", "cache_write", "cache_write_5m", "cache_write_1h", "output", "reasoning")
 #: rates of a price row, USD per million tokens
 RATES = ("input", "cache_read", "cache_write_5m", "cache_write_1h", "output")
-ROW_FIELDS = ("model", "since", "until", "source", "batch_discount", "tiers", *RATES)
+ROW_FIELDS = ("model", "since", "until", "source", "batch_discount", "batch_keeps", "tiers", *RATES)
+#: the most tokens of one class a single request may report: ten times the largest context window of a model
+#: gavel knows (about 1M tokens); a count over it is a provider's or a cache file's error, never priced
+MAX_TOKENS = 10_000_000
 #: providers that bill per token (the others run on your own GPUs, or are stand-ins)
 HOSTED = ("openai", "anthropic", "gemini")
 #: providers on your own GPUs: priced by GPU-hour (gpu_hour_usd), not per token
@@ -47,6 +52,7 @@ class Row:
     source: str
     rates: dict
     batch_discount: float = 0.0
+    batch_keeps: tuple = ()  # rates the batch discount leaves at their standard value (Gemini's cached input)
     tiers: tuple = ()  # ((above, {rate: value}), ...) by threshold
 
     @property
@@ -98,9 +104,16 @@ def _day(value) -> dt.date:
 def _number(where: str, name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PriceTableError(f"{where}: field {name!r} must be a number (USD per million tokens), got {value!r}")
-    if value < 0:
-        raise PriceTableError(f"{where}: field {name!r} is negative ({value}); prices are 0 or more")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise PriceTableError(f"{where}: field {name!r} must be a finite number (USD per million tokens), got "
+                              f"{'NaN' if number != number else 'an infinite or too large value'}")
+    if number < 0:
+        raise PriceTableError(f"{where}: field {name!r} is negative ({number:g}); prices are 0 or more")
+    return number
 
 
 def _date(where: str, name: str, value) -> dt.date:
@@ -138,6 +151,10 @@ def parse_row(where: str, entry) -> Row:
     discount = _number(where, "batch_discount", entry.get("batch_discount", 0.0))
     if discount >= 1:
         raise PriceTableError(f"{where}: 'batch_discount' is the share taken off (0.5 = half price), got {discount}")
+    keeps = entry.get("batch_keeps") or []
+    if not isinstance(keeps, list) or any(k not in RATES for k in keeps):
+        raise PriceTableError(f"{where}: 'batch_keeps' lists the rates the batch discount does not apply to "
+                              f"(of {', '.join(RATES)}), got {keeps!r}")
     tiers = []
     for n, tier in enumerate(entry.get("tiers") or [], 1):
         at = f"{where}, tier {n}"
@@ -153,7 +170,8 @@ def parse_row(where: str, entry) -> Row:
     if len({a for a, _ in tiers}) < len(tiers):
         raise PriceTableError(f"{where}: two tiers with the same 'above'")
     return Row(model=model, since=since, until=until, source=str(entry.get("source") or ""),
-               rates=_rates(where, entry), batch_discount=discount, tiers=tuple(sorted(tiers, key=lambda t: t[0])))
+               rates=_rates(where, entry), batch_discount=discount, batch_keeps=tuple(keeps),
+               tiers=tuple(sorted(tiers, key=lambda t: t[0])))
 
 
 def parse(data, path: str, extra_rows: list | None = None, extra_where: str = "", extra_gpu: dict | None = None) -> Table:
@@ -228,17 +246,55 @@ def legacy_row(model: str) -> Row | None:
         return None
     if not p:
         return None
-    rates = {"input": float(p.get("input", 0.0)), "output": float(p.get("output", 0.0))}
+    where = f"{config.models_file() or 'the models file'}: model {model}, llm.price"
+    rates = {k: _number(where, k, p.get(k, 0.0)) for k in ("input", "output")}
     if "cached_input" in p:
-        rates["cache_read"] = float(p["cached_input"])
+        rates["cache_read"] = _number(where, "cached_input", p["cached_input"])
     return Row(model=model, since=dt.date.min, until=None, source="llm.price of the models file", rates=rates,
-               batch_discount=float(p.get("batch_discount", 0.0)))
+               batch_discount=_number(where, "batch_discount", p.get("batch_discount", 0.0)))
+
+
+def implausible(usage) -> str | None:
+    """Why ``usage`` cannot be a request's usage (one short phrase), or None when it can: a count that is not a
+    number from 0 to MAX_TOKENS, or parts larger than their whole (cache reads and writes over the input,
+    the split writes over the writes, reasoning over the output). Never shows the offending number itself. An
+    estimate's counts may be fractional (a mean); a provider's are whole (gavel.llm.usage)."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        return "usage is not a record of token counts"
+    for k in USAGE_FIELDS:
+        v = usage.get(k)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+            return f"{k} is not a number of tokens"
+        if v < 0:
+            return f"{k} is negative"
+        if v > MAX_TOKENS:
+            return f"{k} is over {MAX_TOKENS:,} tokens"
+
+    def known(*keys):
+        return sum(usage.get(k) or 0 for k in keys)
+
+    writes = known("cache_write_5m", "cache_write_1h")
+    if usage.get("cache_write") is not None and writes > usage["cache_write"]:
+        return "cache_write_5m + cache_write_1h is over cache_write"
+    if usage.get("input") is not None and known("cache_read") + max(writes, known("cache_write")) > usage["input"]:
+        return "cache_read + cache_write is over input"
+    if usage.get("output") is not None and known("reasoning") > usage["output"]:
+        return "reasoning is over output"
+    return None
 
 
 def cost(model: str, usage: dict | None, mode: str, when=None, provider: str | None = None,
          prices: Table | None = None) -> Priced:
     """What one answered request cost (see the module's docstring). ``provider`` on your own GPUs (vllm,
-    local): 0 per token (their time is priced per GPU-hour, by the job)."""
+    local): 0 per token (their time is priced per GPU-hour, by the job). Usage that is not plausible
+    (``implausible``) is never priced: unknown, its reason in ``row``, ``unknown`` = ("usage",)."""
+    why = implausible(usage)
+    if why:
+        return Priced(None, f"usage not plausible: {why}", ("usage",))
     if provider in OWN_GPUS:
         return Priced(0.0, f"own GPUs ({provider})")
     if provider == "replay":
@@ -271,8 +327,9 @@ def cost(model: str, usage: dict | None, mode: str, when=None, provider: str | N
     read = usage.get("cache_read") or 0
     uncached = usage["input"] - read - w5 - w1
     r5 = rates.get("cache_write_5m", rates["input"])
-    usd = (uncached * rates["input"] + read * rates.get("cache_read", rates["input"]) + w5 * r5
-           + w1 * rates.get("cache_write_1h", r5) + usage["output"] * rates["output"]) / 1e6
-    if mode == "batch":
-        usd *= 1 - row.batch_discount
-    return Priced(usd, label, tuple(unknown))
+    spent = {"input": uncached * rates["input"], "cache_read": read * rates.get("cache_read", rates["input"]),
+             "cache_write_5m": w5 * r5, "cache_write_1h": w1 * rates.get("cache_write_1h", r5),
+             "output": usage["output"] * rates["output"]}
+    if mode == "batch":  # the discount on every rate but those the provider keeps at the standard rate
+        spent = {k: v if k in row.batch_keeps else v * (1 - row.batch_discount) for k, v in spent.items()}
+    return Priced(sum(spent.values()) / 1e6, label, tuple(unknown))

@@ -2,7 +2,10 @@
 
 Input tokens are counted (o200k_base); output tokens per model come from measured answer lengths -- the
 caller's measurement (e.g. the release's recorded answers of that stage), else this stage's own earlier
-answers in its cache -- and only when there is neither from the output cap, said so (an upper bound). Prices
+answers in its cache -- and only when there is neither from the output cap, said so (an upper bound). A
+reasoning model (a reasoning effort, a thinking budget, dynamic thinking in the registry's quirks) is billed
+for hidden reasoning tokens that answer lengths measured elsewhere (the release keeps answers, not reasoning)
+do not hold: the estimate names them and adds an allowance (``reasoning_allowance``). Prices
 come from the price table (gavel.core.prices) in the mode the run will use: a provider without a batch API
 runs online whatever was asked. A model the provider does not serve is refused (``allow_unserved`` prices
 it anyway, with a warning). The estimate is kept in ``<workdir>/estimate.json`` so that the run's ledger can
@@ -49,6 +52,40 @@ COLUMNS = ["provider", "model", "mode", "requests", "input_tokens", "output_toke
            "cost_usd_est", "price_row"]
 
 
+def reasoning_allowance(m, cap: int, answer: float | None, measured: bool) -> tuple[float, str] | None:
+    """(hidden reasoning tokens a request of registry model ``m`` is billed for beyond its answer, and where
+    the figure comes from); None for a model that does not reason or is not billed per token. ``answer``: the answer estimate (None: the
+    cap); ``measured``: it was measured on this stage's own answers, whose output counts include reasoning
+    (every provider bills reasoning as output). Otherwise the allowance is the thinking budget the request sets,
+    or, where the provider publishes no figure per effort level (OpenAI's reasoning effort, Gemini's dynamic
+    thinking), the room left under the output cap: an upper bound, until this stage's answers are measured."""
+    from gavel.core import config
+
+    try:
+        hosted = config.model(m.name).provider in prices.HOSTED  # own GPUs are priced by the hour, not the token
+    except KeyError:
+        hosted = False
+    q = m.quirks or {}
+    if not hosted:
+        return None
+    effort, budget, dynamic = q.get("reasoning_effort"), q.get("thinking_budget_tokens"), q.get("thinking_budget")
+    if effort is None and budget is None and dynamic is None and not q.get("enable_thinking"):
+        return None
+    name = (f"reasoning effort {effort}" if effort else f"thinking budget {budget:,}" if budget
+            else "dynamic thinking" if dynamic == -1 else "thinking")
+    if measured:
+        return 0.0, f"{name}: hidden reasoning tokens included in the measured answers"
+    if answer is None:
+        return 0.0, f"{name}: hidden reasoning tokens within the output cap counted"
+    room = max(cap - answer, 0.0)
+    if budget:
+        return min(budget, room), (f"{name}: + {min(budget, room):,.0f} hidden reasoning tokens a request, the "
+                                   f"thinking budget the request sets (an upper bound)")
+    return room, (f"{name}: + {room:,.0f} hidden reasoning tokens a request, up to the output cap of {cap:,} (the "
+                  f"provider bills reasoning as output within max_tokens and publishes no figure per effort level: "
+                  f"an upper bound until this stage's answers are measured)")
+
+
 def run_mode(provider, mode: str) -> str:
     """The mode a run will really use: online where the provider has no batch API."""
     return mode if mode == "online" or getattr(provider, "supports_batch", True) else "online"
@@ -77,8 +114,11 @@ def measured_output(runner) -> tuple[float | None, int]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        if data.get("output_tokens") is None or data.get("custom_id", "").rsplit("-", 1)[0] != runner.stage[:23]:
+        if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str) \
+                or data["custom_id"].rsplit("-", 1)[0] != runner.stage[:23]:
             continue
+        if prices.implausible({"output": data.get("output_tokens")}) or data.get("output_tokens") is None:
+            continue  # not a count, or not a plausible one (a damaged cache file): not a measurement
         total += data["output_tokens"]
         n += 1
     return (total / n if n else None), n
@@ -101,6 +141,8 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
     else:
         models = {}
     outputs: dict[str, tuple[float | None, str]] = {}
+    reasoning: dict[str, str] = {}
+    allowances: dict[tuple, float] = {}
     registry: dict[str, object] = {}
     prices_now = prices.table()
     answered = any(Path(runner.cache.folder).glob("*/*.json"))  # with none, no request is already answered
@@ -123,7 +165,12 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
                 mean, n = measured_output(runner)
                 outputs[r.model] = (mean, f"this stage's {n} earlier answers") if n else (None, "cap (no measurement)")
         mean, source = outputs[r.model]
-        n_out = cap if mean is None else min(cap, mean)
+        if (r.model, cap) not in allowances:
+            extra = reasoning_allowance(m, cap, mean, source.startswith("this stage's"))
+            allowances[(r.model, cap)] = extra[0] if extra else 0.0
+            if extra:
+                reasoning[r.model] = extra[1]
+        n_out = cap if mean is None else min(cap, mean + allowances[(r.model, cap)])
         cached_in = min(cached_prefix_tokens, n_in)
         key = (r.model, n_in, cached_in, n_out)
         if key not in priced_as:  # requests of one length are priced once
@@ -132,10 +179,12 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
         priced = priced_as[key]
         request = r.build() if answered else None
         is_cached = answered and runner.is_cached(request)
-        is_long = not is_cached and n_in + cap > m.context_window
+        limit = m.quirks.get("max_input_tokens")  # an input limit the provider states apart (GPT-5: 272K)
+        is_long = not is_cached and (n_in + cap > m.context_window or (limit is not None and n_in > limit))
         if is_long:
             request = request or r.build()
-            too_long[request.custom_id] = runner.too_long(request)
+            too_long[request.custom_id] = runner.too_long(request) or (
+                f"prompt of {n_in:,} tokens over the {limit:,} input tokens {r.model}'s API takes")
             too_long_requests[request.custom_id] = request
         rows.append((runner.provider.name, r.model, mode, n_in, n_out, is_cached, is_long, source,
                      priced.usd or 0.0, priced.row))
@@ -151,6 +200,7 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
     summary.attrs["too_long"] = too_long
     summary.attrs["too_long_requests"] = too_long_requests
     summary.attrs["mode"] = mode
+    summary.attrs["reasoning"] = reasoning
     total = float(summary["cost_usd_est"].sum())
     if keep:
         runner.workdir.mkdir(parents=True, exist_ok=True)
@@ -167,6 +217,8 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
         if (summary["output_from"] == "cap (no measurement)").any():
             print("  output at the cap (no answers of this stage measured yet): an upper bound; once a few requests "
                   "have run, the next dry run measures their answers")
+        for model, why in sorted(reasoning.items()):
+            print(f"  {model} bills hidden reasoning tokens: {why}")
         for cid, why in too_long.items():
             print(f"  too long {cid}: {why}")
     return summary

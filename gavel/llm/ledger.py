@@ -44,7 +44,7 @@ def _when(value) -> dt.datetime | None:
 
 def usage_of(response) -> dict:
     """The response's usage; an answer cached before usage was recorded keeps its input and output counts."""
-    if response.usage:
+    if isinstance(response.usage, dict) and response.usage:
         return response.usage
     return {"input": response.input_tokens, "output": response.output_tokens}
 
@@ -60,8 +60,9 @@ def request_row(stage: str, request, response, provider: str, since: dt.datetime
            "cached": cached, "price_row": priced.row, "requests": 1,
            "usd": 0.0 if cached else priced.usd, "usd_when_answered": priced.usd,
            "unknown": int(priced.usd is None or bool(priced.unknown)), "unknown_fields": ";".join(priced.unknown)}
+    plausible = "usage" not in priced.unknown  # implausible counts are not summed either (prices.implausible)
     for c in TOKEN_COLUMNS:
-        row[f"{c}_tokens"] = usage.get(c)
+        row[f"{c}_tokens"] = usage.get(c) if plausible else None
     return row
 
 
@@ -101,8 +102,9 @@ def table(rows: list[dict]):
             rec[f"{c}_tokens"] = int(known.sum()) if len(known) else None
         hours = g["gpu_hours"].dropna() if "gpu_hours" in g else ()
         rec["gpu_hours"] = float(sum(hours)) if len(hours) else None
-        rec["usd"] = float(g["usd"].dropna().sum())
-        rec["usd_when_answered"] = float(g["usd_when_answered"].dropna().sum())
+        for c in ("usd", "usd_when_answered"):  # empty, not 0, when no request of the line could be priced
+            known = g[c].dropna()
+            rec[c] = float(known.sum()) if len(known) else None
         rec["unknown"] = int(g["unknown"].sum())
         fields = sorted({f for v in g["unknown_fields"] for f in str(v).split(";") if f})
         rec["unknown_fields"] = ";".join(fields)

@@ -15,8 +15,11 @@ long-context tier (a whole-request switch): it is taken as the mean of its file,
 requests), since the release keeps no per-request sizes. Batch prices apply to end-to-end and chunk-by-chunk;
 an agent's calls depend on each other's answers and go online. Prompt caching is not counted (the release does
 not say what a provider would have cached): agent costs, whose calls resend a growing history, are upper bounds.
-``fits_context`` says whether the largest mean request size fits the model's context window (registry): a
-method whose requests do not fit could not be run on that model as released (its price is shown all the same).
+``fits_context`` says whether the largest mean request size fits the model's input limit: the registry's
+``quirks.max_input_tokens`` where the provider states one (GPT-5: 272K of its 400K window, the rest being
+output; Claude Sonnet 4: 1M with the 1M-context beta, which is also when its >200K price tier applies), else the
+context window. A method whose requests do not fit could not be run on that model as released (its price is
+shown all the same).
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def agent(rel, model: str, configuration: str) -> pd.DataFrame:
     return _usage(per_case.rename(columns={"llm_calls": "requests"}))
 
 
+def input_limit(model: str) -> int:
+    """The most input tokens one request to ``model`` may hold, as its provider states it (see the docstring)."""
+    llm = config.model(model).llm
+    return int((llm.get("quirks") or {}).get("max_input_tokens") or llm["context_window"])
+
+
 def _price(model: str, usage: pd.DataFrame, mode: str, table: prices.Table, cases: int) -> tuple[float, str]:
     """USD per case: each row's requests at their mean size (which picks the tier), over ``cases``."""
     total, rows = 0.0, set()
@@ -98,7 +107,7 @@ def table(rel, price_table: prices.Table | None = None) -> pd.DataFrame:
                         "requests_per_case": float(sums["requests"]), "input_tokens_per_case": float(sums["input_tokens"]),
                         "output_tokens_per_case": float(sums["output_tokens"]),
                         "usd_per_case": online, "usd_per_case_batch": batch, "price_row": row,
-                        "fits_context": largest <= config.model(model).llm["context_window"],
+                        "fits_context": largest <= input_limit(model),
                         "prices_checked": price_table.checked.isoformat() if price_table.checked else None,
                         "note": NOTE})
     return pd.DataFrame(out, columns=COLUMNS)

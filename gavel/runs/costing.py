@@ -159,8 +159,12 @@ def output_for(runner: StageRunner, measured: dict, stage: str) -> tuple[float |
 
 def _range_row(stage: str, model: str, n_high: int, inputs: list[int], out: tuple, cap: int, mode: str,
                provider) -> dict:
+    from gavel.llm.registry import llm_model
+
     mean, source = out
-    per_out = cap if mean is None else min(cap, mean)
+    extra = estimate.reasoning_allowance(llm_model(model), cap, mean, source.startswith("this stage's"))
+    per_out = cap if mean is None else min(cap, mean + (extra[0] if extra else 0.0))
+    source += f"; {extra[1]}" if extra else ""
     table, usd_of = prices.table(), {}
     for n in set(inputs):  # many requests share a length (compare: one per item)
         usd_of[n] = prices.cost(model, {"input": n, "output": per_out}, mode, provider=provider.name,
@@ -196,10 +200,12 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
         runners[stage] = StageRunner(stage, provider, workdir=out / "runs" / stage, progress=False,
                                      **s.runner_namespace)
         tokens_out, source = output_for(runners[stage], measured, stage)
-        t = estimate.dry_run(runners[stage], reqs, s.mode, tokens_out, show=False, allow_unserved=s.allow_unserved,
-                             keep=False)  # nothing is written in the stages' folders: out/estimate.json holds it
+        own = source.startswith("this stage's")  # measured by the stage runner itself (reasoning included)
+        t = estimate.dry_run(runners[stage], reqs, s.mode, None if own else tokens_out, show=False,
+                             allow_unserved=s.allow_unserved, keep=False)  # out/estimate.json holds the total
         if tokens_out is not None:
-            t["output_from"] = source
+            why = t.attrs["reasoning"]
+            t["output_from"] = [source + (f"; {why[m]}" if m in why else "") for m in t["model"]]
         tables.append(t.assign(stage=stage))
         by_id = t.attrs["too_long_requests"]
         too_long += [{"stage": stage, "subject": by_id[cid].subject, "case_id": by_id[cid].case_id,
@@ -277,9 +283,17 @@ def read_estimate(out: str | Path) -> tuple[float, float] | None:
 
 
 def cost_line(result: dict, out: str | Path) -> str:
-    """The closing line of ``evaluate``: every repeat's ledger (their cost.csv) in one, beside the estimate."""
-    tables = [run["cost"] for run in result["runs"] if "cost" in run]
-    table = pd.concat(tables, ignore_index=True) if tables else ledger.table([])
-    if len(result["runs"]) > 1:
-        ledger.write(Path(out) / "cost_all_repeats.csv", table)
-    return ledger.closing_line(table, Path(out) / "cost.csv", read_estimate(out))
+    """The closing line of ``evaluate``: every repeat's ledger (their cost.csv) in one, beside the estimate.
+    With repeats, that ledger is ``cost_all_repeats.csv`` (a ``repeat`` column first: repeat 1's lines are
+    ``out/cost.csv``'s) and the line names it; the dry run's estimate, of one repeat, counts once a repeat."""
+    runs = result["runs"]
+    tables = [run["cost"].assign(repeat=r) for r, run in enumerate(runs, 1) if "cost" in run]
+    table = pd.concat(tables, ignore_index=True) if tables else ledger.table([]).assign(repeat=None)
+    table = table[["repeat", *[c for c in table.columns if c != "repeat"]]]
+    estimate = read_estimate(out)
+    if len(runs) == 1:
+        return ledger.closing_line(table.drop(columns="repeat"), Path(out) / "cost.csv", estimate)
+    path = ledger.write(Path(out) / "cost_all_repeats.csv", table)
+    if estimate is not None:
+        estimate = (estimate[0] * len(runs), estimate[1] * len(runs))
+    return ledger.closing_line(table, path, estimate)

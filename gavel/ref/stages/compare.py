@@ -239,7 +239,10 @@ def parse_response(meta: dict, response: Response | None) -> dict:
     score = scoring.matching_f1(pairs, meta["n_model"], meta["n_reference"])
     answer = {"common": [list(p) for p in reading["common"]], "only_in_A": reading["only_in_a"],
               "only_in_B": reading["only_in_b"]}
-    return {**row, "pairs": json.dumps(pairs), "score": score, "problems": problems,
+    # the second order has no compare.csv row to keep ``problems`` in: its judgments-table row says them in
+    # ``detail`` (an index out of range, a repeat), as the first order's compare.csv row does in ``problems``
+    detail = problems if row["order"] == 2 else ""
+    return {**row, "pairs": json.dumps(pairs), "score": score, "problems": problems, "detail": detail,
             "answer_ab": json.dumps(answer), "only_in_model": json.dumps(mapped["only_in_model"]),
             "only_in_reference": json.dumps(mapped["only_in_reference"])}
 
