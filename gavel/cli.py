@@ -254,10 +254,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
         problems: list[str] = []
+        notes: list[str] = []
         try:
-            summaries += pipeline.read_summaries(path, args.name, problems)
+            summaries += pipeline.read_summaries(path, args.name, problems, notes=notes)
         except pipeline.InputError as err:
             print(f"skipped {err}", file=sys.stderr)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
         for message in problems:
             print(f"skipped {message}", file=sys.stderr)
     if not summaries:

@@ -202,6 +202,21 @@ def _index_summaries(rows, where: str, problems: list[dict], evaluated: bool = T
     return out
 
 
+#: how many cases the one line of :func:`no_reference_message` names (problems.csv lists every one)
+NAMED_CASES = 10
+
+
+def no_reference_message(models: dict, out: Path) -> str:
+    """The line that ends a run in which no summary has a usable reference: the cases, and ``--references``."""
+    if not models:
+        return f"no summary left to evaluate (every one was refused: {out / 'problems.csv'})"
+    cases = sorted({c for _, c in models}, key=lambda c: (len(c), c))
+    named = ", ".join(cases[:NAMED_CASES]) + (f" and {len(cases) - NAMED_CASES} more" if len(cases) > NAMED_CASES else "")
+    return (f"no summary has a usable reference summary (case{'s' if len(cases) > 1 else ''} {named}; every one in "
+            f"{out / 'problems.csv'}): give the references of these cases with --references FILE "
+            f"(without it, the release's human summaries are the references)")
+
+
 def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], provider, out: str | Path,
              settings: Settings, bins: dict[str, str] | None = None,
              timeout: float | None = None) -> dict[str, pd.DataFrame]:
@@ -222,6 +237,9 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
             problems.append({"subject": subject, "case_id": case_id, "problem": "no usable reference summary for this case"})
         else:
             kept[(subject, case_id)] = text
+    if not kept:  # nothing to evaluate: every case named, problems.csv written, and where references come from
+        write_csv(pd.DataFrame(problems, columns=["subject", "case_id", "problem"]), out / "problems.csv")
+        raise InputError(no_reference_message(models, out))
     refs = {c: references[c] for c in sorted({c for _, c in kept})}
     texts = {**kept, **{("human", c): t for c, t in refs.items()}}
     st = _Stages(provider, out, s, timeout)
