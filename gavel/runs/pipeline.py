@@ -330,8 +330,31 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
                 "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
                 **({"orders": s.orders} if s.orders != "one" else {})}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    write_checklist(s.checklist, out)
     tables["manifest"] = manifest
     return tables
+
+
+#: the copy of the checklist a run used, in its folder (a report reads it there, never the original file)
+CHECKLIST_FILE = "checklist.yaml"
+
+
+def write_checklist(checklist, out: Path) -> bool:
+    """The checklist file the run was evaluated with, copied into ``out/checklist.yaml`` as it was read; only
+    when the file still holds that checklist (its fingerprint). Returns whether it was written (a checklist made
+    in Python from no file, or a file edited during the run, is not: the report then says so)."""
+    import yaml
+
+    from gavel.core.items import ChecklistError, parse
+
+    try:
+        text = Path(checklist.source).read_text(encoding="utf-8")
+        same = parse(yaml.safe_load(text), checklist.source).fingerprint == checklist.fingerprint
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ChecklistError):
+        same = False
+    if same:
+        (out / CHECKLIST_FILE).write_text(text, encoding="utf-8")
+    return same
 
 
 def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: str, out: str | Path,
