@@ -97,8 +97,10 @@ def json_value(text: str, where: str):
         raise ReportInputError(f"{where}: not JSON that a report can show ({err})") from None
 
 
-def json_file(folder: Path, name: str | Path, limit: int = MAX_SMALL_BYTES):
-    """The JSON document ``folder/name`` (None if it is not there), read by :func:`regular_file` rules."""
+def json_file(folder: Path, name: str | Path, limit: int | None = None):
+    """The JSON document ``folder/name`` (None if it is not there), read by :func:`regular_file` rules
+    (at most ``limit`` bytes, else ``MAX_SMALL_BYTES``)."""
+    limit = limit or MAX_SMALL_BYTES
     path = regular_file(folder, name, limit)
     return None if path is None else json_value(read_text(path, limit), str(path))
 
