@@ -40,12 +40,27 @@ class ReportInputError(ValueError):
 
 
 # ---------- files ----------
-def regular_file(folder: Path, name: str | Path, limit: int = MAX_TABLE_BYTES) -> Path | None:
+def regular_file(folder: Path, name: str | Path, limit: int = MAX_TABLE_BYTES, dirs: dict | None = None) -> Path | None:
     """``folder/name`` if it is there (None if not): a regular file inside ``folder`` (a link is followed only
-    while it stays inside), of at most ``limit`` bytes; anything else raises :class:`ReportInputError`."""
+    while it stays inside), of at most ``limit`` bytes; anything else raises :class:`ReportInputError`.
+    ``dirs``: a dict kept by the caller for one reading of the folder, so that many files of one folder
+    (the cached answers) resolve their folder once."""
     path = folder / name
-    if not os.path.lexists(path):
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
         return None
+    except OSError as err:
+        raise ReportInputError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if dirs is not None and stat.S_ISREG(info.st_mode):  # not a link: inside when its folder is
+        parent = str(path.parent)
+        if parent not in dirs:
+            dirs[parent] = Path(os.path.realpath(parent)).is_relative_to(folder.resolve())
+        if dirs[parent]:
+            if info.st_size > limit:
+                raise ReportInputError(f"{path}: {info.st_size:,} bytes, over the limit of {limit:,} for this file; "
+                                       f"not read")
+            return path
     try:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError):  # a link to nothing, or a loop of links
@@ -240,6 +255,9 @@ def list_cell(value, kind: str, path: Path, n: int, col: str):
 
 def _depth(text: str) -> int:
     """How deep brackets nest in ``text`` outside quoted strings (an upper bound where quotes are odd)."""
+    opening = text.count("[") + text.count("(") + text.count("{")
+    if opening <= MAX_CELL_DEPTH:  # cannot nest deeper than it opens (most cells: no scan)
+        return opening
     depth = deepest = 0
     quote = None
     escaped = False
