@@ -254,10 +254,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
         problems: list[str] = []
+        notes: list[str] = []
         try:
-            summaries += pipeline.read_summaries(path, args.name, problems)
+            summaries += pipeline.read_summaries(path, args.name, problems, notes=notes)
         except pipeline.InputError as err:
             print(f"skipped {err}", file=sys.stderr)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
         for message in problems:
             print(f"skipped {message}", file=sys.stderr)
     if not summaries:
@@ -333,8 +336,13 @@ def _report(args: argparse.Namespace) -> int:
             raise report.ReportInputError("--against compares two run folders; it does not apply to --release")
         path = report.write(report.release_data(), args.output or "release.html")
     else:
-        against = report.run_data(args.against) if args.against else None
-        path = report.write(report.run_data(args.run), args.output or Path(args.run) / "report.html", against=against)
+        run = Path(args.run).absolute()  # a relative folder: from the working directory, once
+        against = report.run_data(Path(args.against).absolute()) if args.against else None
+        data = report.run_data(run)
+        if against is not None:
+            for warning in report.diff(data, against)["warnings"]:
+                print(f"warning: {warning}", file=sys.stderr)
+        path = report.write(data, args.output or Path(args.run) / "report.html", against=against)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser (it fetches nothing)")
     return 0
 

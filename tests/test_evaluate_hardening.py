@@ -301,3 +301,44 @@ def test_evaluation_notebook_shows_the_failures_when_every_request_failed(tmp_pa
     assert "requests failed (no answer; not scored): extract" in shown
     assert "x AuthenticationError" in shown and KEY[:12] not in json.dumps(done)
     assert "EmptyDataError" not in json.dumps(done)
+
+
+# ---------------- issue 37, 5: a first run tried as a new user would ----------------
+def test_summaries_none_of_whose_cases_has_a_reference_name_every_case_and_point_to_references(tmp_path, capsys):
+    s = tmp_path / "own.jsonl"
+    s.write_text("".join(json.dumps({"case_id": c, "model": "m", "summary": SUMMARY}) + "\n" for c in ("7", "8")))
+    assert evaluate(tmp_path, summaries=[str(s)]) == 2  # was: error: evaluate: KeyError: 'status', exit 1
+    line = one_error_line(capsys.readouterr().err)
+    assert "cases 7, 8" in line and "--references" in line and "KeyError" not in line
+    problems = pd.read_csv(tmp_path / "out" / "problems.csv", dtype=str)
+    assert sorted(problems["case_id"]) == ["7", "8"]
+    assert set(problems["problem"]) == {"no usable reference summary for this case"}
+
+
+def test_the_same_unknown_case_beside_a_good_one_is_reported_and_the_good_one_evaluated(tmp_path, capsys):
+    s = tmp_path / "own.jsonl"
+    s.write_text("".join(json.dumps({"case_id": c, "model": "m", "summary": SUMMARY}) + "\n" for c in ("1", "8")))
+    assert evaluate(tmp_path, summaries=[str(s)]) == 0
+    assert "skipped m case 8: no usable reference summary" in capsys.readouterr().err
+    assert pd.read_csv(tmp_path / "out" / "scores.csv", dtype={"case_id": str})["case_id"].tolist() == ["1"]
+
+
+def test_a_summary_line_without_model_is_said_to_take_the_files_name(tmp_path, capsys):
+    s = tmp_path / "mine.jsonl"
+    s.write_text(json.dumps({"case_id": "1", "summary": SUMMARY}) + "\n")
+    assert evaluate(tmp_path, summaries=[str(s)]) == 0
+    err = capsys.readouterr().err
+    assert f'note: {s}: 1 line without "model" (line 1): named \'mine\' after the file' in err
+    assert pd.read_csv(tmp_path / "out" / "scores.csv")["subject"].tolist() == ["mine"]
+
+
+def test_a_file_mixing_lines_with_and_without_model_is_refused_from_python(tmp_path):
+    from gavel.ref.inputs import InputError, read_summaries
+
+    s = tmp_path / "mixed.jsonl"
+    s.write_text(json.dumps({"case_id": "1", "model": "a", "summary": "x"}) + "\n"
+                 + json.dumps({"case_id": "2", "summary": "y"}) + "\n")
+    with pytest.raises(InputError, match=r'mixed.jsonl: 1 line without "model" \(line 2\)'):
+        read_summaries(s)
+    notes = []
+    assert read_summaries(s, notes=notes) == [("a", "1", "x"), ("mixed", "2", "y")] and len(notes) == 1

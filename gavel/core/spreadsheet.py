@@ -86,8 +86,17 @@ def _has_cr(df: pd.DataFrame) -> bool:
         df[c].map(lambda v: isinstance(v, str) and "\r" in v).any() for c in _text_columns(df))
 
 
+#: the only cell read as missing: an empty one (what ``write_csv`` writes for None and NaN). pandas' own list
+#: (``null``, ``nan``, ``NA``, ``#N/A``, ``None``, ...) would turn a value a model wrote as such into a blank
+MISSING = ("",)
+
+
 def read_csv(path, **kw) -> pd.DataFrame:
-    """A CSV that :func:`write_csv` wrote, read with ``pandas.read_csv(path, **kw)``, the neutralisation undone."""
+    """A CSV that :func:`write_csv` wrote, read with ``pandas.read_csv(path, **kw)``, the neutralisation undone.
+    Only an empty cell is missing (``MISSING``): a text ``null``, ``nan`` or ``#N/A`` reads back as that text
+    (give ``keep_default_na``/``na_values`` to read otherwise)."""
+    if "keep_default_na" not in kw and "na_values" not in kw:
+        kw.update(keep_default_na=False, na_values=list(MISSING))
     if isinstance(kw.get("index_col"), str):  # column names are given as gavel wrote them, not as stored
         kw["index_col"] = safe_cell(kw["index_col"])
     if isinstance(kw.get("dtype"), dict):

@@ -39,7 +39,7 @@ def summary_problem(subject: str, text, reference: bool = False) -> str | None:
 
 
 def read_summaries(path: str | Path, subject: str | None = None, problems: list[str] | None = None,
-                   reference: bool = False) -> list[tuple[str, str, str]]:
+                   reference: bool = False, notes: list[str] | None = None) -> list[tuple[str, str, str]]:
     """Summaries from a file in one of three shapes: the release's (``{"results": {case_id: text}}``), a plain
     ``{case_id: text}`` object, or JSONL with ``case_id`` and ``summary`` (or ``text``) and optionally
     ``model`` per line. ``subject`` names whose summaries they are (default: the model folder for the
@@ -47,7 +47,10 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
     not UTF-8, or has no known shape raises :class:`InputError` naming it. A record that cannot be read (a line that is not JSON, a summary that is not text)
     raises it too, naming file and record; given a ``problems`` list, the message is appended there instead
     and the file's other records are kept. Summaries to evaluate (``reference=False``) may not be named
-    ``human`` (the file is refused naming it; a JSONL record so named is reported) nor be oversize."""
+    ``human`` (the file is refused naming it; a JSONL record so named is reported) nor be oversize. JSONL lines
+    of summaries to evaluate without ``model`` (and no ``subject`` given) take the file's name: one line saying
+    so, with the lines, is appended to ``notes`` (raised as :class:`InputError` when ``notes`` is None and the
+    file also has lines with a ``model``, where the guess would mix two models' names)."""
     path = Path(path)
 
     def bad(message: str) -> None:
@@ -66,7 +69,7 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
         raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
                          f"save it as UTF-8") from None
     if path.suffix == ".jsonl":
-        out = []
+        out, unnamed, named = [], [], []
         for read in jsonl.scan(text, str(path)):
             n, rec = read.number, read.value
             if not read.ok:
@@ -77,11 +80,22 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
                 bad(f"{path}, line {n}: expected an object with case_id and summary")
                 continue
             who = subject or rec.get("model") or name
+            if not subject and not reference:
+                (named if rec.get("model") else unnamed).append(n)
             why = summary_problem(who, body, reference)
             if why:
                 bad(f"{path}, line {n}: {why}")
                 continue
             out.append((who, str(rec["case_id"]), body))
+        if unnamed:
+            lines = ", ".join(map(str, unnamed[:5])) + (f" and {len(unnamed) - 5} more" if len(unnamed) > 5 else "")
+            note = (f"{path}: {len(unnamed)} line{'s' if len(unnamed) > 1 else ''} without \"model\" (line"
+                    f"{'s' if len(unnamed) > 1 else ''} {lines}): named {name!r} after the file; give each line a "
+                    f"\"model\", or name them with --name")
+            if notes is not None:
+                notes.append(note)
+            elif named:
+                raise InputError(note)
         return out
     try:
         data = jsonl.document(text, str(path))

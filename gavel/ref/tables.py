@@ -18,18 +18,21 @@ def in_repo(path) -> Path:
     return path if path.is_absolute() else config.REPO_ROOT / path
 
 
+#: the tables of a run that :func:`read_tables` reads (judgments.csv: docs/orders.md)
+TABLES = ("values", "answers", "compare", "residual", "residual_match", "residual_facts", "style", "scores",
+          "model_scores", "problems", "judgments")
+
+
 def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
     out = in_repo(out)
-    names = ("values", "answers", "compare", "residual", "residual_match", "residual_facts", "style", "scores",
-             "model_scores", "problems", "judgments")  # judgments.csv: docs/orders.md
-    return {n: read_table(out / f"{n}.csv") for n in names if (out / f"{n}.csv").exists()}
+    return {n: read_table(out / f"{n}.csv") for n in TABLES if (out / f"{n}.csv").exists()}
 
 
 def read_table(path: Path) -> pd.DataFrame:
     """A table written by ``evaluate``; one with no rows and no columns (nothing extracted when every request
     failed) is written as an empty line and read back as an empty table."""
     try:
-        return read_csv(path, keep_default_na=True)
+        return read_csv(path)
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
 

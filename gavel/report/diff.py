@@ -58,6 +58,26 @@ def _values(data: dict, subject: str, case_id: str, item: str) -> list[str]:
     return sorted(str(v[1]) for v in data["values"].get(key(subject, case_id, item), []))
 
 
+def warnings(a: dict, b: dict, named: int = 5) -> list[str]:
+    """What makes two runs' cells not the same question: other checklists (by name or content), or items
+    whose names differ under the same key. Each a sentence for the page and the terminal."""
+    out = []
+    ma, mb = a.get("manifest", {}), b.get("manifest", {})
+    sides = [(m.get("checklist"), m.get("checklist_fingerprint")) for m in (ma, mb)]
+    if sides[0] != sides[1]:
+        shown = [f"{name or 'not recorded'}" + (f" (content {fp})" if fp else "") for name, fp in sides]
+        out.append(f"The two runs were evaluated with different checklists: this run {shown[0]}, the baseline "
+                   f"{shown[1]}; a cell of the same item key may not be the same question.")
+    names_a, names_b = dict(map(tuple, a.get("items", []))), dict(map(tuple, b.get("items", [])))
+    renamed = [k for k in sorted(names_a.keys() & names_b.keys()) if names_a[k] != names_b[k]]
+    if renamed:
+        listed = "; ".join(f"{k}: {names_a[k]!r} here, {names_b[k]!r} in the baseline" for k in renamed[:named])
+        more = f"; and {len(renamed) - named} more" if len(renamed) > named else ""
+        out.append(f"{len(renamed)} item{'s' if len(renamed) > 1 else ''} named differently under the same key "
+                   f"({listed}{more}): their cells are compared by key.")
+    return out
+
+
 def diff(a: dict, b: dict) -> dict:
     """The changes from run ``b`` (baseline) to run ``a`` (see the module), regressions first."""
     cells_a = {key(r[0], r[1], r[2]): dict(zip(CELL_COLUMNS, r)) for r in a["cells"]}
@@ -105,7 +125,7 @@ def diff(a: dict, b: dict) -> dict:
     changes.sort(key=_order)
     summary_changes.sort(key=_order)
     totals = {kind: sum(1 for c in changes if c["kind"] == kind) for kind in KINDS}
-    return {"a": a["source"], "b": b["source"], "changes": changes, "summary_changes": summary_changes,
+    return {"a": a["source"], "b": b["source"], "warnings": warnings(a, b), "changes": changes, "summary_changes": summary_changes,
             "per_item": [[it, per_item[it]] for it in sorted(per_item)], "totals": totals,
             "compared_cells": len(cells_a.keys() & cells_b.keys()),
             "only_a": {"cells": only_a, "summaries": sorted(sum_a.keys() - sum_b.keys())},

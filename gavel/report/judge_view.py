@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gavel.core.spreadsheet import read_csv
+from gavel.report import folder as rf
 
 TABLES = ("order", "order_swaps", "order_majority", "label_order", "label_order_models")
 SWAP_LABELS = {"equal": "equal", "model_contains_reference": "model ⊃ ref", "reference_contains_model": "ref ⊃ model",
@@ -21,35 +21,54 @@ SWAP_LABELS = {"equal": "equal", "model_contains_reference": "model ⊃ ref", "r
 BAR = 160  # width in pixels of one item's drawn preference
 
 
+#: the columns the view reads from each table
+COLUMNS = {"order": ("stage", "item", "gate", "position_bias", "first_preference", "first_preference_ci_low",
+                     "first_preference_ci_high", "stable_k_median", "containment_verdicts", "first_is_container",
+                     "second_is_container", "usable_pairs", "consistency"),
+           "order_swaps": ("item", "order_1", "order_2", "count"), "order_majority": (),
+           "label_order": ("item", "verdict", "option_order_bias"), "label_order_models": ("subject",)}
+
+
 def _read(folder: Path) -> dict[str, pd.DataFrame]:
+    """The view's tables that the folder holds, each admitted by ``gavel.report.folder`` first (a regular file
+    inside the run folder, of bounded size); one that cannot be read ends the report in one line naming it."""
     out = {}
     for name in TABLES:
-        path = folder / f"{name}.csv"
-        if path.is_file():
-            try:
-                out[name] = read_csv(path, dtype={"case_id": str})
-            except (ValueError, OSError, pd.errors.ParserError):
-                continue  # an unreadable optional table hides its part of the view; the link still names it
+        path = rf.regular_file(folder, f"{name}.csv")
+        if path is not None:
+            table = rf.table(path, dtype={"case_id": str})
+            missing = [c for c in COLUMNS[name] if len(table) and c not in table]
+            if missing:
+                raise rf.ReportInputError(f"{path}: no column {missing[0]!r}; not a table gavel wrote")
+            if name == "order_swaps" and len(table):
+                table["count"] = [_count(c) for c in table["count"]]
+            out[name] = table
     return out
 
 
 def _num(x) -> float | None:
     try:
         x = float(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return None if math.isnan(x) else x
+    return x if math.isfinite(x) else None
+
+
+def _count(x) -> int:
+    """A count from a table cell; 0 where the cell holds no finite number (a hostile folder's ``inf``, text)."""
+    v = _num(x)
+    return int(v) if v is not None and abs(v) < 2**53 else 0
 
 
 def order_line(r) -> str:
     """One line for a reader from an ``order.csv`` row."""
-    n = int(r["containment_verdicts"] or 0)
+    n = _count(r["containment_verdicts"])
     if str(r["position_bias"]) == "True":
         first = _num(r["first_preference"]) or 0.0
         if first > 0.5:
-            return f"prefers the first text: {int(r['first_is_container'])} of {n}"
-        return f"prefers the second text: {int(r['second_is_container'])} of {n}"
-    usable = int(r["usable_pairs"] or 0)
+            return f"prefers the first text: {_count(r['first_is_container'])} of {n}"
+        return f"prefers the second text: {_count(r['second_is_container'])} of {n}"
+    usable = _count(r["usable_pairs"])
     cons = _num(r["consistency"])
     return "no bias found" + (f" ({usable} pairs, {cons:.0%} give one verdict in both orders)" if cons is not None
                               else f" ({usable} pairs in both orders)")
@@ -100,7 +119,7 @@ def view(folder: str | Path) -> dict | None:
         item = off.idxmax() if len(off) and off.max() > 0 else sw["item"].iloc[0]
         g = sw[sw["item"] == item]
         labels = list(SWAP_LABELS)
-        cells = {(a, b): int(c) for a, b, c in zip(g["order_1"], g["order_2"], g["count"])}
+        cells = {(a, b): _count(c) for a, b, c in zip(g["order_1"], g["order_2"], g["count"])}
         swaps = {"item": item, "labels": [SWAP_LABELS[x] for x in labels],
                  "rows": [[SWAP_LABELS[a], *[cells.get((a, b), 0) for b in labels]] for a in labels]}
     models = []
@@ -113,4 +132,4 @@ def view(folder: str | Path) -> dict | None:
                 models.append(f"{r['subject']}: the option order moves S_checklist by {ch:.2f} points"
                               + (f" (95% CI {lo:.2f}–{hi:.2f})" if lo is not None and hi is not None else ""))
     return {"rows": sorted(rows.values(), key=lambda x: (not x["bias"], x["item"])), "swaps": swaps,
-            "models": models, "bar": BAR, "links": [f"{n}.csv" for n in TABLES if (folder / f"{n}.csv").is_file()]}
+            "models": models, "bar": BAR, "links": [f"{n}.csv" for n in TABLES if n in t]}

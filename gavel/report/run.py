@@ -5,7 +5,9 @@ The data is keyed the way the page looks things up: a cell is ``subject|case_id|
 ``subject|case_id``. Everything is read from the folder's tables; optional tables (``OPTIONAL``: the stability
 report of repeats, the per-judgment order table, the cost ledger) are shown where a file is there and their
 view is simply left out where it is not. Model output (summaries, values, raw answers) goes into the data as
-text; the page only ever sets it as text.
+text; the page only ever sets it as text. The folder is someone else's: every file and cell is read through
+``gavel.report.folder`` (regular files inside the folder, bounded, checked), and a relative folder is resolved
+once, against the working directory.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from gavel.core import config, jsonl, stats
 from gavel.core import items as gitems
-from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
-from gavel.ref.tables import read_tables
+from gavel.report import folder as rf
 from gavel.report import judge_view
+from gavel.report.folder import ReportInputError
 from gavel.runs.stability import STAGES as REPEAT_STAGES
 
 SEP = "|"
@@ -39,8 +42,8 @@ RAW_STAGES = ("compare", "residual", "residual_match", "style")
 USABLE = ("ok", "gated")
 
 
-class ReportInputError(ValueError):
-    """A folder that is not an evaluation output, or a table in it that cannot be read: names the file."""
+#: the columns of an optional table that the report reads (a table without them is refused, naming it)
+OPTIONAL_COLUMNS = {"stability_units.csv": ("stage",), "judgments.csv": ("stage", "status", "relation", "pairs")}
 
 
 def key(*parts) -> str:
@@ -97,16 +100,6 @@ def heat_class(score) -> str:
     return "qn" if score is None else f"q{min(10, max(0, int(round(float(score) * 10))))}"
 
 
-def run_checklist(manifest: dict) -> gitems.Checklist:
-    """The checklist a run was evaluated with (``evaluation.json``), read from its file where that is still
-    there; else the default (older runs, a file moved since: item keys then show as they are)."""
-    source = (manifest.get("checklist") or {}).get("source")
-    try:
-        return gitems.load(source) if source else gitems.default()
-    except gitems.ChecklistError:
-        return gitems.default()
-
-
 def item_names(keys, checklist=None) -> list[list[str]]:
     checklist = gitems.load(checklist)
     order = {it.key: it.number for it in checklist.items}
@@ -121,17 +114,20 @@ def item_names(keys, checklist=None) -> list[list[str]]:
 
 # ---------- reading the folder ----------
 def _texts(folder: Path) -> dict[str, str]:
-    path = folder / "texts.jsonl"
-    if not path.exists():
+    path = rf.regular_file(folder, "texts.jsonl")
+    if path is None:
         return {}
     out = {}
-    for line in jsonl.scan(path.read_text(encoding="utf-8"), str(path)):
+    for line in jsonl.scan(rf.read_text(path, rf.MAX_TABLE_BYTES), str(path)):
         try:
             if not line.ok:
                 raise ValueError(line.problem)
             rec = line.value
+            if not all(isinstance(rec.get(f), str) for f in ("subject", "text")) or \
+                    not isinstance(rec.get("case_id"), (str, int)) or isinstance(rec.get("case_id"), bool):
+                raise ValueError("subject, case_id and text are not all text")
             out[key(rec["subject"], rec["case_id"])] = rec["text"]
-        except (ValueError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise ReportInputError(f"{path}, line {line.number}: not a text record ({err})") from None
     return out
 
@@ -140,19 +136,24 @@ def raw_answers(folder: Path, stages=None) -> dict[str, dict]:
     """custom_id -> the cached response (text, reasoning, finish reason, tokens) of every stage's runner
     under ``folder/runs``. A request answered by two providers in one folder keeps the later file."""
     out: dict[str, dict] = {}
+    folder = Path(folder)
     runs = folder / "runs"
-    if not runs.is_dir():
+    if runs.is_symlink() or not runs.is_dir():
+        if os.path.lexists(runs):  # a link (the answers would come from elsewhere) or a file
+            raise ReportInputError(f"{runs}: not a folder of the run's own answers; not read")
         return out
     for stage_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
         if stages is not None and stage_dir.name not in stages:
             continue
-        files = sorted((stage_dir / "cache").glob("*/*.json"), key=lambda p: p.stat().st_mtime)
-        for path in files:
-            try:
-                rec = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as err:
-                raise ReportInputError(f"cache file {path} is unreadable ({err})") from None
+        files, dirs = [], {}
+        for path in (stage_dir / "cache").glob("*/*.json"):
+            admitted = rf.regular_file(folder, path.relative_to(folder), rf.MAX_ANSWER_BYTES, dirs)
+            files.append((admitted.stat().st_mtime, path))
+        for _, path in sorted(files):
+            rec = rf.json_value(rf.read_text(path, rf.MAX_ANSWER_BYTES), f"cache file {path}")
             if isinstance(rec, dict) and rec.get("custom_id"):
+                if not isinstance(rec["custom_id"], str) or not isinstance(rec.get("text"), (str, type(None))):
+                    raise ReportInputError(f"cache file {path}: not a cached answer (custom_id and text are not text)")
                 out[rec["custom_id"]] = rec
     return out
 
@@ -162,15 +163,20 @@ def optional_tables(folder: Path) -> dict[str, dict]:
     table has subject/case_id(/item) columns its rows are also keyed by summary or cell."""
     out = {}
     for name, title in OPTIONAL.items():
-        path = folder / name
-        if not path.exists():
+        path = rf.regular_file(folder, name)
+        if path is None:
             continue
-        try:
-            table = read_csv(path, dtype={"case_id": str})
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-            raise ReportInputError(f"{path}: cannot be read as a table ({err})") from None
+        table = rf.table(path, dtype={"case_id": str})
         cols = [str(c) for c in table.columns]
+        missing = [c for c in OPTIONAL_COLUMNS.get(name, ()) if c not in cols]
+        if missing:
+            raise ReportInputError(f"{path}: no {', '.join(f'`{c}`' for c in missing)} column (not the table "
+                                   f"`gavel evaluate` writes)")
         rows = [[clean(v) for v in row] for row in table.itertuples(index=False)]
+        for n, row in enumerate(rows, 1):
+            for col, v in zip(cols, row):
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise ReportInputError(f"{path}, row {n}: `{col}` is {v}, not a finite number")
         scope = "cell" if {"subject", "case_id", "item"} <= set(cols) else \
             "summary" if {"subject", "case_id"} <= set(cols) else "run"
         entry = {"title": title, "file": name, "columns": cols, "scope": scope}
@@ -206,25 +212,21 @@ def flipped_cells(optional: dict) -> list[str]:
 
 def run_data(folder: str | Path, title: str | None = None) -> dict:
     """Everything the report of one evaluation folder shows (see the module)."""
-    folder = Path(folder)
+    folder = Path(folder).absolute()  # resolved once: every file below is read from this folder
     if not folder.is_dir():
         raise ReportInputError(f"{folder}: no such folder (give the --out folder of `gavel evaluate`)")
-    tables = read_tables(folder)
+    tables = rf.tables(folder)
     missing = [f"{n}.csv" for n in ("compare", "scores", "values", "answers") if n not in tables]
     if missing:
         raise ReportInputError(f"{folder}: not a `gavel evaluate` output folder ({', '.join(missing)} missing)")
-    manifest = {}
-    if (folder / "evaluation.json").exists():
-        try:
-            manifest = json.loads((folder / "evaluation.json").read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ReportInputError(f"{folder / 'evaluation.json'}: not JSON ({err})") from None
-    seed = int(manifest.get("seed", 0) or 0)
+    rf.check(folder, tables)
+    manifest = _manifest(folder)
+    seed = manifest.get("seed", 0) or 0
     texts = _texts(folder)
     compare = records(tables["compare"])
     scores = records(tables["scores"])
     subjects = sorted({r["subject"] for r in scores} | {r["subject"] for r in compare})
-    checklist = run_checklist(manifest)
+    checklist, checklist_notes = rf.checklist(folder, manifest)
     items = item_names((r["item"] for r in compare), checklist)
 
     # leaderboard: per model, the four scores with bootstrap intervals over cases
@@ -308,7 +310,8 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
     return {"kind": "run", "title": title or f"GAVEL-REF run {folder.name}", "source": str(folder.name),
             "manifest": {**{k: manifest[k] for k in ("extractor", "judge", "provider", "alpha", "seed", "mode", "items")
                             if k in manifest},
-                         **({"checklist": manifest["checklist"].get("name")} if manifest.get("checklist") else {})},
+                         **({"checklist": manifest["checklist"].get("name")} if manifest.get("checklist") else {}),
+                         **({"checklist_fingerprint": checklist.fingerprint} if manifest.get("checklist") else {})},
             "subjects": subjects, "labels": {s: config.model_label(s) for s in subjects}, "items": items,
             "board": board, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
             "texts": texts, "answers": answers, "raw": raw_texts, "extract_status": extract_status,
@@ -316,9 +319,28 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
             "optional": optional, "flipped": flipped_cells(optional), "repeat_stages": list(REPEAT_STAGES),
             "judge_view": judge_view.view(folder),
             "problems": records(tables.get("problems")),
-            "notes": [] if texts else ["This run folder has no texts.jsonl (written by `gavel evaluate` since the "
-                                       "report exists): values are listed without their highlights. Rerun the "
-                                       "evaluation (answers come from its cache) to add it."]}
+            "notes": checklist_notes + ([] if texts else [
+                "This run folder has no texts.jsonl (written by `gavel evaluate` since the report exists): values are "
+                "listed without their highlights. Rerun the evaluation (answers come from its cache) to add it."])}
+
+
+def _manifest(folder: Path) -> dict:
+    """``evaluation.json`` (an empty one where the folder has none), its fields checked where the report uses
+    them."""
+    path = folder / "evaluation.json"
+    manifest = rf.json_file(folder, "evaluation.json")
+    if manifest is None:
+        return {}
+    if not isinstance(manifest, dict):
+        raise ReportInputError(f"{path}: not an object of the run's settings")
+    seed = manifest.get("seed", 0)
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32):
+        raise ReportInputError(f"{path}: `seed` is {str(seed)[:40]!r}, not a whole number from 0 to 4,294,967,295")
+    if manifest.get("checklist") is not None and not (
+            isinstance(manifest["checklist"], dict)
+            and all(isinstance(manifest["checklist"].get(f), (str, type(None))) for f in ("name", "fingerprint"))):
+        raise ReportInputError(f"{path}: `checklist` is not the record of a checklist (name, fingerprint)")
+    return manifest
 
 
 #: the columns of ``cells`` rows (the page reads them by these names)

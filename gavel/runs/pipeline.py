@@ -205,6 +205,21 @@ def _index_summaries(rows, where: str, problems: list[dict], evaluated: bool = T
     return out
 
 
+#: how many cases the one line of :func:`no_reference_message` names (problems.csv lists every one)
+NAMED_CASES = 10
+
+
+def no_reference_message(models: dict, out: Path) -> str:
+    """The line that ends a run in which no summary has a usable reference: the cases, and ``--references``."""
+    if not models:
+        return f"no summary left to evaluate (every one was refused: {out / 'problems.csv'})"
+    cases = sorted({c for _, c in models}, key=lambda c: (len(c), c))
+    named = ", ".join(cases[:NAMED_CASES]) + (f" and {len(cases) - NAMED_CASES} more" if len(cases) > NAMED_CASES else "")
+    return (f"no summary has a usable reference summary (case{'s' if len(cases) > 1 else ''} {named}; every one in "
+            f"{out / 'problems.csv'}): give the references of these cases with --references FILE "
+            f"(without it, the release's human summaries are the references)")
+
+
 def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], provider, out: str | Path,
              settings: Settings, bins: dict[str, str] | None = None,
              timeout: float | None = None) -> dict[str, pd.DataFrame]:
@@ -225,6 +240,9 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
             problems.append({"subject": subject, "case_id": case_id, "problem": "no usable reference summary for this case"})
         else:
             kept[(subject, case_id)] = text
+    if not kept:  # nothing to evaluate: every case named, problems.csv written, and where references come from
+        write_csv(pd.DataFrame(problems, columns=["subject", "case_id", "problem"]), out / "problems.csv")
+        raise InputError(no_reference_message(models, out))
     refs = {c: references[c] for c in sorted({c for _, c in kept})}
     texts = {**kept, **{("human", c): t for c, t in refs.items()}}
     st = _Stages(provider, out, s, timeout)
@@ -318,8 +336,31 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
                 **({"orders": s.orders} if s.orders != "one" else {}),
                 **({"label_orders": s.label_orders} if s.label_orders > 1 else {})}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    write_checklist(s.checklist, out)
     tables["manifest"] = manifest
     return tables
+
+
+#: the copy of the checklist a run used, in its folder (a report reads it there, never the original file)
+CHECKLIST_FILE = "checklist.yaml"
+
+
+def write_checklist(checklist, out: Path) -> bool:
+    """The checklist file the run was evaluated with, copied into ``out/checklist.yaml`` as it was read; only
+    when the file still holds that checklist (its fingerprint). Returns whether it was written (a checklist made
+    in Python from no file, or a file edited during the run, is not: the report then says so)."""
+    import yaml
+
+    from gavel.core.items import ChecklistError, parse
+
+    try:
+        text = Path(checklist.source).read_text(encoding="utf-8")
+        same = parse(yaml.safe_load(text), checklist.source).fingerprint == checklist.fingerprint
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ChecklistError):
+        same = False
+    if same:
+        (out / CHECKLIST_FILE).write_text(text, encoding="utf-8")
+    return same
 
 
 def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: str, out: str | Path,

@@ -1,0 +1,151 @@
+"""Issue 37: the fuzz target of the run folder (`gavel report RUN`). A real run folder (tests/report_runs.py),
+spoiled by hypothesis: a cell set to a hostile value (inf, 1e999, deep brackets, text), a column dropped, a
+file cut short, replaced by bytes or JSON, removed, or made a link out of the folder, to a FIFO or to
+/dev/zero. The report either renders, or ends in its own one-line error (``ReportInputError``); nothing else.
+Every file opened while reading and rendering is inside the run folder, the package or Python itself (an
+audit hook watches ``open``), and the secret beside the folder never reaches the page.
+
+The examples run in one subprocess under a memory cap (``RLIMIT_AS``) and a time cap."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = 40
+MEMORY = 3 * 2**30
+SECONDS = 300
+SECRET = "OPENAI_API_KEY=sk-fuzz-secret-9191919191"
+TABLES = ("values.csv", "compare.csv", "scores.csv", "answers.csv", "residual.csv", "residual_facts.csv",
+          "residual_match.csv", "style.csv", "cost.csv", "problems.csv")
+FILES = TABLES + ("texts.jsonl", "evaluation.json", "checklist.yaml", "CACHE")
+HOSTILE = ["inf", "-inf", "nan", "NaN", "1e999", "-1e999", "[[0, 1e999]]", "[" * 5000, "[" * 100 + "]" * 100,
+           "{'a': [1, 2]}", "[None, 'x']", "[[5, 1]]", "[[-1, 3]]", "['x', 1e999]", "null", "#N/A", "", "'",
+           "=HYPERLINK(\"x\")", "</script><script>alert(1)</script>", "\x00", "9" * 400, "[1, [2, [3, [4]]]]",
+           "(1, 2)", "[[0, 3], [True, 4]]", "{1: 2}"]
+
+
+def test_the_run_folder_fuzz_target_ends_only_in_its_own_one_line_error(tmp_path):
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+    done = subprocess.run([sys.executable, "-c", "import test_fuzz_run_folder as t; t.fuzz()"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=SECONDS, preexec_fn=cap,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
+                               "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert "fuzzed" in done.stdout
+
+
+def _files(run: Path) -> list[str]:
+    return sorted(str(p.relative_to(run)) for p in (run / "runs").rglob("*.json"))
+
+
+def _spoil(run: Path, target: str, action: str, value, where: int, outside: Path) -> None:
+    import pandas as pd
+
+    from gavel.core.spreadsheet import read_csv, write_csv
+
+    if target == "CACHE":
+        cached = _files(run)
+        target = cached[where % len(cached)]
+    path = run / target
+    if action == "remove":
+        path.unlink(missing_ok=True)
+    elif action in ("link_out", "link_zero", "fifo"):
+        path.unlink(missing_ok=True)
+        if action == "fifo":
+            os.mkfifo(path)
+        else:
+            path.symlink_to(outside / ".env" if action == "link_out" else Path("/dev/zero"))
+    elif action == "bytes":
+        path.write_bytes(value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass"))
+    elif action == "cut" and path.is_file():
+        data = path.read_bytes()
+        path.write_bytes(data[: where % (len(data) + 1)])
+    elif action == "json":
+        path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    elif action in ("cell", "drop") and target.endswith(".csv") and path.is_file():
+        try:
+            table = read_csv(path, dtype=str)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError):
+            return
+        if not len(table.columns):
+            return
+        column = table.columns[where % len(table.columns)]
+        if action == "drop":
+            table = table.drop(columns=[column])
+        elif len(table):
+            table.loc[where % len(table), column] = str(value)
+        write_csv(table, path)
+
+
+def fuzz() -> None:
+    """The fuzz target (run in a capped subprocess by the test above)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from report_runs import make_run
+
+    from gavel.report import page as report
+    from gavel.report.page import ReportInputError
+
+    root = Path(tempfile.mkdtemp(prefix="fuzz-run-folder-"))
+    base = make_run(root / "base", "b")
+    allowed = [str(REPO / "gavel"), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+               sysconfig.get_paths()["platlib"], sys.prefix, sys.base_prefix]
+    watching: dict = {"run": None, "outside": []}
+
+    def audit(event, args):
+        if event == "open" and watching["run"] is not None and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.path.realpath(os.fsdecode(args[0]))
+            if not (path.startswith(watching["run"]) or any(path.startswith(a) for a in allowed)):
+                watching["outside"].append(path)
+
+    sys.addaudithook(audit)
+    json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                               lambda inner: st.lists(inner, max_size=4)
+                               | st.dictionaries(st.sampled_from(["seed", "checklist", "name", "fingerprint",
+                                                                  "alpha", "custom_id", "text", "x"]), inner,
+                                                 max_size=4), max_leaves=12)
+    spoil = st.tuples(st.sampled_from(FILES),
+                      st.sampled_from(["cell", "cell", "cell", "drop", "cut", "bytes", "json", "remove", "link_out",
+                                       "link_zero", "fifo"]),
+                      st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.binary(max_size=200),
+                                json_values),
+                      st.integers(min_value=0, max_value=10_000))
+    count = {"n": 0, "errors": 0}
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(spoil, min_size=1, max_size=3))
+    def one(spoils):
+        work = Path(tempfile.mkdtemp(dir=root))
+        run = Path(shutil.copytree(base, work / "run"))
+        (work / ".env").write_text(SECRET + "\n")
+        for target, action, value, where in spoils:
+            _spoil(run, target, action, value, where, work)
+        watching.update(run=os.path.realpath(run), outside=[])
+        try:
+            page = report.render(report.run_data(run))
+            assert "sk-fuzz-secret" not in page
+        except ReportInputError as err:
+            message = str(err)
+            assert message and "\n" not in message and "Traceback" not in message, message
+            count["errors"] += 1
+        finally:
+            watching["run"] = None
+            shutil.rmtree(work, ignore_errors=True)
+        assert not watching["outside"], f"read outside the run folder: {watching['outside']} ({spoils})"
+        count["n"] += 1
+
+    one()
+    shutil.rmtree(root, ignore_errors=True)
+    print(f"fuzzed {count['n']} run folders, {count['errors']} refused in one line")

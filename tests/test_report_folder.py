@@ -1,0 +1,276 @@
+"""Issue 37 (2): the report reads a run folder someone else made. Only regular files inside the folder, each
+bounded; the checklist the run carries in its own folder; a relative folder resolved once; every bad cell one
+line naming the file and row; ``null``/``nan``/``#N/A`` read back as written; ``--against`` across checklists
+said on the page and in the terminal; a folder copied elsewhere gives the same page. (The fuzz target of the
+run folder: tests/test_fuzz_run_folder.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from report_runs import REF, SUMMARIES, make_run, scripted
+
+from gavel.cli import main
+from gavel.core.spreadsheet import read_csv, write_csv
+from gavel.llm.providers.mock import MockProvider
+from gavel.ref.tables import read_tables
+from gavel.report import page as report
+from gavel.report.run import key
+from gavel.runs import pipeline
+
+REPO = Path(__file__).resolve().parent.parent
+SECRET = "OPENAI_API_KEY=sk-collaborator-secret-3737373737"
+CUSTOM = """name: mine
+task: Extract the items below from the summary.
+items:
+  - key: filing_date
+    name: Day the complaint was filed
+    instruction: The date the first complaint was filed.
+  - key: judge_name
+    name: Presiding judge
+    instruction: The judge who presided.
+  - key: decree_dates
+    name: Decree dates
+    instruction: Dates of every consent decree.
+"""
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return make_run(tmp_path_factory.mktemp("folder-runs") / "run", "b")
+
+
+@pytest.fixture
+def run(base, tmp_path):
+    """A fresh copy of the run to spoil."""
+    return Path(shutil.copytree(base, tmp_path / "run", symlinks=True))
+
+
+def custom_run(folder: Path, checklist: Path) -> Path:
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", checklist=str(checklist))
+    pipeline.evaluate(SUMMARIES, REF, MockProvider(answer=scripted("b")), folder, settings)
+    return folder
+
+
+def report_error(run: Path, capsys, *extra) -> str:
+    code = main(["report", str(run), "-o", str(run.parent / "page.html"), *extra])
+    err = capsys.readouterr().err
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and "Error:" not in err.replace("error: ", "", 1), err
+    assert not (run.parent / "page.html").exists()
+    return lines[0]
+
+
+# ---------------------------------------------------------------- only regular files inside the folder
+@pytest.mark.parametrize("name", ["cost.csv", "texts.jsonl", "evaluation.json", "values.csv", "checklist.yaml"])
+def test_a_link_leading_out_of_the_run_folder_is_never_read(run, capsys, name):
+    (run.parent / ".env").write_text(SECRET + "\n")
+    (run / name).unlink()
+    (run / name).symlink_to(Path("..") / ".env")
+    line = report_error(run, capsys)
+    assert f"{run / name}: a link leading out of the run folder" in line and "sk-collaborator" not in line
+    assert not any("sk-collaborator" in p.read_text(errors="replace") for p in run.parent.rglob("*.html"))
+
+
+def test_a_link_inside_the_run_folder_is_followed(run):
+    (run / "texts-original.jsonl").write_bytes((run / "texts.jsonl").read_bytes())
+    (run / "texts.jsonl").unlink()
+    (run / "texts.jsonl").symlink_to("texts-original.jsonl")
+    assert report.run_data(run)["texts"]
+
+
+def test_a_runs_folder_that_is_a_link_elsewhere_is_refused(run, capsys, tmp_path):
+    shutil.move(run / "runs", tmp_path / "elsewhere")
+    (run / "runs").symlink_to(tmp_path / "elsewhere")
+    assert f"{run / 'runs'}: not a folder of the run's own answers" in report_error(run, capsys)
+
+
+def test_a_cached_answer_that_links_out_is_refused(run, capsys):
+    cached = next((run / "runs" / "compare" / "cache").glob("*/*.json"))
+    (run.parent / ".env").write_text(SECRET + "\n")
+    cached.unlink()
+    cached.symlink_to(run.parent / ".env")
+    assert f"{cached}: a link leading out of the run folder" in report_error(run, capsys)
+
+
+def test_a_fifo_or_a_device_in_the_folder_is_named_and_never_opened(run, tmp_path):
+    (run / "texts.jsonl").unlink()
+    os.mkfifo(run / "texts.jsonl")  # opening it to read would wait for a writer forever
+    (run / "cost.csv").unlink()
+    done = subprocess.run([sys.executable, "-m", "gavel", "report", str(run), "-o", str(tmp_path / "p.html")],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2 and done.stderr.strip() == \
+        f"error: {run / 'texts.jsonl'}: not a regular file (a folder, FIFO or device); not read"
+
+
+def capped(argv: list[str], cwd=REPO, limit: int = 2 * 2**30) -> subprocess.CompletedProcess:
+    """``python ARGV`` with at most ``limit`` bytes of memory and two minutes (the code before this issue read
+    /dev/zero until the machine ran out of memory)."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          preexec_fn=cap, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_a_link_to_a_device_through_a_link_inside_is_never_read(run, tmp_path):
+    (run / "cost.csv").unlink()
+    (run / "zero").symlink_to("/dev/zero")
+    (run / "cost.csv").symlink_to("zero")
+    done = capped(["-m", "gavel", "report", str(run), "-o", str(tmp_path / "p.html")])
+    assert done.returncode == 2 and done.stderr.strip() == \
+        f"error: {run / 'cost.csv'}: a link leading out of the run folder; not read (a run folder holds its own files)"
+
+
+def test_a_file_over_its_limit_is_named_not_read(run, capsys, monkeypatch):
+    from gavel.report import folder
+
+    monkeypatch.setattr(folder, "MAX_SMALL_BYTES", 100)
+    line = report_error(run, capsys)
+    assert f"{run / 'evaluation.json'}: " in line and "over the limit of 100 for this file; not read" in line
+
+
+# ---------------------------------------------------------------- the checklist travels with the run
+def test_a_run_carries_its_checklist_and_the_report_never_reads_the_file_evaluation_json_names(tmp_path):
+    own = tmp_path / "mine.yaml"
+    own.write_text(CUSTOM)
+    run = custom_run(tmp_path / "run", own)
+    assert (run / "checklist.yaml").read_text() == CUSTOM
+    os.mkfifo(tmp_path / "fifo")  # the file a hostile evaluation.json names: reading it would hang
+    manifest = json.loads((run / "evaluation.json").read_text())
+    manifest["checklist"]["source"] = str(tmp_path / "fifo")
+    (run / "evaluation.json").write_text(json.dumps(manifest))
+    own.unlink()
+    code = ("import sys; from gavel.report import page; d = page.run_data(sys.argv[1]); "
+            "print(dict(d['items'])['filing_date'])")
+    done = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.strip() == "Day the complaint was filed", done.stderr
+
+
+def test_a_checklist_file_that_is_not_the_runs_is_refused(run, capsys):
+    (run / "checklist.yaml").write_text(CUSTOM)
+    assert "not the checklist this run was evaluated with" in report_error(run, capsys)
+
+
+def test_a_copied_run_folder_gives_the_same_page(tmp_path):
+    own = tmp_path / "mine.yaml"
+    own.write_text(CUSTOM)
+    run = custom_run(tmp_path / "first" / "run", own)
+    before = report.render(report.run_data(run))
+    shutil.make_archive(str(tmp_path / "run"), "gztar", tmp_path / "first", "run")  # as received by a colleague
+    own.unlink()
+    shutil.rmtree(tmp_path / "first")
+    shutil.unpack_archive(tmp_path / "run.tar.gz", tmp_path / "received")
+    after = report.render(report.run_data(tmp_path / "received" / "run"))
+    assert after == before and "Day the complaint was filed" in after
+
+
+# ---------------------------------------------------------------- a relative folder is resolved once
+def test_a_relative_run_folder_is_read_from_the_working_directory(base, tmp_path):
+    work = tmp_path / "elsewhere"
+    shutil.copytree(base, work / "run")
+    done = subprocess.run([sys.executable, "-m", "gavel", "report", "run"], capture_output=True, text=True,
+                          timeout=300, cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert (work / "run" / "report.html").exists() and "model-x" in (work / "run" / "report.html").read_text()
+
+
+# ---------------------------------------------------------------- every bad cell: one line, file and row
+def _spoil(run: Path, name: str, column: str, row: int, value) -> None:
+    table = read_csv(run / name, dtype=str)
+    table.loc[row, column] = value
+    write_csv(table, run / name)
+
+
+@pytest.mark.parametrize("name, column, value, expected", [
+    ("scores.csv", "s_checklist", "inf", "row 2: `s_checklist` is 'inf', not a finite number"),
+    ("scores.csv", "s_style", "-Infinity", "row 2: `s_style` is '-Infinity', not a finite number"),
+    ("compare.csv", "score", "1e999", "row 2: `score` is 'inf', not a finite number"),
+    ("scores.csv", "r_own", "abc", "row 2: `r_own` is 'abc', not a finite number"),
+    ("values.csv", "evidence_spans", "[[0, 1e999]]", "row 2: `evidence_spans`: holds '[0, inf]', not a span"),
+    ("residual.csv", "spans", "[[5, 1]]", "row 2: `spans`: holds '[5, 1]', not a span"),
+    ("values.csv", "evidence", "[" * 100_000 + "]" * 100_000, "row 2: `evidence` nests brackets deeper than 8"),
+    ("compare.csv", "pairs", "[" * 100_000, "row 2: `pairs` nests brackets deeper than 8"),
+    ("values.csv", "evidence", "not a list", "row 2: `evidence` is 'not a list', not a list"),
+    ("values.csv", "evidence", "[1e999]", "row 2: `evidence`: holds 'inf', not text"),
+    ("values.csv", "index", "nan", "row 2: `index` is 'nan', not a finite number"),
+])
+def test_a_bad_cell_is_one_line_naming_the_file_and_row(run, capsys, name, column, value, expected):
+    _spoil(run, name, column, 1, value)
+    line = report_error(run, capsys)
+    assert f"{run / name}, {expected}" in line, line
+
+
+@pytest.mark.parametrize("name, column", [("scores.csv", "subject"), ("compare.csv", "status"),
+                                          ("values.csv", "evidence_spans"), ("answers.csv", "custom_id")])
+def test_a_table_without_a_column_the_report_reads_is_named(run, capsys, name, column):
+    table = read_csv(run / name, dtype=str)
+    write_csv(table.drop(columns=[column]), run / name)
+    assert f"{run / name}: no `{column}` column" in report_error(run, capsys)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"seed": "abc"}', "`seed` is 'abc'"), ("[1, 2]", "not an object"), ('{"seed": 1e999}', "out of range"),
+    ('{"alpha": NaN}', "NaN is not a number"), ('{"checklist": "x"}', "`checklist` is not the record"),
+    ("[" * 100_000, "nested too deeply")])
+def test_a_bad_evaluation_json_is_one_line(run, capsys, text, expected):
+    (run / "evaluation.json").write_text(text)
+    line = report_error(run, capsys)
+    assert str(run / "evaluation.json") in line and expected in line, line
+
+
+def test_an_optional_table_with_inf_or_without_its_columns_is_named(run, capsys):
+    write_csv(pd.DataFrame({"stage": ["compare"], "subject": ["model-x"], "cost": [float("inf")]}),
+              run / "cost.csv")
+    assert f"{run / 'cost.csv'}, row 1: `cost` is inf, not a finite number" in report_error(run, capsys)
+    write_csv(pd.DataFrame({"subject": ["model-x"]}), run / "judgments.csv")
+    (run / "cost.csv").unlink()
+    assert f"{run / 'judgments.csv'}: no `stage`, `status`, `relation`, `pairs` column" in report_error(run, capsys)
+
+
+# ---------------------------------------------------------------- values a model wrote as null, nan, #N/A
+def test_values_written_as_null_nan_or_na_read_back_exactly(run):
+    values = read_csv(run / "values.csv", dtype=str)
+    spelled = ["null", "nan", "#N/A", "NA", "None", "N/A"]
+    values.loc[: len(spelled) - 1, "value"] = spelled
+    write_csv(values, run / "values.csv")
+    data = report.run_data(run)
+    shown = {v[1] for rows in data["values"].values() for v in rows}
+    assert set(spelled) <= shown
+    assert read_tables(run)["values"]["value"].tolist()[: len(spelled)] == spelled
+    # an empty cell is still missing, and numbers still numbers
+    scores = read_tables(run)["scores"]
+    assert scores["s_checklist"].dtype.kind == "f"
+
+
+# ---------------------------------------------------------------- --against across checklists
+def test_against_a_run_of_another_checklist_says_so_on_the_page_and_in_the_terminal(base, tmp_path, capsys):
+    own = tmp_path / "mine.yaml"
+    own.write_text(CUSTOM)
+    other = custom_run(tmp_path / "other", own)
+    page = tmp_path / "diff.html"
+    assert main(["report", str(other), "--against", str(base), "-o", str(page)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: The two runs were evaluated with different checklists: this run mine" in err
+    assert "named differently under the same key (decree_dates: 'Decree dates' here, 'Dates of All Decrees' in " \
+           "the baseline" in err.replace("\n", " ")
+    text = page.read_text()
+    assert "evaluated with different checklists" in text and "named differently under the same key" in text
+    assert report.diff(report.run_data(base), report.run_data(base))["warnings"] == []
+
+
+def test_the_data_keys_cells_by_the_runs_own_items(run):
+    data = report.run_data(run)
+    assert key("model-x", "1", "filing_date") in data["values"]
