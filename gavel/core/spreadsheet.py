@@ -15,8 +15,10 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a frame is read (the command line starts without it)
+    import pandas as pd
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 QUOTE = "'"
@@ -40,6 +42,8 @@ def plain_cell(value):
 
 
 def _text_columns(df: pd.DataFrame) -> list:
+    import pandas as pd
+
     return [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
 
 
@@ -88,6 +92,8 @@ def _has_cr(df: pd.DataFrame) -> bool:
 
 def read_csv(path, **kw) -> pd.DataFrame:
     """A CSV that :func:`write_csv` wrote, read with ``pandas.read_csv(path, **kw)``, the neutralisation undone."""
+    import pandas as pd
+
     if isinstance(kw.get("index_col"), str):  # column names are given as gavel wrote them, not as stored
         kw["index_col"] = safe_cell(kw["index_col"])
     if isinstance(kw.get("dtype"), dict):
