@@ -49,7 +49,7 @@ from gavel.core.vocab import STYLE_RUBRIC
 from . import guard
 from .agreement_cache import AgreementCache
 from .auth import verify_password
-from .db import MAX_TOKEN_CHARS, Answer, Assignment, Store, Task, TokenReused, User
+from .db import MAX_TOKEN_CHARS, Answer, Assignment, QuotaExceeded, Store, Task, TokenReused, User
 from .secret import load_secret_key
 from .tasks import COMPARISON_LABELS, PREFERENCES, checklist_items
 
@@ -238,8 +238,8 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         try:
             field, value, token, base, after = parse_save(task, request.form)
             result = store.save(asg.id, g.user.id, field, value, token, base, after)
-        except (BadAnswer, TokenReused) as err:
-            status = 409 if isinstance(err, TokenReused) else 400
+        except (BadAnswer, TokenReused, QuotaExceeded) as err:
+            status = {TokenReused: 409, QuotaExceeded: 413}.get(type(err), 400)
             if _wants_json():
                 return jsonify(saved=False, error=str(err)), status
             flash(f"Not saved: {err}")
