@@ -12,8 +12,9 @@ table computed (marked as not current, the page reloads itself). So page loads n
 The computation shares the server's process (and its CPU) with the saves: while saves keep changing the data
 and admins keep reloading the page, the table would be recomputed back to back and every save would slow
 down. So a computation starts at most once per interval: the last computation's duration times
-``(1 - duty) / duty`` (at least ``min_interval_s``), so that recomputing takes at most ``duty`` of the time
-(5%: a 0.3 s table is recomputed at most every 6 s). A page load in between gets the last table, marked as
+``(1 - duty) / duty`` (at least ``min_interval_s``, at most ``max_interval_s``), so that recomputing takes
+at most ``duty`` of the time (5%: a 0.3 s table is recomputed at most every 6 s) unless it is so slow that
+the page would lag more than ``max_interval_s`` behind (a waiting load always gets the next table). A page load in between gets the last table, marked as
 not current, and its reload (or its wait, when it may wait) gets the next one.
 """
 
@@ -33,6 +34,7 @@ MAX_WAITING = 4  # page loads that may wait for a computation at once
 WAIT_S = 20.0  # the longest a page load waits for a computation before showing the last table
 DUTY = 0.05  # the most of the time the table's recomputation may take while the data keeps changing
 MIN_INTERVAL_S = 1.0  # the least time between the end of one computation and the start of the next
+MAX_INTERVAL_S = 10.0  # ... and the most (below WAIT_S: a load that waits gets the next table)
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,10 @@ class Snapshot:
 
 class AgreementCache:
     def __init__(self, store: Store, compute, max_waiting: int = MAX_WAITING, wait_s: float = WAIT_S,
-                 duty: float = DUTY, min_interval_s: float = MIN_INTERVAL_S):
+                 duty: float = DUTY, min_interval_s: float = MIN_INTERVAL_S, max_interval_s: float = MAX_INTERVAL_S):
         self.store, self.compute = store, compute
         self.wait_s = wait_s
-        self.duty, self.min_interval_s = duty, min_interval_s
+        self.duty, self.min_interval_s, self.max_interval_s = duty, min_interval_s, max_interval_s
         self._next_start = 0.0  # time.monotonic() before which no computation starts
         self._cond = threading.Condition()
         self._waiting = threading.BoundedSemaphore(max_waiting)
@@ -92,7 +94,7 @@ class AgreementCache:
 
     def _pause(self, seconds: float) -> None:
         """After a computation that took ``seconds``: when the next one may start."""
-        gap = max(self.min_interval_s, seconds * (1 - self.duty) / self.duty)
+        gap = min(self.max_interval_s, max(self.min_interval_s, seconds * (1 - self.duty) / self.duty))
         self._next_start = time.monotonic() + gap
 
     def _work(self) -> None:

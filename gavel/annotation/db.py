@@ -478,7 +478,7 @@ class Store:
                                     Revision.id > last)
                              .order_by(Revision.id).limit(500)).all()
             if not rows:
-                raise QuotaExceeded(f"not saved: {what} would take more than {limit:,} characters in all, even "
+                raise QuotaExceeded(f"{what} would take more than {limit:,} characters in all, even "
                                     "with their history cleared; make this answer shorter or ask an admin")
             for rid, size in rows:
                 if excess <= 0:
