@@ -229,10 +229,12 @@ def saves_before_after(db: Path, args) -> int:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "gavel"], check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-        out = subprocess.run([sys.executable, __file__, "--db", str(fresh), "--saves", str(args.saves)],
-                             env={**os.environ, "PYTHONPATH": str(old)}, check=True, capture_output=True,
-                             text=True, cwd=old).stdout
-        print_saves(args.before, json.loads(out.strip().splitlines()[-1]))
+        done = subprocess.run([sys.executable, __file__, "--db", str(fresh), "--saves", str(args.saves)],
+                              env={**os.environ, "PYTHONPATH": str(old)}, capture_output=True, text=True, cwd=old)
+        if done.returncode != 0:
+            print(f"{args.before}: the timing child failed:\n{done.stderr[-3000:]}")
+            return 1
+        print_saves(args.before, json.loads(done.stdout.strip().splitlines()[-1]))
     return 0
 
 

@@ -124,7 +124,7 @@ class Assignment(Base):
     role: Mapped[str] = mapped_column(String(20), default="annotate")
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
-    stored: Mapped[int] = mapped_column(Integer, default=0)  # characters its revisions hold (revisions.size)
+    stored: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # its revisions' sizes
 
 
 class Answer(Base):
@@ -150,7 +150,7 @@ class Revision(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
     base_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
     stale: Mapped[bool] = mapped_column(Boolean, default=False)
-    size: Mapped[int] = mapped_column(Integer, default=0)  # characters of value
+    size: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # characters of value
 
 
 class LoginSession(Base):
