@@ -1,6 +1,7 @@
 """The annotation app as the tests run it: ``python -m gavel annotate serve`` in a subprocess on 127.0.0.1,
 stopped by PID. Restarting keeps the port and the session key file (beside the log), so a browser page can
-reload after the restart. ``serve_args`` are passed to ``serve`` (e.g. the login limits a test needs)."""
+reload after the restart. ``serve_args`` are passed to ``serve`` (e.g. the login limits a test needs). The
+server dies with the test run (parent-death signal, tests/reaper.py), a SIGKILL of the run included."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from reaper import die_with_parent
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,7 +39,8 @@ class AppServer:
         self.proc = subprocess.Popen([sys.executable, "-m", "gavel", "annotate", "--db", self.db_url, "serve",
                                       "--port", str(self.port), "--threads", "24",
                                       "--secret-key-file", str(self.key_file), *self.serve_args],
-                                     cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
+                                     cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                                     preexec_fn=die_with_parent())
         fh.close()
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -79,7 +79,7 @@ def pg_server(tmp_path_factory):
     import tempfile
 
     root = Path(tempfile.mkdtemp(prefix="gavel-pg-"))
-    server = PgServer(root / "pg").start()
+    server = PgServer(root / "pg", discard=root).start()
     yield server
     server.stop()
     shutil.rmtree(root, ignore_errors=True)

@@ -1,7 +1,8 @@
 """A throwaway PostgreSQL server for the tests (Debian's postgresql): initdb into a temporary folder, pg_ctl
 start on 127.0.0.1 with a free port and its socket in that folder, trust authentication for the one local
 test role, pg_ctl stop afterwards. PostgreSQL refuses to run as root, so as root the server runs as the
-``postgres`` system user (created by the Debian package)."""
+``postgres`` system user (created by the Debian package). A watchdog (tests/reaper.py) stops the server
+(``pg_ctl stop -m immediate``) and removes its folder when the test run dies before ``stop``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+
+from reaper import Watchdog
 
 
 def bindir() -> Path | None:
@@ -39,17 +42,22 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, discard: Path | None = None):
+        """A server in ``root``; ``discard``: the folder removed when the test run dies (default ``root``)."""
         self.root = Path(root)
+        self.discard = Path(discard or root)
+        self.watchdog: Watchdog | None = None
         self.data = self.root / "pgdata"
         self.port = _free_port()
         self.bin = bindir()
         self.started = False
 
-    def _run(self, *cmd: str) -> subprocess.CompletedProcess:
+    def _argv(self, *cmd: str) -> list[str]:
         argv = [str(self.bin / cmd[0]), *cmd[1:]]
-        if os.geteuid() == 0:
-            argv = ["runuser", "-u", "postgres", "--", *argv]
+        return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+    def _run(self, *cmd: str) -> subprocess.CompletedProcess:
+        argv = self._argv(*cmd)
         out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
             log = self.root / "pg.log"
@@ -62,6 +70,8 @@ class PgServer:
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
             self.root.parent.chmod(self.root.parent.stat().st_mode | 0o711)  # let postgres reach its folder
+        self.watchdog = Watchdog(self._argv("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop"),
+                                 self.discard)
         self._run("initdb", "-D", str(self.data), "-U", "gavel", "--auth=trust", "-E", "UTF8", "--no-instructions")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "pg.log"), "-w", "-t", "60", "-o",
                   f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=on", "start")
@@ -80,3 +90,6 @@ class PgServer:
         if self.started:
             self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
             self.started = False
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+            self.watchdog = None

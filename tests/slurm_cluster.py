@@ -1,6 +1,7 @@
 """A one-node SLURM cluster on loopback for the tests (Debian's slurm-wlm and munge), started in a temporary
 folder and stopped afterwards: munged with its own key and socket, slurmctld and slurmd in the foreground
-(-D) as background processes. Every daemon started here is stopped by PID in ``stop``."""
+(-D) as background processes. Every daemon started here is stopped by PID in ``stop``, and dies with the test
+run (parent-death signal, tests/reaper.py) if that ends first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+
+from reaper import die_with_parent
 
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo")
 
@@ -48,7 +51,7 @@ class SlurmCluster:
             [_bin("munged"), "--foreground", "--force", f"--key-file={key}", f"--socket={sock}",
              f"--pid-file={r / 'munge' / 'munged.pid'}", f"--log-file={r / 'log' / 'munged.log'}",
              f"--seed-file={r / 'munge' / 'seed'}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent()))
         host = socket.gethostname().split(".")[0]
         ctld_port, d_port = _free_port(), _free_port()
         self.conf.write_text(f"""ClusterName=gaveltest
@@ -82,7 +85,8 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
         time.sleep(0.5)
         for daemon in ("slurmctld", "slurmd"):
             self.procs.append(subprocess.Popen([_bin(daemon), "-D", "-f", str(self.conf)], env=self.env,
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                               preexec_fn=die_with_parent()))
         deadline = time.time() + timeout
         while time.time() < deadline:
             out = subprocess.run(["sinfo", "-h", "-o", "%T"], env=self.env, capture_output=True, text=True)

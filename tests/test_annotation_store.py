@@ -429,16 +429,20 @@ def test_password_guessing_waits_but_the_owner_still_logs_in(store, tmp_path, mo
         assert row.failures == 3 and (row.next_at - row.updated_at).total_seconds() == wait_after(3, 3) == 1
     assert [wait_after(n, 3) for n in (2, 3, 4, 5)] == [0, 1, 2, 4]
 
-    # failures for alice from many addresses: unknown browsers wait, alice's own browser logs in
+    # failures for alice from many addresses: a guesser's second try waits; alice's own browser logs in, and
+    # so does her first try from a new browser at a new address (issue 38: nobody else's guesses hold it)
     for i in range(12):
         _post_login(client(f"10.0.1.{i}"), "alice", "wrong-password")
-    assert _post_login(client("10.0.2.1"), "alice", "alice-password").status_code == 429
+    assert _post_login(client("10.0.1.0"), "alice", "alice-password").status_code == 429
+    assert _post_login(client("10.0.2.1"), "alice", "alice-password").status_code == 302
     assert _post_login(owner, "alice", "alice-password").status_code == 302
-    # failures at many accounts from one address (a shared NAT): its unknown browsers wait, alice's does not
+    # failures at many accounts from one address (a shared NAT): the guesser's next try waits, but bob's
+    # first login from a new browser behind it does not (issue 38), nor does alice's known browser
     nat = client("10.0.9.9")
     for name in ("carol", "dave", "erin", "frank", "gina", "hank"):
         assert _post_login(nat, name, "wrong-password").status_code == 401
-    assert _post_login(client("10.0.9.9"), "bob", "bob-password").status_code == 429
+    assert _post_login(nat, "carol", "wrong-password").status_code == 429
+    assert _post_login(client("10.0.9.9"), "bob", "bob-password").status_code == 302
     owner.post("/logout", data={"csrf_token": _csrf_of(owner, "/")})
     assert _post_login(owner, "alice", "alice-password").status_code == 302
 
@@ -465,7 +469,7 @@ def test_password_guessing_waits_but_the_owner_still_logs_in(store, tmp_path, mo
     c.environ_base["REMOTE_ADDR"] = "10.0.0.1"
     assert _post_login(c, "alice", "alice-password").status_code == 429
     # once the wait is over the right password works again (no lockout), and clears the count
-    monkeypatch.setattr(guard, "now", lambda: datetime(2026, 1, 1, 12, 0, 2))
+    monkeypatch.setattr(guard, "now", lambda: datetime(2026, 1, 1, 12, 16, 0))
     assert _post_login(c, "alice", "alice-password").status_code == 302
 
     # a stolen session guessing the current password on the change form waits too
@@ -612,3 +616,124 @@ def test_assign_takes_the_names_the_admin_form_takes_and_bad_input_is_one_error_
         who = {u for (u,) in s.execute(select(User.username).join(Assignment, Assignment.user_id == User.id))}
     assert who == {"+A1", "é.b@c", "-bob", "lead"}
     store.engine.dispose()
+
+
+def test_what_one_annotator_and_one_task_store_is_bounded(tmp_path):
+    """Issue 38 (3): the revision cap was per field, so 8 fields x 50 revisions of a big value added up. Now
+    the revisions of one annotator, and of one task, hold a bounded number of characters in all: the oldest
+    ones that are not current go first; the current answers and the newest save are always kept; a save
+    that would still leave the bound exceeded is refused and stores nothing."""
+    from gavel.annotation.db import Assignment, QuotaExceeded
+
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}", max_user_chars=100_000, max_task_chars=40_000)
+    pairs = [{"case_id": str(c), "item": "filing_date", "a": ["x"], "b": ["y"], "origin": "t"} for c in (1, 2)]
+    store.add_tasks(T.comparison_tasks(pairs, "t"))
+    store.add_user("ann", "ann-password")
+    store.assign([(f"comparison:t:{c}:filing_date", "ann", "annotate") for c in (1, 2)])
+    big = ["a" * 4_000 + str(i) for i in range(8)]
+
+    def used(where):
+        with store.sessions() as s:
+            revs = s.query(Revision).join(Answer).join(Assignment).filter(where).all()
+            return sum(len(r.value) for r in revs), revs
+
+    for i in range(30):  # 8 fields, 30 saves each: ~1 MB per task without a bound
+        for f in range(8):
+            for aid in (1, 2):
+                store.save(aid, 1, f"f{f}", big[(i + f) % 8] + str(i), base_revision=i)
+        total, _ = used(Assignment.user_id == 1)
+        assert total <= 100_000 + 5_000
+        for aid in (1, 2):
+            assert used(Assignment.task_id == aid)[0] <= 40_000 + 5_000
+    for aid in (1, 2):  # every current answer is kept, and is the newest save
+        assert store.answers(aid) == {f"f{f}": big[(29 + f) % 8] + "29" for f in range(8)}
+        _, revs = used(Assignment.id == aid)
+        assert {r.revision for r in revs} >= {30}
+    with store.sessions() as s:  # the running count matches what is stored
+        for asg in s.query(Assignment):
+            assert asg.stored == used(Assignment.id == asg.id)[0]
+    with pytest.raises(QuotaExceeded, match="more than 40,000 characters"):
+        store.save(1, 1, "f9", "b" * 9_000, base_revision=0)
+    assert "f9" not in store.answers(1)
+
+
+def test_guesses_behind_a_shared_address_never_hold_an_owners_first_login(tmp_path, monkeypatch):
+    """Issue 38 (3): failures from one address (a NAT, the README's reverse proxy) made the first login of
+    every new browser behind it wait up to 15 minutes, kept there by one failure per 15 minutes. Now the
+    address's count holds the guesser, never an owner's first try with the right password; and made-up names
+    do not grow login_guard without bound."""
+    from datetime import datetime, timedelta
+
+    from gavel.annotation import guard
+    from gavel.annotation.db import LoginGuard
+
+    clock = [datetime(2026, 1, 1, 12, 0, 0)]
+    monkeypatch.setattr(guard, "now", lambda: clock[0])
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    app, _ = _hardening_app(store, tmp_path, login_limit_account=3, login_limit_address=6)
+
+    def client():
+        c = app.test_client()
+        c.environ_base["REMOTE_ADDR"] = "10.9.9.9"  # everyone behind one proxy
+        return c
+
+    guesser = client()
+    for i in range(30):  # guesses at many made-up names, then one per 15 minutes
+        _post_login(guesser, f"nobody{i}", "wrong-password")
+    for _ in range(4):
+        clock[0] += timedelta(minutes=15)
+        assert _post_login(guesser, "someone", "wrong-password").status_code in (401, 429)
+        assert _post_login(guesser, "someone", "wrong-password").status_code == 429  # held
+        assert _post_login(client(), "alice", "alice-password").status_code == 302  # a new browser
+        assert _post_login(client(), "bob", "bob-password").status_code == 302
+    # the bound of login_guard: made-up names add rows on every try, the table keeps at most MAX_ROWS
+    monkeypatch.setattr(guard, "MAX_ROWS", 40, raising=False)
+    for i in range(100):
+        clock[0] += timedelta(minutes=15)
+        _post_login(guesser, f"made-up-{i}", "wrong-password")
+    with store.sessions() as s:
+        assert s.query(LoginGuard).count() <= 41
+        assert s.get(LoginGuard, "i:10.9.9.9").failures > 30  # the guesser's own count is kept
+
+
+def test_the_agreement_table_is_recomputed_at_most_once_per_interval_while_saves_arrive(tmp_path):
+    """Issue 38 (2): with admins reloading the agreement page back to back while saves keep arriving, the
+    table was recomputed back to back in the server's process, and saves slowed 11-13x. Now a computation
+    starts at most once per interval (its duration over the duty, at least min_interval_s); loads in between
+    get the last table, marked as not current; once saves stop, the next load gets a current table."""
+    import time
+
+    from gavel.annotation.agreement_cache import AgreementCache
+
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    aid, uid = _one_task(store)
+
+    def compute():
+        time.sleep(0.05)
+        return "table"
+
+    cache = AgreementCache(store, compute, wait_s=0.2, duty=0.05, min_interval_s=1.0)
+    assert cache.get().current and cache.computations == 1  # the first load: computed at once
+    stop = threading.Event()
+
+    def reload_back_to_back():
+        while not stop.is_set():
+            cache.get()
+
+    admins = [threading.Thread(target=reload_back_to_back) for _ in range(8)]
+    for t in admins:
+        t.start()
+    t0 = time.monotonic()
+    i = 0
+    while time.monotonic() - t0 < 2.5:  # saves keep arriving for 2.5 s
+        i += 1
+        store.save(aid, uid, "label", ["equal", "different"][i % 2], base_revision=None)
+        time.sleep(0.02)
+    stop.set()
+    for t in admins:
+        t.join()
+    assert i >= 3  # saves kept changing the data
+    # one computation per second at most (1 + 2.5 s of saves: 4; back to back it was ~40)
+    assert cache.computations <= 5, cache.computations
+    time.sleep(1.1)
+    assert cache.get().current  # saves stopped: the next load waits for the next computation

@@ -8,13 +8,28 @@ current is answered at once; otherwise it starts the worker and waits for it at 
 and only ``max_waiting`` loads wait at once: the others, and a load whose wait ran out, get the last
 table computed (marked as not current, the page reloads itself). So page loads never hold more than
 ``max_waiting`` of the server's threads, and a save never waits for a computation.
+
+The computation shares the server's process (and its CPU) with the saves: while saves keep changing the data
+and admins keep reloading the page, the table would be recomputed back to back and every save would slow
+down. So a computation starts at most once per interval: the last computation's duration times
+``(1 - duty) / duty`` (at least ``min_interval_s``, at most ``max_interval_s``), so that recomputing takes
+at most ``duty`` of the time (5%: a 0.3 s table is recomputed at most every 6 s) unless it is so slow that
+the page would lag more than ``max_interval_s`` behind (a waiting load always gets the next table). A page load in between gets the last table, marked as
+not current, and its reload (or its wait, when it may wait) gets the next one.
+
+The app computes the table in a worker process (:class:`WorkerProcess`, one spawned process kept for the
+server's life), so the computation never holds the server's interpreter lock: saves only share the CPU with
+it. A worker that dies is replaced at the next computation (that one shows the failure).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import pandas as pd
@@ -24,6 +39,9 @@ from .db import Answer, Assignment, Store, Task
 
 MAX_WAITING = 4  # page loads that may wait for a computation at once
 WAIT_S = 20.0  # the longest a page load waits for a computation before showing the last table
+DUTY = 0.05  # the most of the time the table's recomputation may take while the data keeps changing
+MIN_INTERVAL_S = 1.0  # the least time between the end of one computation and the start of the next
+MAX_INTERVAL_S = 10.0  # ... and the most (below WAIT_S: a load that waits gets the next table)
 
 
 @dataclass(frozen=True)
@@ -35,10 +53,42 @@ class Snapshot:
     error: str | None  # the last computation failed (the message; the traceback went to the log)
 
 
+class WorkerProcess:
+    """``run(fn, *args)``: ``fn(*args)`` in one spawned worker process (started at the first call), its result
+    returned; ``fn`` and the arguments must be picklable (a module-level function, plain values)."""
+
+    def __init__(self):
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def run(self, fn, *args):
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            pool = self._pool
+        try:
+            return pool.submit(fn, *args).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None  # the next computation starts a new worker
+            raise RuntimeError("the agreement table's worker process died; the next load starts a new one") \
+                from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+
+
 class AgreementCache:
-    def __init__(self, store: Store, compute, max_waiting: int = MAX_WAITING, wait_s: float = WAIT_S):
+    def __init__(self, store: Store, compute, max_waiting: int = MAX_WAITING, wait_s: float = WAIT_S,
+                 duty: float = DUTY, min_interval_s: float = MIN_INTERVAL_S, max_interval_s: float = MAX_INTERVAL_S):
         self.store, self.compute = store, compute
         self.wait_s = wait_s
+        self.duty, self.min_interval_s, self.max_interval_s = duty, min_interval_s, max_interval_s
+        self._next_start = 0.0  # time.monotonic() before which no computation starts
         self._cond = threading.Condition()
         self._waiting = threading.BoundedSemaphore(max_waiting)
         self._key = self._table = self._at = self._seconds = self._error = None
@@ -78,9 +128,17 @@ class AgreementCache:
             self._running = True
             threading.Thread(target=self._work, name="agreement-table", daemon=True).start()
 
+    def _pause(self, seconds: float) -> None:
+        """After a computation that took ``seconds``: when the next one may start."""
+        gap = min(self.max_interval_s, max(self.min_interval_s, seconds * (1 - self.duty) / self.duty))
+        self._next_start = time.monotonic() + gap
+
     def _work(self) -> None:
         while True:
             try:
+                delay = self._next_start - time.monotonic()
+                if delay > 0:  # at most one computation per interval, however many loads ask
+                    time.sleep(delay)
                 key = self.state()  # read before the data: a save in between makes the next load recompute
                 with self._cond:
                     asks = self._asks
@@ -89,7 +147,10 @@ class AgreementCache:
                         self._cond.notify_all()
                         return
                 t0 = time.perf_counter()
-                table = self.compute()
+                try:
+                    table = self.compute()
+                finally:
+                    self._pause(time.perf_counter() - t0)
                 with self._cond:
                     self._key, self._table, self._error = key, table, None
                     self._at, self._seconds = time.time(), time.perf_counter() - t0

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import threading
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -38,6 +39,7 @@ from flask import (
     url_for,
 )
 from flask_wtf.csrf import CSRFError, CSRFProtect
+from markupsafe import Markup
 from sqlalchemy import case, func, select
 
 from gavel.core import config
@@ -47,9 +49,9 @@ from gavel.core.stats import BOOTSTRAP_RESAMPLES, STATUSES
 from gavel.core.vocab import STYLE_RUBRIC
 
 from . import guard
-from .agreement_cache import AgreementCache
+from .agreement_cache import AgreementCache, WorkerProcess
 from .auth import verify_password
-from .db import MAX_TOKEN_CHARS, Answer, Assignment, Store, Task, TokenReused, User
+from .db import MAX_TOKEN_CHARS, Answer, Assignment, QuotaExceeded, Store, Task, TokenReused, User
 from .secret import load_secret_key
 from .tasks import COMPARISON_LABELS, PREFERENCES, checklist_items
 
@@ -60,6 +62,7 @@ SESSION_LIFETIME = timedelta(hours=12)
 AGREEMENT_RESAMPLES = BOOTSTRAP_RESAMPLES  # the one bootstrap, as notebook 13
 AGREEMENT_SEED = 0
 MIN_RESAMPLES, MAX_RESAMPLES = 10, 20_000
+MAX_AGREEMENT_LOADS = 2  # agreement pages rendered at once (the others wait their turn)
 # failed password tries before each further one waits (1 s, doubling, up to guard.MAX_WAIT_S): per account
 # and address or known browser (the account alone from unknown browsers: 4x), and per client address
 LOGIN_LIMIT_ACCOUNT = 5
@@ -238,8 +241,8 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         try:
             field, value, token, base, after = parse_save(task, request.form)
             result = store.save(asg.id, g.user.id, field, value, token, base, after)
-        except (BadAnswer, TokenReused) as err:
-            status = 409 if isinstance(err, TokenReused) else 400
+        except (BadAnswer, TokenReused, QuotaExceeded) as err:
+            status = {TokenReused: 409, QuotaExceeded: 413}.get(type(err), 400)
             if _wants_json():
                 return jsonify(saved=False, error=str(err)), status
             flash(f"Not saved: {err}")
@@ -301,30 +304,46 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         return Response(export_csv_lines(store.iter_export_rows()), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=annotations.csv"})
 
-    def agreement_now():
-        """The agreement table from the current answers (never the revision history)."""
-        from gavel.metrics.metaeval import agreement_table
+    worker = WorkerProcess()
 
-        return agreement_table(pd.DataFrame(store.iter_export_rows(current_only=True)),
-                               pd.DataFrame(store.task_rows()),
-                               n_resamples=app.config["AGREEMENT_RESAMPLES"], seed=AGREEMENT_SEED)
+    def agreement_now():
+        """The agreement table from the current answers, computed in the worker process."""
+        return worker.run(agreement_table_of, db_url, app.config["AGREEMENT_RESAMPLES"])
 
     agreement_cache = AgreementCache(store, agreement_now)
     app.extensions["gavel_agreement"] = agreement_cache
 
+    tables_html: dict = {}  # the page's tables, rendered once per computed table (loads do not render them)
+
+    def agreement_tables(snap) -> tuple[Markup, bool]:
+        key = (id(snap.table), snap.computed_at)
+        if tables_html.get("key") != key:
+            shown, nothing = split_rows(snap.table.to_dict("records") if snap.table is not None else [])
+            html = Markup(render_template("agreement_tables.html", rows=shown, nothing=nothing, fmt=_fmt))
+            tables_html.update(key=key, value=(html, bool(shown or nothing)))
+        return tables_html["value"]
+
+    # agreement pages rendered at once: more loads queue (waiting, not running), so that admins reloading
+    # back to back never hold more than this many of the server's threads busy against the saves
+    page_loads = threading.BoundedSemaphore(MAX_AGREEMENT_LOADS)
+
     @app.get("/admin/agreement")
     def agreement():
         admin_only()
-        snap = agreement_cache.get()
-        shown, nothing = split_rows(snap.table.to_dict("records") if snap.table is not None else [])
+        snap = agreement_cache.get()  # may wait for a computation: asleep, holding no slot
+        with page_loads:
+            return agreement_page(snap)
+
+    def agreement_page(snap):
+        tables, any_rows = agreement_tables(snap)
         with store.sessions() as s:
             n_annotators = s.scalar(select(func.count(func.distinct(Assignment.user_id)))
                                     .join(Answer, Answer.assignment_id == Assignment.id)
                                     .where(Assignment.role == "annotate"))
             n_answers = s.scalar(select(func.count(Answer.id)))
-        resp = Response(render_template("agreement.html", rows=shown, nothing=nothing, snap=snap,
+        resp = Response(render_template("agreement.html", tables=tables, any_rows=any_rows, snap=snap,
                                         statuses=STATUSES, n_answers=n_answers, n_annotators=n_annotators,
-                                        n_resamples=app.config["AGREEMENT_RESAMPLES"], fmt=_fmt))
+                                        n_resamples=app.config["AGREEMENT_RESAMPLES"]))
         resp.headers["Cache-Control"] = "no-store"
         if not snap.current:
             resp.headers["Refresh"] = "5"  # the page reloads itself until its table is current
@@ -342,6 +361,19 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
                                  "Cache-Control": "no-store"})
 
     return app
+
+
+_STORES: dict = {}  # the worker process's store per database
+
+
+def agreement_table_of(db_url: str, n_resamples: int):
+    """The agreement table of the database ``db_url`` from its current answers (never the revision history),
+    as the agreement page shows it; run in the app's worker process."""
+    from gavel.metrics.metaeval import agreement_table
+
+    store = _STORES.get(db_url) or _STORES.setdefault(db_url, Store(db_url))
+    return agreement_table(pd.DataFrame(store.iter_export_rows(current_only=True)), pd.DataFrame(store.task_rows()),
+                           n_resamples=n_resamples, seed=AGREEMENT_SEED)
 
 
 def login_limit(given, env: str, default: int) -> int:

@@ -62,10 +62,19 @@ TASK_KINDS = ("extraction", "comparison", "style")
 ROLES = ("annotate", "adjudicate")
 MAX_TOKEN_CHARS = 64  # revisions.client_token is String(64)
 MAX_REVISIONS = 50  # revisions kept per answer (the newest, and always the current one); older ones are deleted
+# what the revisions of one annotator, and of one task (every annotator's together), may hold in all, in
+# characters of stored JSON: over it, the oldest revisions that are not current are deleted; a save that would
+# still leave it over (the current answers alone) is refused
+MAX_USER_CHARS = 64 * 1024 * 1024
+MAX_TASK_CHARS = 32 * 1024 * 1024
 
 
 class TokenReused(ValueError):
     """A save token already stored for a different save (another user, field or value)."""
+
+
+class QuotaExceeded(ValueError):
+    """A save that would leave an annotator's or a task's stored answers over their bound."""
 
 
 class SaveResult(NamedTuple):
@@ -115,6 +124,7 @@ class Assignment(Base):
     role: Mapped[str] = mapped_column(String(20), default="annotate")
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
+    stored: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # its revisions' sizes
 
 
 class Answer(Base):
@@ -140,6 +150,7 @@ class Revision(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
     base_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
     stale: Mapped[bool] = mapped_column(Boolean, default=False)
+    size: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # characters of value
 
 
 class LoginSession(Base):
@@ -222,8 +233,9 @@ def make_engine(url: str) -> Engine:
 class Store:
     """The database of one app: engine, session factory and the few writes the app makes."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, max_user_chars: int = MAX_USER_CHARS, max_task_chars: int = MAX_TASK_CHARS):
         self.url = url
+        self.max_user_chars, self.max_task_chars = max_user_chars, max_task_chars
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         Base.metadata.create_all(self.engine)
@@ -233,11 +245,19 @@ class Store:
         """Bring a database made by an older version up to date: the revision columns added since, and the
         session signing key that version kept in ``settings`` deleted (the key is no longer stored here)."""
         have = {c["name"] for c in inspect(self.engine).get_columns("revisions")}
+        have_stored = "stored" in {c["name"] for c in inspect(self.engine).get_columns("assignments")}
         with self.engine.begin() as c:
             if "base_revision" not in have:
                 c.execute(text("ALTER TABLE revisions ADD COLUMN base_revision INTEGER"))
             if "stale" not in have:
                 c.execute(text("ALTER TABLE revisions ADD COLUMN stale BOOLEAN NOT NULL DEFAULT FALSE"))
+            if "size" not in have:
+                c.execute(text("ALTER TABLE revisions ADD COLUMN size INTEGER NOT NULL DEFAULT 0"))
+                c.execute(text("UPDATE revisions SET size = length(value)"))
+            if not have_stored:
+                c.execute(text("ALTER TABLE assignments ADD COLUMN stored INTEGER NOT NULL DEFAULT 0"))
+                c.execute(text("UPDATE assignments SET stored = (SELECT coalesce(sum(r.size), 0) FROM revisions r "
+                               "JOIN answers a ON r.answer_id = a.id WHERE a.assignment_id = assignments.id)"))
             gone = c.execute(delete(Setting).where(Setting.key == "secret_key")).rowcount
         if gone:
             print("gavel annotate: deleted the session signing key an older version kept in the database "
@@ -370,7 +390,10 @@ class Store:
         A save whose ``client_token`` was stored before writes nothing and answers as it did then;
         a token stored for a different save (another user, field or value) raises TokenReused. Each answer
         keeps its newest MAX_REVISIONS revisions (and the current one): a field saved again and again costs
-        bounded space."""
+        bounded space; and the revisions of one annotator, and of one task, hold at most ``max_user_chars``
+        and ``max_task_chars`` in all: over that, their oldest revisions that are not current are deleted (never
+        the one this save stores), and a save that would still leave them over raises QuotaExceeded, storing
+        nothing."""
         text_value = json.dumps(value, sort_keys=True)
         for _attempt in range(20):
             with self.sessions() as s:
@@ -403,19 +426,68 @@ class Store:
                             answer.revision = number
                             answer.value = text_value
                             answer.updated_at = stamp
-                    s.add(Revision(answer_id=answer.id, revision=number, value=text_value, user_id=user_id,
+                    new = Revision(answer_id=answer.id, revision=number, value=text_value, user_id=user_id,
                                    client_token=client_token or None, created_at=stamp,
-                                   base_revision=base_revision, stale=stale))
+                                   base_revision=base_revision, stale=stale, size=len(text_value))
+                    s.add(new)
+                    s.execute(update(Assignment).where(Assignment.id == assignment_id)
+                              .values(stored=Assignment.stored + len(text_value)))
+                    s.flush()
                     if number > MAX_REVISIONS:
-                        s.execute(delete(Revision).where(Revision.answer_id == answer.id,
-                                                         Revision.revision <= number - MAX_REVISIONS,
-                                                         Revision.revision != answer.revision))
+                        self._drop(s, [Revision.answer_id == answer.id, Revision.revision <= number - MAX_REVISIONS,
+                                       Revision.revision != answer.revision])
+                    asg = s.get(Assignment, assignment_id)
+                    self._bound(s, Assignment.user_id == asg.user_id, self.max_user_chars, new.id,
+                                "your saved answers")
+                    self._bound(s, Assignment.task_id == asg.task_id, self.max_task_chars, new.id,
+                                "this task's saved answers")
                     s.commit()
                     return SaveResult(number, answer.revision, stale)
                 except IntegrityError:
                     # a concurrent save of the same field (or the same token) won the race: read again
                     s.rollback()
         raise RuntimeError(f"could not save {field!r} of assignment {assignment_id} after 20 attempts")
+
+    @staticmethod
+    def _drop(s, where: list) -> None:
+        """Delete the revisions matching ``where`` and take their size off their assignments' ``stored``."""
+        gone = s.execute(select(Answer.assignment_id, func.sum(Revision.size))
+                         .join(Answer, Revision.answer_id == Answer.id).where(*where)
+                         .group_by(Answer.assignment_id)).all()
+        if not gone:
+            return
+        ids = select(Revision.id).where(*where).scalar_subquery()
+        s.execute(delete(Revision).where(Revision.id.in_(ids)))
+        for aid, size in gone:
+            s.execute(update(Assignment).where(Assignment.id == aid).values(stored=Assignment.stored - int(size)))
+
+    @staticmethod
+    def _bound(s, scope, limit: int, keep: int, what: str) -> None:
+        """Bring the revisions of the assignments in ``scope`` down to ``limit`` characters by deleting their
+        oldest revisions that are not current (never ``keep``, the one being saved); QuotaExceeded when even
+        that is not enough."""
+        total = s.scalar(select(func.coalesce(func.sum(Assignment.stored), 0)).where(scope))
+        if total <= limit:
+            return
+        excess, last, drop = total - limit, 0, []
+        while excess > 0:
+            rows = s.execute(select(Revision.id, Revision.size)
+                             .join(Answer, Revision.answer_id == Answer.id)
+                             .join(Assignment, Answer.assignment_id == Assignment.id)
+                             .where(scope, Revision.revision != Answer.revision, Revision.id != keep,
+                                    Revision.id > last)
+                             .order_by(Revision.id).limit(500)).all()
+            if not rows:
+                raise QuotaExceeded(f"{what} would take more than {limit:,} characters in all, even "
+                                    "with their history cleared; make this answer shorter or ask an admin")
+            for rid, size in rows:
+                if excess <= 0:
+                    break
+                drop.append(rid)
+                excess -= size
+            last = rows[-1][0]
+        for i in range(0, len(drop), 500):
+            Store._drop(s, [Revision.id.in_(drop[i:i + 500])])
 
     def revisions(self, assignment_id: int) -> dict:
         """The current revision number of each saved field of an assignment."""

@@ -16,6 +16,15 @@ count), so concurrent tries cannot slip past the count. A successful try clears 
 account-and-device (or address) key and its own provisional count elsewhere. Failures are forgotten
 ``FORGET`` after the last one. So someone else's failures (another address, or the same address but not
 the owner's browser) never stop the owner's browser, where the right password keeps working.
+
+The shared keys (the account alone, the address alone) never refuse the first try of an account from an
+address or browser that has no failures of its own: that try is checked and counted, and the right password
+logs in. So guesses at other accounts behind the same address (a NAT, a reverse proxy), or at this account
+from elsewhere, never delay the owner's first login from a new browser; a guesser gets one checked try per
+account and address before the shared keys hold them, and then waits like anyone else.
+
+``login_guard`` holds at most ``MAX_ROWS`` rows: past that, the rows with the fewest failures, oldest first,
+are forgotten (a made-up name adds rows on every try; the keys that slow a real attack have most failures).
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from itsdangerous import BadSignature, URLSafeSerializer
-from sqlalchemy import delete, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .db import LoginGuard, Store, now
@@ -36,6 +45,7 @@ FORGET = timedelta(days=1)
 DEVICE_COOKIE = "gavel_device"
 DEVICE_LIFETIME = timedelta(days=180)
 MAX_KNOWN = 20  # accounts remembered per browser
+MAX_ROWS = 50_000  # rows of login_guard; past it the least-failed, oldest ones are forgotten
 
 
 class Claim(NamedTuple):
@@ -53,8 +63,9 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def claim(store: Store, key: str, free: int) -> Claim | float:
-    """A slot for one try on ``key`` (counted as a failure until :func:`succeeded`), or the seconds to wait."""
+def claim(store: Store, key: str, free: int, through: bool = False) -> Claim | float:
+    """A slot for one try on ``key`` (counted as a failure until :func:`give_back`), or the seconds to wait;
+    ``through``: counted even while the key waits (a shared key, on a try its own key lets through)."""
     for _ in range(50):
         stamp = now()
         with store.sessions() as s:
@@ -65,10 +76,12 @@ def claim(store: Store, key: str, free: int) -> Claim | float:
                     s.commit()
                 except IntegrityError:
                     s.rollback()
+                else:
+                    _bound_rows(store, key)
                 continue
             fresh = stamp - row.updated_at < FORGET
             failures = row.failures if fresh else 0
-            if fresh and row.next_at > stamp:
+            if fresh and row.next_at > stamp and not through:
                 return max(1.0, (row.next_at - stamp).total_seconds())
             new = failures + 1
             done = s.execute(update(LoginGuard)
@@ -96,11 +109,27 @@ def give_back(store: Store, claims: list[Claim], clear_first: bool = False) -> N
         s.commit()
 
 
+def _bound_rows(store: Store, new: str) -> None:
+    """Keep ``login_guard`` at MAX_ROWS rows: forget the least-failed, oldest rows past it (down to 90%), never
+    the row ``new`` just added."""
+    with store.sessions() as s:
+        over = s.scalar(select(func.count()).select_from(LoginGuard)) - MAX_ROWS
+        if over <= 0:
+            return
+        keys = (select(LoginGuard.key).where(LoginGuard.key != new)
+                .order_by(LoginGuard.failures, LoginGuard.updated_at)
+                .limit(over + MAX_ROWS // 10).scalar_subquery())
+        s.execute(delete(LoginGuard).where(LoginGuard.key.in_(keys)))
+        s.commit()
+
+
 def claim_all(store: Store, keys: list[tuple[str, int]]) -> list[Claim] | float:
-    """A slot on every key, or the longest wait (and nothing claimed)."""
+    """A slot on every key, or the longest wait (and nothing claimed). The first key is the try's own (the
+    account with this browser or address); when it had no failures, the others (shared with other people)
+    count the try but do not hold it back."""
     got: list[Claim] = []
     for key, free in keys:
-        c = claim(store, key, free)
+        c = claim(store, key, free, through=bool(got) and got[0].before[0] == 0)
         if not isinstance(c, Claim):
             give_back(store, got)
             return c

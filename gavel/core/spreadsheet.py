@@ -15,8 +15,10 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a frame is read (the command line starts without it)
+    import pandas as pd
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 QUOTE = "'"
@@ -40,6 +42,8 @@ def plain_cell(value):
 
 
 def _text_columns(df: pd.DataFrame) -> list:
+    import pandas as pd
+
     return [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
 
 
@@ -95,6 +99,8 @@ def read_csv(path, **kw) -> pd.DataFrame:
     """A CSV that :func:`write_csv` wrote, read with ``pandas.read_csv(path, **kw)``, the neutralisation undone.
     Only an empty cell is missing (``MISSING``): a text ``null``, ``nan`` or ``#N/A`` reads back as that text
     (give ``keep_default_na``/``na_values`` to read otherwise)."""
+    import pandas as pd
+
     if "keep_default_na" not in kw and "na_values" not in kw:
         kw.update(keep_default_na=False, na_values=list(MISSING))
     if isinstance(kw.get("index_col"), str):  # column names are given as gavel wrote them, not as stored

@@ -18,7 +18,6 @@ from gavel.core import config, options
 from gavel.core.items import load as load_checklist
 from gavel.core.spreadsheet import write_csv
 
-from .agent import MAX_STEPS
 from .chunking import CHUNK_TOKENS
 
 
@@ -106,9 +105,18 @@ def load_case(args):
     return corpus
 
 
+def _max_steps(args) -> int:
+    """--max-steps, or the agent's default (the agent is imported only by the commands that run it)."""
+    from .agent import MAX_STEPS
+
+    return MAX_STEPS if args.max_steps is None else args.max_steps
+
+
 def cmd_agent(args) -> int:
     from . import configs, pacing
     from .agent import run_agent
+
+    args.max_steps = _max_steps(args)
 
     corpus = load_case(args)
     provider = provider_from_args(args)
@@ -315,7 +323,7 @@ def cmd_agent_array(args) -> int:
         optional_directives="\n".join(directives), repo_dir=str(REPO_ROOT), tasks=str(tasks),
         python=args.python or _sys.executable, provider=args.provider,
         base_url_arg=f"--base-url {args.base_url}" if args.base_url else "", model=args.model,
-        out=str(Path(args.out).resolve()), max_steps=args.max_steps,
+        out=str(Path(args.out).resolve()), max_steps=_max_steps(args),
         checklist_arg="" if checklist.is_default else f"--checklist {checklist.source}")
     (out_dir / "logs").mkdir(parents=True, exist_ok=True)
     Path(args.script).write_text(script, encoding="utf-8")
@@ -360,7 +368,8 @@ def add_parser(sub) -> None:
     q.add_argument("--base-url", default=None)
     q.add_argument("--model", required=True, help="registry name (gavel/core/models.yaml)")
     q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"), help="output root: OUT/MODEL/CASE/KIND/NAME/")
-    q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
+    q.add_argument("--max-steps", type=options.positive_int, default=None,
+                   help="most steps per run (default: the agent's MAX_STEPS)")
     q.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved run")
     add_checklist_option(q)
     add_max_tokens_option(q)
@@ -417,7 +426,8 @@ def add_parser(sub) -> None:
     q.add_argument("--base-url", default=None)
     q.add_argument("--model", required=True)
     q.add_argument("--out", default=str(config.INTERIM_DIR / "agent"))
-    q.add_argument("--max-steps", type=options.positive_int, default=MAX_STEPS)
+    q.add_argument("--max-steps", type=options.positive_int, default=None,
+                   help="most steps per run (default: the agent's MAX_STEPS)")
     q.add_argument("--script", default=str(config.INTERIM_DIR / "agent" / "agent_array.sbatch"))
     q.add_argument("--time-limit", default="04:00:00")
     q.add_argument("--cpus", type=options.positive_int, default=2)
