@@ -37,12 +37,28 @@ RATINGS = [1, 2, 3, 4, 5]
 AB_LABELS = ("A contains B", "B contains A", "A equals B", "A and B are different")
 
 
-def _str(limit: str | None = None, b: dict | None = None) -> dict:
-    return {"type": "string", "maxLength": b[limit]} if b else {"type": "string"}
+def _str(limit: str | None = None, b: dict | None = None, text: bool = False) -> dict:
+    """A string; bounded, at most ``b[limit]`` characters, and (``text``: a value or a fact, what is
+    scored) not beginning with ``<``: a small model copies the prompt's ``<placeholder>`` otherwise, which
+    the reader then drops. The pattern also keeps out quotes and backslashes (a grammar then never has to
+    write an escape) and bounds the length for a backend that enforces a pattern before a length."""
+    if not b:
+        return {"type": "string"}
+    out = {"type": "string", "maxLength": b[limit]}
+    if text:
+        out["pattern"] = '^[^<"\\\\][^"\\\\]{0,' + str(b[limit] - 1) + '}$'
+    return out
 
 
-def _list(items: dict, limit: str, b: dict | None) -> dict:
-    return {"type": "array", "items": items, "maxItems": b[limit]} if b else {"type": "array", "items": items}
+def _list(items: dict, limit: str, b: dict | None, at_least: int = 0) -> dict:
+    """A list; bounded, at most ``b[limit]`` items and (``at_least``) at least that many: the residual
+    stage is asked only about a summary's text outside its checklist, so its answer states a fact."""
+    if not b:
+        return {"type": "array", "items": items}
+    out = {"type": "array", "items": items, "maxItems": b[limit]}
+    if at_least:
+        out["minItems"] = at_least
+    return out
 
 
 def _extract(b=None) -> dict:
@@ -52,7 +68,7 @@ def _extract(b=None) -> dict:
             "reasoning": _str("reasoning", b),
             "extracted": _list({
                 "type": "object",
-                "properties": {"evidence": _list(_str("evidence", b), "snippets", b), "value": _str("value", b)},
+                "properties": {"evidence": _list(_str("evidence", b), "snippets", b), "value": _str("value", b, text=True)},
                 "required": ["evidence", "value"], "additionalProperties": False}, "values", b),
         },
         "required": ["reasoning", "extracted"], "additionalProperties": False}}
@@ -91,9 +107,9 @@ def _residual(b=None) -> dict:
     return {"name": "residual_facts", "schema": {
         "type": "object",
         "properties": {"reasoning": _str("reasoning", b), "extracted": _list({
-            "type": "object", "properties": {"fact": _str("fact", b),
+            "type": "object", "properties": {"fact": _str("fact", b, text=True),
                                              "evidence_spans": _list({"type": "integer"}, "spans", b)},
-            "required": ["fact", "evidence_spans"], "additionalProperties": False}, "facts", b)},
+            "required": ["fact", "evidence_spans"], "additionalProperties": False}, "facts", b, at_least=1)},
         "required": ["reasoning", "extracted"], "additionalProperties": False}}
 
 

@@ -1,16 +1,17 @@
 """What each backend is sent of a request's answer schema: the keywords it enforces, none it would refuse.
 
-A stage's schema (``gavel.answers.schemas``) may bound string lengths (``minLength``/``maxLength``) and list
-lengths (``minItems``/``maxItems``). Each backend takes its own subset of JSON Schema:
+A stage's schema (``gavel.answers.schemas``) may bound string lengths (``minLength``/``maxLength``), what a
+string looks like (``pattern``) and list lengths (``minItems``/``maxItems``). Each backend takes its own
+subset of JSON Schema:
 
 - ``local`` (llama.cpp's grammar, llama-cpp-python's converter) and ``vllm``/``vllm-batch`` (guided
   decoding) enforce lengths, item counts and enums: they get the schema whole;
-- ``openai`` (strict ``json_schema``) documents ``minItems``/``maxItems``, ``minimum``/``maximum`` and enums as
-  supported, not string lengths: ``minLength``/``maxLength`` are left out;
-- ``gemini`` (``response_json_schema``) documents item counts, numeric ranges and enums, not string lengths:
-  left out likewise;
+- ``openai`` (strict ``json_schema``) documents ``minItems``/``maxItems``, ``minimum``/``maximum``, ``pattern``
+  and enums as supported, not string lengths: ``minLength``/``maxLength`` are left out;
+- ``gemini`` (``response_json_schema``) documents item counts, numeric ranges and enums, not string lengths
+  or patterns: those are left out;
 - ``anthropic`` (a forced tool's ``input_schema``) validates nothing it is sent, and its strict mode refuses
-  length and count keywords: both are left out (the reader checks what the answer holds).
+  length, count and pattern keywords: all are left out (the reader checks what the answer holds).
 
 A schema without those keywords (every stage's schema for the paper's models) is sent as it is, the same
 object: its requests are byte-identical to what they were.
@@ -21,7 +22,7 @@ from __future__ import annotations
 LENGTHS = frozenset({"minLength", "maxLength"})
 COUNTS = frozenset({"minItems", "maxItems"})
 #: per provider, the keywords left out of what it is sent
-LEFT_OUT = {"openai": LENGTHS, "gemini": LENGTHS, "anthropic": LENGTHS | COUNTS,
+LEFT_OUT = {"openai": LENGTHS, "gemini": LENGTHS | {"pattern"}, "anthropic": LENGTHS | COUNTS | {"pattern"},
             "local": frozenset(), "vllm": frozenset(), "vllm-batch": frozenset()}
 # the keywords whose value is a schema, a list of schemas, or a name -> schema map
 _ONE = ("items", "additionalProperties", "not", "contains")
