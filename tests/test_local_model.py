@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from needs import unavailable
 
@@ -297,6 +298,13 @@ def test_demo_runs_then_answers_from_the_cache(local_server, tmp_path):
     assert first["gavel_ref"]["manifest"]["sent"]["extract"] == 4 and len(first["gavel_ref"]["scores"]) == 1
     assert any(line.startswith("== stability over 2 repeats") for line in lines)
     assert len(first["gavel_ref"]["repeats"]["stability"]) > 0
+    # every score a number on every repeat (the bounded schemas: before them both extraction answers were
+    # cut at the cap and S_checklist, S_residual and S_GAVEL-REF were NaN)
+    for run in first["gavel_ref"]["repeats"]["runs"]:
+        row = run["scores"].iloc[0]
+        assert all(pd.notna(row[c]) for c in ("s_checklist", "s_residual", "s_style", "s_gavel_ref")), \
+            (row.to_dict(), run["answers"][["stage", "subject", "status", "detail"]].to_string())
+    assert sum(line.startswith("repeat ") and "missing" not in line for line in lines) == 2
     answer = next(iter(first["demo_answer"]["outcomes"].values()))
     assert answer["status"] == "parsed" and answer["rows"][0]["answer"]
     extract = next(iter(first["demo_extract"]["outcomes"].values()))

@@ -150,3 +150,60 @@ def test_cli_evaluate_names_a_bad_line_and_scores_the_rest(tmp_path):
     assert "skipped s.jsonl, line 2: not JSON" in done.stderr
     scores = pd.read_csv(tmp_path / "out" / "scores.csv", dtype={"case_id": str})
     assert list(scores["case_id"]) == ["1"]
+
+
+class _Capped(MockProvider):
+    """The scripted model, whose answers are cut where they pass the request's cap (``max_tokens``, in
+    characters here): a cut answer ends with finish reason ``length``, as a real backend says."""
+
+    def _answer(self, cid, r, batch_id):
+        resp = super()._answer(cid, r, batch_id)
+        cap = r.params.get("max_tokens")
+        if cap and resp.text and len(resp.text) > cap:
+            from dataclasses import replace
+
+            return replace(resp, text=resp.text[:cap], finish_reason="length", output_tokens=cap)
+        return resp
+
+
+def test_a_truncated_answer_is_asked_again_once_with_a_larger_cap_where_the_window_allows(tmp_path):
+    """An answer cut at the request's own cap is asked again once with twice the cap (answers.csv says
+    so); an answer still cut then is recorded, not asked a third time; without a cap of its own (the
+    paper's configuration) a truncated answer is recorded as it is."""
+    long_judge = json.dumps({"reasoning": "x" * 150, "extracted": [{"evidence": ["Judge Mary Smith"],
+                                                                   "value": "Mary Smith"}]})
+
+    def answer(request):
+        if request.stage == "extract" and request.item == "judge_name" and "Judge Mary Smith" in request.messages[1]["content"]:
+            return long_judge  # ~230 characters: cut at 150, whole at 300
+        if request.stage == "extract" and request.item == "decree_dates":
+            return json.dumps({"reasoning": "y" * 700, "extracted": []})  # cut at 150 and at 300
+        return scripted(request)
+
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS, max_tokens=150)
+    tables = pipeline.evaluate([("model-x", "1", MODEL)], {"1": REF}, _Capped(answer=answer), tmp_path, settings)
+    a = tables["answers"]
+    judge = a[(a.stage == "extract") & (a.item == "judge_name") & (a.subject == "human")]
+    assert list(judge["status"]) == ["truncated", "ok"]
+    assert "asked again with max_tokens 300" in judge["detail"].iloc[0]
+    decree = a[(a.stage == "extract") & (a.item == "decree_dates") & (a.subject == "human")]
+    assert list(decree["status"]) == ["truncated", "truncated"]  # asked again once only
+    # no cap of its own: nothing larger to ask for
+    plain = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS)
+    from gavel.llm.records import Request, Response
+
+    r = Request(stage="extract", model=plain.extractor, messages=[{"role": "user", "content": "x"}])
+    cut = Response(custom_id=r.custom_id, status="succeeded", text="{", finish_reason="length", input_tokens=10)
+    assert pipeline.larger_cap(r, cut) is None
+    window = Request(stage="extract", model=plain.extractor, messages=r.messages, params={"max_tokens": 1000})
+    from gavel.llm.registry import llm_model
+
+    n = llm_model(plain.extractor).context_window
+    assert pipeline.larger_cap(window, replace_tokens(cut, n - 1500)) == 1500  # what the window leaves
+    assert pipeline.larger_cap(window, replace_tokens(cut, n - 900)) is None  # no room for more
+
+
+def replace_tokens(resp, n):
+    from dataclasses import replace
+
+    return replace(resp, input_tokens=n)

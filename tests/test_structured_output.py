@@ -2,6 +2,8 @@
 provider's own form, checked as its fake server received it; finish reasons are normalised."""
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fakes.anthropic_fake import FakeAnthropic
@@ -103,3 +105,132 @@ def test_vllm_sends_structured_outputs_and_requests_without_schema_send_none():
 def test_openai_finish_reason_marks_truncation(reason, expected):
     body = {"choices": [{"message": {"content": "{"}, "finish_reason": reason}], "usage": {}}
     assert parse_chat("x", body, "openai").truncated is expected
+
+
+# ---------------------------------------------------------------- bounded schemas, per backend
+LOCAL = "SmolLM2-135M-Instruct"  # its registry entry asks for bounded schemas
+GOLDEN = Path(__file__).parent / "golden" / "structured_output_bounded.json"
+
+
+def _bounded_requests(model):
+    from gavel.answers import schemas
+
+    params = {"thinking_budget_tokens": 0} if model.startswith("claude") else {}  # a forced tool: no thinking
+    return {kind: replace(schema_request(model, schemas.bounded(kind)), params=params) for kind in schemas.PLAIN}
+
+
+def _sent_schemas(provider, model):
+    """{request kind: the answer schema as the provider's fake server received it} for the bounded schemas;
+    every request answered (the fake takes the schema as the service documents it)."""
+    out = {}
+    for kind, request in _bounded_requests(model).items():
+        if provider == "vllm":
+            from fakes.vllm_fake_server import FakeVLLM
+
+            with FakeVLLM() as srv:
+                resp = get_provider("vllm", base_url=srv.url + "/v1").complete(request)
+                out[kind] = srv.chat_bodies[-1]["structured_outputs"]["json"]
+            assert resp.ok, resp.error
+            continue
+        if provider == "local":
+            from gavel.llm.providers.local import LocalServer
+
+            out[kind] = LocalServer().native_body(request, LOCAL, {})["response_format"]["schema"]
+            continue
+        fake = {"openai": FakeOpenAI, "anthropic": FakeAnthropic, "gemini": FakeGemini}[provider]
+        with fake() as srv:
+            p = get_provider(provider, base_url=srv.url + ("/v1" if provider == "openai" else ""), api_key=KEY)
+            batch = p.submit([request], "t")
+            for _ in range(10):
+                if p.poll(batch).ended:
+                    break
+            (resp,) = p.fetch(batch, [request.custom_id])
+            assert resp.ok, resp.error  # the fake took the schema
+            body = _submitted(provider, srv, request)
+        if provider == "openai":
+            out[kind] = body["response_format"]["json_schema"]["schema"]
+        elif provider == "anthropic":
+            out[kind] = body["tools"][0]["input_schema"]
+        else:
+            cfg = body.get("generationConfig") or body.get("config")
+            out[kind] = cfg["responseJsonSchema"]
+    return out
+
+
+MODELS = {"openai": "gpt-4.1-2025-04-14", "anthropic": "claude-sonnet-4-20250514-thinking", "gemini": "gemini-2.5-flash",
+          "vllm": "Qwen3-32B", "local": LOCAL}
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+def test_each_backend_is_sent_the_bounded_schemas_it_takes_golden(provider):
+    """Golden: the bounded schemas exactly as each provider's request carries them (tests/golden/
+    structured_output_bounded.json), and none holds a keyword that provider's documented subset lacks."""
+    from fakes.schema_rules import problems
+
+    sent = _sent_schemas(provider, MODELS[provider])
+    golden = json.loads(GOLDEN.read_text())[provider]
+    assert sent == golden
+    rules = "vllm" if provider == "local" else provider
+    assert all(problems(s, rules) == [] for s in sent.values()), {k: problems(s, rules) for k, s in sent.items()}
+    text = json.dumps(sent)
+    lengths, counts = '"maxLength"' in text, '"maxItems"' in text
+    assert (lengths, counts) == {"openai": (False, True), "gemini": (False, True), "anthropic": (False, False),
+                                 "vllm": (True, True), "local": (True, True)}[provider]
+
+
+def test_the_fakes_refuse_what_the_services_refuse():
+    """Sent whole, a bounded schema is refused by the OpenAI and Gemini fakes (string lengths) and the
+    Anthropic fake (lengths and counts), as the services document; so the golden test above would fail
+    on a provider that sent it unfiltered."""
+    from fakes.schema_rules import problems
+
+    from gavel.answers import schemas
+
+    whole = schemas.bounded("extract")["schema"]
+    assert any("maxLength" in p for p in problems(whole, "openai"))
+    assert any("maxLength" in p for p in problems(whole, "gemini"))
+    assert any("maxItems" in p for p in problems(whole, "anthropic"))
+    assert problems(whole, "vllm") == []
+    with FakeOpenAI() as srv:  # online, unfiltered: a 400 naming the keyword
+        import openai
+
+        client = openai.OpenAI(base_url=srv.url + "/v1", api_key=KEY, max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="maxLength"):
+            client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "x"}],
+                                           response_format={"type": "json_schema", "json_schema": {
+                                               "name": "x", "schema": whole, "strict": True}})
+
+
+def test_paper_models_get_the_plain_schemas_unchanged_and_local_models_the_bounded():
+    """The paper's requests (and their cache keys) do not move: every provider is sent a plain schema as the
+    same object; only a model whose registry entry asks for bounds gets them."""
+    from gavel.answers import schemas
+    from gavel.llm.schema_subset import LEFT_OUT, for_provider
+
+    for plain in schemas.PLAIN.values():
+        for provider in LEFT_OUT:
+            assert for_provider(plain["schema"], provider) is plain["schema"]
+    s = extract.Summary("m", "1", "The summary.")
+    assert extract.build_requests([s], "gpt-4.1-2025-04-14")[0].schema is schemas.PLAIN["extract"]
+    assert extract.build_requests([s], LOCAL)[0].schema == schemas.bounded("extract")
+    assert extract.build_requests([s], "a-model-the-registry-does-not-know")[0].schema is schemas.PLAIN["extract"]
+    # a list matching's indices are held to the two lists' sizes
+    multi = schemas.for_model("compare_multi", LOCAL, 2, 3)["schema"]["properties"]
+    assert multi["only_in_B"]["items"]["enum"] == [1, 2, 3] and multi["only_in_A"]["maxItems"] == 2
+
+
+def test_an_answer_at_every_bound_is_read_whole():
+    """The bounds are what an answer needs: an answer filling every one is read, values and all."""
+    from gavel.answers import read, schemas
+
+    b = schemas.BOUNDS
+    snippet = ("word " * 200)[:b["evidence"]].strip()
+    summary = snippet + ". Other text."
+    answer = {"reasoning": "r" * b["reasoning"],
+              "extracted": [{"evidence": [snippet] * b["snippets"], "value": f"v{i}" + "x" * (b["value"] - 2)}
+                            for i in range(b["values"])]}
+    import jsonschema
+
+    jsonschema.validate(answer, schemas.bounded("extract")["schema"])
+    reading = read("extract", json.dumps(answer), "stop", summary=summary)
+    assert len(reading["extracted"]) == b["values"] and not reading["dropped"]

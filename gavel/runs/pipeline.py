@@ -128,6 +128,31 @@ def reask(request: Request, response: Response, reason: str, detail: str, round_
                    case_id=request.case_id, item=request.item, subject=request.subject, schema=request.schema)
 
 
+def larger_cap(request: Request, response: Response) -> int | None:
+    """The output cap to ask a truncated answer's request again with, or None when it is not asked again:
+    twice the request's own cap (``max_tokens`` of its params: a stage's measured cap, or ``--max-tokens``),
+    where the prompt and that cap fit the model's context window. A request without a cap of its own (the
+    paper's configuration) was cut at the model's output limit: nothing larger to ask for."""
+    cap = request.params.get("max_tokens")
+    if not isinstance(cap, int) or not response.input_tokens:
+        return None
+    try:
+        from gavel.llm.registry import llm_model
+
+        window = llm_model(request.model).context_window
+    except (KeyError, ValueError):
+        return None
+    if not window:
+        return None
+    larger = min(2 * cap, window - response.input_tokens)
+    return larger if larger > cap else None
+
+
+def reask_larger(request: Request, cap: int) -> Request:
+    """The same request with a larger output cap (a new custom_id): a truncated answer is asked again once."""
+    return replace(request, params={**request.params, "max_tokens": cap})
+
+
 class _Stages:
     """One runner per stage under ``out/runs/<stage>``; every answer logged for ``answers.csv``."""
 
@@ -157,6 +182,7 @@ class _Stages:
         from gavel.llm.pace import announce
 
         announce(self.s.pace, runner, current, f"stage {stage}")  # with a measured speed: the stage's duration
+        enlarged: set[int] = set()  # jobs whose truncated answer was asked again with a larger cap
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
@@ -181,6 +207,13 @@ class _Stages:
                 if status in REASKABLE and resp is not None and round_ < answers.MAX_REASKS:
                     current[i] = reask(req, resp, status, detail, round_)
                     again.append(i)
+                elif status == "truncated" and resp is not None and round_ < answers.MAX_REASKS and i not in enlarged:
+                    cap = larger_cap(req, resp)
+                    if cap:  # asked again once, with room; the log row says so
+                        self.log[-1]["detail"] = f"{detail}; asked again with max_tokens {cap}".lstrip("; ")
+                        current[i] = reask_larger(req, cap)
+                        enlarged.add(i)
+                        again.append(i)
             pending = again
         return results
 

@@ -9,6 +9,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from . import FakeServer
+from .schema_rules import refusal
 
 
 def message(custom_id: str, model: str, thinking: bool, text: str | None = None) -> dict:
@@ -41,8 +42,12 @@ class FakeAnthropic(FakeServer):
         out = []
         for req in b["_requests"]:
             cid = req["custom_id"]
+            refused = [refusal(t.get("input_schema"), "anthropic") for t in req["params"].get("tools") or []]
             if cid in self.expire_ids:
                 result = {"type": "expired"}
+            elif any(refused):  # a tool schema the service does not take: that request errors
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": next(r for r in refused if r)}}}
             elif self.should_fail(cid, b["_attempts"][cid]):
                 result = {"type": "errored", "error": {"type": "error", "error": {
                     "type": "api_error", "message": self.echo("overloaded")}}}

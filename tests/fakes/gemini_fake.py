@@ -8,6 +8,7 @@ import re
 import time
 
 from . import FakeServer
+from .schema_rules import refusal
 
 
 def generate_response(key: str, thoughts: bool, text: str | None = None) -> dict:
@@ -42,7 +43,11 @@ class FakeGemini(FakeServer):
             key = (req.get("metadata") or {}).get("key")
             if self.expire and n >= len(b["requests"]) // 2:
                 continue  # never answered: the batch expires
-            if self.should_fail(key, b["attempts"][key]):
+            cfg = (req.get("request") or {}).get("generationConfig") or {}
+            refused = refusal(cfg["responseJsonSchema"], "gemini") if "responseJsonSchema" in cfg else None
+            if refused:  # a schema the service does not take: that request errors
+                responses.append({"error": {"code": 400, "message": refused}, "metadata": {"key": key}})
+            elif self.should_fail(key, b["attempts"][key]):
                 responses.append({"error": {"code": 500, "message": self.echo("internal")}, "metadata": {"key": key}})
             elif self.damage_ids.get(key) and b["attempts"][key] == 1:  # a record with no readable key
                 responses.append({"response": generate_response(key, False), "metadata": {}})
@@ -83,6 +88,10 @@ class FakeGemini(FakeServer):
             m = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):generateContent", path)
             if method == "POST" and m:
                 body = json.loads(raw)
+                cfg = body.get("generationConfig") or {}
+                if "responseJsonSchema" in cfg and refusal(cfg["responseJsonSchema"], "gemini"):
+                    return 400, {"error": {"code": 400, "message": refusal(cfg["responseJsonSchema"], "gemini"),
+                                           "status": "INVALID_ARGUMENT"}}, "application/json"
                 text = " ".join(part.get("text", "") for part in (body.get("contents") or [{}])[-1].get("parts", []))
                 cid = text.split("id=")[-1] if "id=" in text else "online"
                 if self.should_fail(cid, self.count_submission(cid)):

@@ -9,6 +9,7 @@ import re
 import time
 
 from . import FakeServer
+from .schema_rules import refusal
 
 
 def completion(custom_id: str, model: str, reasoning: bool = False, text: str | None = None) -> dict:
@@ -18,6 +19,16 @@ def completion(custom_id: str, model: str, reasoning: bool = False, text: str | 
     return {"id": f"chatcmpl-{custom_id[-8:]}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+
+def schema_refusal(body: dict) -> str | None:
+    """Why the service would refuse this chat body's answer schema (``schema_rules``), or None: OpenAI's
+    strict ``response_format``, or vLLM's ``structured_outputs``."""
+    fmt = (body.get("response_format") or {}).get("json_schema")
+    if fmt is not None:
+        return refusal(fmt.get("schema"), "openai") if fmt.get("strict") else None
+    guided = body.get("structured_outputs")
+    return refusal(guided.get("json"), "vllm") if isinstance(guided, dict) and "json" in guided else None
 
 
 def parse_multipart(raw: bytes, content_type: str) -> bytes:
@@ -64,6 +75,10 @@ class FakeOpenAI(FakeServer):
             if self.expire_after is not None and n >= self.expire_after:
                 err.append({"id": f"r{n}", "custom_id": cid, "response": None,
                             "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
+            elif schema_refusal(rec["body"]):  # refused as the service refuses it, on this line alone
+                err.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 400, "request_id": "x",
+                            "body": {"error": {"message": schema_refusal(rec["body"]),
+                                               "type": "invalid_request_error"}}}, "error": None})
             elif self.should_fail(cid, attempt):
                 err.append({"id": f"r{n}", "custom_id": cid, "response": {"status_code": 500, "request_id": "x",
                             "body": {"error": {"message": self.echo("server error"), "type": "server_error"}}},
@@ -133,6 +148,9 @@ class FakeOpenAI(FakeServer):
                 body = json.loads(raw)
                 self.chat_calls += 1
                 self.chat_bodies.append(body)
+                if schema_refusal(body):
+                    return 400, {"error": {"message": schema_refusal(body), "type": "invalid_request_error"}}, \
+                        "application/json"
                 cid = body["messages"][-1]["content"].split("id=")[-1] if "id=" in body["messages"][-1]["content"] else f"call{self.chat_calls}"
                 if self.should_fail(cid, self.count_submission(cid)):
                     return self.fail_status, {"error": {"message": self.echo(f"server error for {cid}"), "type": "server_error"}}, \

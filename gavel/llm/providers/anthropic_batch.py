@@ -9,6 +9,7 @@ from datetime import datetime
 
 from .. import usage as usage_of
 from ..records import Request, Response
+from ..schema_subset import for_provider
 from ..secrets import register
 from .base import (
     BatchStatus,
@@ -57,7 +58,7 @@ def message_params(request: Request, model_id: str, params: dict) -> dict:
         # structured output as a forced tool call whose input must follow the schema; extended thinking
         # does not allow a forced tool, so thinking requests rely on the prompt and the tolerant parser
         out["tools"] = [{"name": request.schema["name"], "description": "Record the answer in this structure.",
-                         "input_schema": request.schema["schema"]}]
+                         "input_schema": for_provider(request.schema["schema"], "anthropic")}]
         out["tool_choice"] = {"type": "tool", "name": request.schema["name"]}
     return out
 

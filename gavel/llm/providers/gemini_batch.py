@@ -11,6 +11,7 @@ from gavel.core import config
 from .. import usage as usage_of
 from ..records import Request, Response
 from ..registry import llm_model
+from ..schema_subset import for_provider
 from ..secrets import register, scrub
 from .base import (
     BatchStatus,
@@ -45,7 +46,7 @@ def gemini_request(request: Request, params: dict) -> dict:
         cfg["thinking_config"] = {"thinking_budget": p.pop("thinking_budget"), "include_thoughts": True}
     if request.schema:
         cfg["response_mime_type"] = "application/json"
-        cfg["response_json_schema"] = request.schema["schema"]
+        cfg["response_json_schema"] = for_provider(request.schema["schema"], "gemini")  # its subset
     return {"contents": contents, "config": cfg}
 
 

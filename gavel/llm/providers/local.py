@@ -41,6 +41,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..records import Request, canonical_json
+from ..schema_subset import for_provider
 from .base import ProviderError
 from .openai_batch import DEFAULT_TIMEOUT, OpenAIBatch
 from .vllm import VLLMServer
@@ -348,7 +349,7 @@ class LocalServer(VLLMServer):
         if request.schema is not None:
             if "schema" not in request.schema:
                 raise ProviderError(f"request {request.custom_id}: schema must be {{'name': ..., 'schema': {{...}}}}")
-            body["response_format"] = {"type": "json_object", "schema": request.schema["schema"]}
+            body["response_format"] = {"type": "json_object", "schema": for_provider(request.schema["schema"], "local")}
         if body.get("seed") is None:
             body["seed"] = request_seed(request.custom_id, body)
         return body

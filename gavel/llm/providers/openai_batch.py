@@ -14,6 +14,7 @@ from gavel.core import jsonl
 
 from .. import usage as usage_of
 from ..records import Request, Response
+from ..schema_subset import for_provider
 from ..secrets import register
 from .base import (
     BatchStatus,
@@ -96,11 +97,13 @@ def chat_body(request: Request, model_id: str, params: dict, vllm: bool = False)
 
 def structured_output(schema: dict, vllm: bool = False) -> dict:
     """The request's answer schema in the chat-completions body: OpenAI's strict ``json_schema`` response
-    format; vLLM's ``structured_outputs`` (guided decoding by the schema)."""
+    format (string lengths left out: ``gavel.llm.schema_subset``); vLLM's ``structured_outputs`` (guided
+    decoding by the whole schema)."""
     if vllm:
-        return {"structured_outputs": {"json": schema["schema"]}}
+        return {"structured_outputs": {"json": for_provider(schema["schema"], "vllm")}}
     return {"response_format": {"type": "json_schema",
-                                "json_schema": {"name": schema["name"], "schema": schema["schema"], "strict": True}}}
+                                "json_schema": {"name": schema["name"], "schema": for_provider(schema["schema"], "openai"),
+                                                "strict": True}}}
 
 
 #: provider words for why generation stopped -> Response.finish_reason

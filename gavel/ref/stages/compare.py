@@ -28,7 +28,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from gavel.answers import Unusable, read
+from gavel.answers import Unusable, read, schemas
+from gavel.answers.schemas import AB_LABELS  # noqa: F401  (the labels live with the schemas)
 from gavel.core.entries import comparable_values
 from gavel.core.items import load as load_checklist
 from gavel.core.vocab import AB_RELATIONS, label_order, matching_of, relation_of
@@ -36,24 +37,10 @@ from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 
 STAGE = "compare"
-#: the labels a judge is asked to answer with (the reader also takes them in other spellings: docs/ANSWERS.md)
-AB_LABELS = ("A contains B", "B contains A", "A equals B", "A and B are different")
 GATES = ("not_applicable", "one_empty", "identical", "single", "multi", "unknown")
 GATE_SCORE = {"not_applicable": None, "one_empty": 0.0, "identical": 1.0}
-SINGLE_SCHEMA = {"name": "relation", "schema": {
-    "type": "object", "properties": {"reasoning": {"type": "string"}, "relation": {"type": "string", "enum": list(AB_LABELS)}},
-    "required": ["reasoning", "relation"], "additionalProperties": False}}
-MULTI_SCHEMA = {"name": "list_matching", "schema": {
-    "type": "object",
-    "properties": {
-        "reasoning": {"type": "string"},
-        "common": {"type": "array", "items": {
-            "type": "object", "properties": {"A_index": {"type": "integer"}, "B_index": {"type": "integer"}},
-            "required": ["A_index", "B_index"], "additionalProperties": False}},
-        "only_in_A": {"type": "array", "items": {"type": "integer"}},
-        "only_in_B": {"type": "array", "items": {"type": "integer"}},
-    },
-    "required": ["reasoning", "common", "only_in_A", "only_in_B"], "additionalProperties": False}}
+SINGLE_SCHEMA = schemas.PLAIN["compare_single"]  # the paper's; a model may get the bounded form (for_model)
+MULTI_SCHEMA = schemas.PLAIN["compare_multi"]
 
 
 @dataclass(frozen=True)
@@ -137,11 +124,11 @@ def reorder_options(messages: list[dict], row: int) -> list[dict]:
     return out
 
 
-def _single_schema(row: int) -> dict:
-    """``SINGLE_SCHEMA`` with its allowed answers listed in label-order row ``row``."""
+def _single_schema(row: int, base: dict = SINGLE_SCHEMA) -> dict:
+    """``base`` (the single-value schema a judge gets) with its allowed answers listed in label-order row ``row``."""
     enum = [AB_LABELS[AB_RELATIONS.index(ab)] for ab in label_order(row)]
-    inner = SINGLE_SCHEMA["schema"]
-    return {**SINGLE_SCHEMA, "schema": {**inner, "properties": {
+    inner = base["schema"]
+    return {**base, "schema": {**inner, "properties": {
         **inner["properties"], "relation": {"type": "string", "enum": enum}}}}
 
 
@@ -194,10 +181,11 @@ def build_requests(pairs: list[Pair], judge_model: str, seed: int = 0, max_token
         if g == "single":
             messages = reorder_options(prompts.render_messages("compare_single", item_name=name, a=a[0], b=b[0]),
                                        label_row)
-            schema = SINGLE_SCHEMA if not label_row else _single_schema(label_row)
+            schema = schemas.for_model("compare_single", judge_model)
+            schema = schema if not label_row else _single_schema(label_row, schema)
         else:
             messages = prompts.render_messages("compare_multi", item_name=name, a=_numbered(a), b=_numbered(b))
-            schema = MULTI_SCHEMA
+            schema = schemas.for_model("compare_multi", judge_model, len(a), len(b))
         req_stage = label_stage(stage, label_row) if label_row else stage if order == 1 else swapped_stage(stage)
         req = Request(stage=req_stage, model=judge_model, messages=messages, params=dict(params), case_id=p.case_id,
                       item=p.item, subject=p.subject, schema=schema if structured else None)

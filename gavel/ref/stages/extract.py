@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from gavel.answers import Unusable, read
+from gavel.answers import Unusable, read, schemas
 from gavel.core import tokens
 from gavel.core.items import ITEMS, Item
 from gavel.llm.estimate import Planned
@@ -21,16 +21,9 @@ from gavel.ref.grounding import locate, normalize
 
 STAGE = "extract"
 TEMPLATE = "extract"
-SCHEMA = {"name": "checklist_item", "schema": {
-    "type": "object",
-    "properties": {
-        "reasoning": {"type": "string"},
-        "extracted": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"evidence": {"type": "array", "items": {"type": "string"}}, "value": {"type": "string"}},
-            "required": ["evidence", "value"], "additionalProperties": False}},
-    },
-    "required": ["reasoning", "extracted"], "additionalProperties": False}}
+SCHEMA = schemas.PLAIN["extract"]  # the paper's; a model may get the bounded form (schemas.for_model)
+
+
 @dataclass(frozen=True)
 class Summary:
     """A summary to evaluate: whose it is (``subject``: a model name or ``human``), its case, its text."""
@@ -51,7 +44,7 @@ def _request(s: Summary, it: Item, extractor: str, max_tokens: int | None, struc
                                        item_definition=it.summary_instruction)
     return Request(stage=STAGE, model=extractor, messages=messages,
                    params={"max_tokens": max_tokens} if max_tokens else {}, case_id=s.case_id, item=it.key,
-                   subject=s.subject, schema=SCHEMA if structured else None)
+                   subject=s.subject, schema=schemas.for_model("extract", extractor) if structured else None)
 
 
 def plan_requests(summaries: list[Summary], extractor: str, items: tuple[Item, ...] = ITEMS,

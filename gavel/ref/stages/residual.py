@@ -17,19 +17,13 @@ the reference summary (as Eq. 2 defines, and as the score stage weights S_GAVEL-
 
 from __future__ import annotations
 
-from gavel.answers import Unusable, read
+from gavel.answers import Unusable, read, schemas
 from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 from gavel.ref.grounding import MIN_SPAN_WORDS, uncovered_spans  # noqa: F401  (the deterministic step lives with grounding)
 
 STAGE = "residual"
-SCHEMA = {"name": "residual_facts", "schema": {
-    "type": "object",
-    "properties": {"reasoning": {"type": "string"}, "extracted": {"type": "array", "items": {
-        "type": "object", "properties": {"fact": {"type": "string"},
-                                         "evidence_spans": {"type": "array", "items": {"type": "integer"}}},
-        "required": ["fact", "evidence_spans"], "additionalProperties": False}}},
-    "required": ["reasoning", "extracted"], "additionalProperties": False}}
+SCHEMA = schemas.PLAIN["residual"]  # the paper's; a model may get the bounded form (schemas.for_model)
 
 
 def residual_ratio(text: str, spans: list[tuple[int, int]]) -> float:
@@ -47,7 +41,7 @@ def build_requests(items: list[tuple[str, str, list[str]]], extractor: str, max_
         numbered = "\n".join(f"[{i}] {s}" for i, s in enumerate(spans, 1))
         out.append(Request(stage=STAGE, model=extractor, messages=prompts.render_messages("residual", spans=numbered),
                            params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id,
-                           subject=subject, schema=SCHEMA if structured else None))
+                           subject=subject, schema=schemas.for_model("residual", extractor) if structured else None))
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from gavel.answers import Unusable, read
+from gavel.answers import Unusable, read, schemas
 from gavel.core import tokens
 from gavel.core.vocab import STYLE_ASPECTS, STYLE_RUBRIC
 from gavel.llm.estimate import Planned
@@ -17,10 +17,7 @@ from gavel.llm.records import Request, Response
 from gavel.ref import prompts, scoring
 
 STAGE = "style"
-SCHEMA = {"name": "style_ratings", "schema": {
-    "type": "object",
-    "properties": {k: {"type": "integer", "minimum": 1, "maximum": 5} for k in STYLE_ASPECTS},
-    "required": list(STYLE_ASPECTS), "additionalProperties": False}}
+SCHEMA = schemas.PLAIN["style"]  # the paper's; a model may get the bounded form (schemas.for_model)
 
 
 def aspects_text(checklist=None) -> str:
@@ -57,7 +54,7 @@ def _job(pair, judge_model: str, seed: int, max_tokens: int | None, structured: 
     a, b = (text, reference) if a_is_model else (reference, text)
     req = Request(stage=STAGE, model=judge_model, messages=prompts.render_messages("style", a=a, b=b, **fixed),
                   params={"max_tokens": max_tokens} if max_tokens else {}, case_id=case_id, subject=subject,
-                  schema=SCHEMA if structured else None)
+                  schema=schemas.for_model("style", judge_model) if structured else None)
     return req, {"subject": subject, "case_id": case_id, "model_is_a": a_is_model}
 
 
