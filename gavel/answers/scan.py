@@ -33,10 +33,11 @@ def _pairs(pairs) -> dict:
     out = dict(pairs)
     if len(out) == len(pairs):  # the usual case, at C speed
         return out
-    out, conflicts = {}, []
+    out, conflicts, named = {}, [], set()
     for k, v in pairs:
-        if k in out and out[k] != v and k not in conflicts:
+        if k in out and k not in named and out[k] != v:
             conflicts.append(k)
+            named.add(k)
         out[k] = v
     if conflicts:
         out = Conflicted(out)

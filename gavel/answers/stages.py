@@ -48,9 +48,14 @@ def _entries(obj: dict) -> list:
     return entries
 
 
+#: the most evidence quotes the list values of one extract answer may share out (a list value of M texts with K
+#: quotes gives M entries of K quotes each: M·K); more is not an extraction
+MAX_SHARED_EVIDENCE = 10_000
+
+
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
-    out, dropped, seen = [], [], set()
+    out, dropped, seen, quotes, shared = [], [], set(), {}, 0
     for n, raw in enumerate(entries):
         where = f"extracted[{n}]"
         if not isinstance(raw, dict):
@@ -73,6 +78,7 @@ def _extract(obj: dict, summary: str | None) -> dict:
             _drop(dropped, where, raw, "no_value")
             continue
         value = entry["value"]
+        evidence_id = quotes.setdefault(tuple(evidence), len(quotes))  # hashed once per entry, not per value
         if isinstance(value, list):
             parts = [(f"{where}.value[{k}]", x) for k, x in enumerate(value)]
         elif isinstance(value, dict):
@@ -95,11 +101,16 @@ def _extract(obj: dict, summary: str | None) -> dict:
             elif placeholder_why(t):
                 _drop(dropped, field, x, placeholder_why(t))
             else:
-                key = (t.strip(), tuple(evidence))
+                key = (t.strip(), evidence_id)
                 if key in seen:
                     _drop(dropped, field, x, "duplicate")
                 else:
                     seen.add(key)
+                    if isinstance(value, list):
+                        shared += len(evidence)
+                        if shared > MAX_SHARED_EVIDENCE:
+                            raise Unusable("schema", f"list values share out more than {MAX_SHARED_EVIDENCE:,} "
+                                                     f"evidence quotes (a list of texts times its evidence)")
                     out.append({"value": t.strip(), "evidence": list(evidence)})
     reading = {"extracted": out, "dropped": dropped}
     if summary is not None:
@@ -127,11 +138,11 @@ _REL_CODES = {r: r for r in AB_RELATIONS} | {"equal": "a_equals_b", "equals": "a
 
 
 def _phrases(text: str, truncated: bool) -> list[str]:
-    found = []
+    found, end = [], len(text.rstrip("*_\"'` ")) if truncated else 0
     for m in _REL.finditer(text):
         if _NEGATION.search(text[max(0, m.start() - 20):m.start()]):
             continue
-        if truncated and m.end() >= len(text.rstrip("*_\"'` ")):
+        if truncated and m.end() >= end:
             raise Unusable("truncated", "cut right after the relation")
         found.append(m.lastgroup)
     return found
@@ -152,14 +163,36 @@ def _relation_json(obj: dict) -> dict:
     return {"relation": code}
 
 
+#: keys whose text is an object's reasoning, never scanned for relation phrases (any case, at any depth)
+REASONING_KEYS = frozenset({"reasoning", "reason", "explanation", "rationale", "analysis", "thinking", "thoughts",
+                            "thought", "justification"})
+
+
+def _stated(value) -> list[str]:
+    """The relations the strings of a JSON value state (phrases or codes), its reasoning text left out; walked
+    without recursion (objects are at most ``MAX_DEPTH`` deep)."""
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(x for k, x in v.items() if str(k).lower() not in REASONING_KEYS)
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str):
+            out += _phrases(v, False)
+    return out
+
+
 def _compare_single(text: str, truncated: bool) -> dict:
-    found, spans = _candidates(text, {"relation"}, truncated, required=False)
+    found, objs = _candidates(text, {"relation"}, truncated, required=False)
     marker = _MARKER.search(text)
     readings = [_relation_json(obj) for obj in found]
+    # every other string of every JSON object that states a relation must agree (wherever the object is)
+    readings += [{"relation": r} for _, _, v in objs for r in _stated(v)]
     if marker or not truncated:  # no marker: the whole text, only when not truncated
         start = marker.end() if marker else 0
         region, last = [], start
-        for s, e in spans:  # answer objects count by their relation only, never by their reasoning text
+        for s, e, _ in objs:  # JSON objects count by the strings they state, never as prose
             if e > last:
                 region.append(text[last:max(s, last)])
                 last = e
@@ -174,7 +207,7 @@ def _compare_single(text: str, truncated: bool) -> dict:
 
 
 # ====================================================================== indices (compare_multi, residual)
-_DIGITS = re.compile(r"\s*([0-9]+)\s*")
+_DIGITS = re.compile(r"([0-9]+)")  # ASCII digits only, nothing around them
 #: the most pairs one matching may list (repeats dropped first); more is not a matching of two lists
 MAX_PAIRS = 10_000
 
@@ -336,8 +369,9 @@ def style_key(key) -> str | None:
     return _STYLE_ALIASES.get(_key_norm(key))
 
 
-#: a rating written as text: "4", "4.5", "4/5", "4 out of 5" (ASCII digits; the scale is 1..5)
-_NUMERIC = re.compile(r"\s*(-?[0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(?:/\s*5|out\s+of\s+5)?\s*\.?\s*", re.I)
+#: a rating written as text, blanks around it stripped first: "4", "4.5", "4/5", "4 out of 5" (ASCII digits;
+#: the scale is 1..5). Each blank run has one place to go (no backtracking over a run of blanks).
+_NUMERIC = re.compile(r"(-?[0-9]{1,3}(?:\.[0-9]{1,6})?)(?:\s*(?:/\s*5|out\s+of\s+5))?(?:\s*\.)?", re.I)
 
 
 def _rating(value, aspect: str, dropped: list):
@@ -350,7 +384,7 @@ def _rating(value, aspect: str, dropped: list):
             return None
         value = given[0] if given else None
     if isinstance(value, str):
-        m = _NUMERIC.fullmatch(value)
+        m = _NUMERIC.fullmatch(value.strip())
         value = (float(m.group(1)) if "." in m.group(1) else int(m.group(1))) if m else value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         _drop(dropped, aspect, raw, "not_a_number")
@@ -394,7 +428,7 @@ def _style_object(value) -> dict | None:
 _SCORES_MARKER = re.compile(r"^[ \t>#*_\-]*scores?\b[^\n]*$", re.I | re.M)
 _KEY_JUNK = " \t>#*_-\u20220123456789.)"
 _KEY_TEXT = re.compile(r"[A-Za-z][A-Za-z &/_\-]*")
-_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*/[ \t]*5)?")
+_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*5)?", re.I)
 _QUOTED_KEY = re.compile(r"[\"'\u201c]([^\"'\u201d\n]{3,60})[\"'\u201d]\s*:")
 
 

@@ -162,8 +162,8 @@ def quoted_key(keys) -> re.Pattern:
 
 
 def _candidates(text: str, keys, truncated: bool, required: bool = True,
-                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
-    """Objects carrying a signature key (unwrapped one level) and the spans of all complete objects. A closed
+                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int, object]]]:
+    """Objects carrying a signature key (unwrapped one level) and all complete objects as (start, end, value). A closed
     ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
     ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`)."""
     objs, broken, unclosed = scan(text)
@@ -192,7 +192,7 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
         if not text.strip():
             raise Unusable("empty", "no answer text")
         raise Unusable("no_json", f"no answer object (with {' / '.join(sorted(keys))}) in {text.strip()[:80]!r}")
-    return found, [(s, e) for s, e, _ in objs]
+    return found, objs
 
 
 def _one(readings: list[dict]) -> dict:
@@ -220,7 +220,20 @@ def _read_each(found: list[dict], reader) -> dict:
     return _one(readings)
 
 
+#: a reading's ``dropped`` lists this many pieces one by one; the rest are counted, one entry per reason
+MAX_DROPPED = 1_000
+
+
 def _drop(dropped: list, field: str, value, why: str) -> None:
-    dropped.append({"field": field, "value": value, "why": why})
+    """Lists one thrown-away piece; past ``MAX_DROPPED`` it is only counted, in one closing entry per reason
+    (``{"field": "(more)", "value": None, "why", "count"}``), so a runaway answer's reading stays small."""
+    if len(dropped) < MAX_DROPPED:
+        dropped.append({"field": field, "value": value, "why": why})
+        return
+    for entry in dropped[MAX_DROPPED:]:  # at most one per reason
+        if entry["why"] == why:
+            entry["count"] += 1
+            return
+    dropped.append({"field": "(more)", "value": None, "why": why, "count": 1})
 
 
