@@ -42,7 +42,13 @@ def _pairs(pairs) -> dict:
     if conflicts:
         out = Conflicted(out)
         out.conflicts = conflicts
+        _CONFLICTED[0] += 1
     return out
+
+
+#: how many Conflicted objects were ever made: a decode that leaves it unchanged made none (a concurrent decode
+#: elsewhere can only make a clean object look suspect, never the reverse)
+_CONFLICTED = [0]
 
 
 def _int(text: str):
@@ -236,42 +242,79 @@ def _depth_ok(value) -> bool:
     return True
 
 
-def _object_in(span: str):
-    """The object that is exactly ``span`` (a ``{...}`` whose braces match), or raises ``_Fail``."""
-    try:
-        value, end = _DECODER.raw_decode(span)
-        if end == len(span) and _depth_ok(value):
-            return value
-    except (json.JSONDecodeError, RecursionError):
-        pass
+def _tolerant(span: str):
+    """The object that is exactly ``span`` (a ``{...}`` whose braces match and that is not JSON, or is JSON
+    nested too deep) by the tolerant reader, or raises ``_Fail``."""
     value, end = _value(span, 0)
     if end != len(span):
         raise _Fail(end, False)
     return value
 
 
-def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None]:
+#: a surrogate written as an escape (``\\ud800``); with no raw surrogate either, a span holds no lone surrogate
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _surrogate_checks(text: str) -> tuple[bool, bool]:
+    """(whether ``text`` may hold a raw surrogate, whether it may hold an escaped one), each checked once for
+    the whole text at C speed, so that the spans of a text without any are not searched."""
+    raw = not text.isascii()
+    if raw:
+        try:
+            text.encode("utf-8")
+            raw = False
+        except UnicodeEncodeError:
+            pass
+    return raw, "\\u" in text
+#: a span with fewer opening brackets than this cannot nest deeper than MAX_DEPTH
+_SHALLOW = MAX_DEPTH
+
+
+def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None, set[int]]:
     """(complete top-level objects as (start, end, value), spans of closed ``{...}`` that are not objects,
-    where an object that never closes starts or None). Nested objects are never candidates themselves."""
-    found, broken, i = [], [], 0
+    where an object that never closes starts or None, the positions in the first list of the objects that may
+    hold a key given twice or a lone surrogate: only those need :func:`gavel.answers.text.sound`). Nested
+    objects are never candidates themselves.
+
+    A ``{`` is first decoded where it stands by the C decoder: valid JSON ends exactly where the string-aware
+    brace matcher would close it (outside strings, JSON has no quote), and a failed decode stops within that
+    span, so each character is still looked at a few times at most. Only what is not JSON is matched brace by
+    brace and read by the tolerant reader."""
+    found, broken, suspect, i = [], [], set(), 0
+    raw, escaped = _surrogate_checks(text)
     while True:
         i = text.find("{", i)
         if i < 0:
-            return found, broken, None
-        close = matching_brace(text, i)
-        if close is None:
-            return found, broken, i
+            return found, broken, None, suspect
+        made = _CONFLICTED[0]
         try:
-            found.append((i, close + 1, _object_in(text[i:close + 1])))
-        except (_Fail, RecursionError):
-            broken.append((i, close + 1))
-        i = close + 1
+            value, end = _DECODER.scan_once(text, i)  # raw_decode without its Python frame
+        except (StopIteration, ValueError, RecursionError):
+            value = None
+        if value is not None and (text.count("{", i, end) + text.count("[", i, end) <= _SHALLOW or _depth_ok(value)):
+            start = i
+        else:
+            close = matching_brace(text, i)
+            if close is None:
+                return found, broken, i, suspect
+            start, end = i, close + 1
+            try:
+                value = _tolerant(text[start:end])
+            except (_Fail, RecursionError):
+                broken.append((start, end))
+                i = end
+                continue
+        if _CONFLICTED[0] != made or (raw and _SURROGATE.search(text, start, end)) or (
+                escaped and _ESCAPED_SURROGATE.search(text, start, end)):
+            suspect.add(len(found))
+        found.append((start, end, value))
+        i = end
 
 
 def scan_objects(text: str) -> tuple[list[tuple[int, int, object]], int | None]:
     """Complete top-level objects of ``text`` as (start, end, value), and where an object that never
     closes starts (None when every ``{`` is accounted for). Nested objects are never candidates themselves."""
-    found, _, unclosed = scan(text)
+    found, _, unclosed, _ = scan(text)
     return found, unclosed
 
 

@@ -53,65 +53,85 @@ def _entries(obj: dict) -> list:
 MAX_SHARED_EVIDENCE = 10_000
 
 
+def _kept_text(x) -> tuple[str | None, str | None]:
+    """(the stripped text of one value, None), or (None, why it is dropped): ``null``, ``not_text``, ``empty``,
+    ``placeholder``, ``prompt_placeholder``."""
+    if x is None:
+        return None, "null"
+    t = x if x.__class__ is str else _text_of(x)
+    if t is None:
+        return None, "not_text"
+    t = t.strip()
+    if not t:
+        return None, "empty"
+    if t[0] in "nN<.\u2026":  # every placeholder starts with one of these
+        why = placeholder_why(t)
+        if why:
+            return None, why
+    return t, None
+
+
+def _quote(e) -> bool:
+    """Whether one evidence item is a usable quote as it stands (the common case: a plain string)."""
+    if e.__class__ is not str:
+        return False
+    t = e.strip()
+    return bool(t) and not (t[0] in "<.\u2026" and _ECHO.match(t))
+
+
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
     out, dropped, seen, quotes, shared = [], [], set(), {}, 0
     for n, raw in enumerate(entries):
-        where = f"extracted[{n}]"
         if not isinstance(raw, dict):
-            _drop(dropped, where, raw, "not_an_object")
+            _drop(dropped, f"extracted[{n}]", raw, "not_an_object")
             continue
-        entry = _lower(raw)
-        ev = entry.get("evidence", entry.get("evidences"))
+        entry = raw if len(raw) == 2 and "value" in raw and "evidence" in raw else _lower(raw)
+        ev = entry["evidence"] if "evidence" in entry else entry.get("evidences")
         ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
         evidence = []
         for e in ev:
-            t = e.get("text") if isinstance(e, dict) else e
-            t = _text_of(t)
+            if _quote(e):
+                evidence.append(e)
+                continue
+            t = _text_of(e.get("text") if isinstance(e, dict) else e)
             if t is None or not t.strip():
-                _drop(dropped, f"{where}.evidence", e, "not_text")
+                _drop(dropped, f"extracted[{n}].evidence", e, "not_text")
             elif _ECHO.match(t.strip()):
-                _drop(dropped, f"{where}.evidence", e, "prompt_placeholder")
+                _drop(dropped, f"extracted[{n}].evidence", e, "prompt_placeholder")
             else:
                 evidence.append(t)
         if "value" not in entry:
-            _drop(dropped, where, raw, "no_value")
+            _drop(dropped, f"extracted[{n}]", raw, "no_value")
             continue
         value = entry["value"]
         evidence_id = quotes.setdefault(tuple(evidence), len(quotes))  # hashed once per entry, not per value
         if isinstance(value, list):
-            parts = [(f"{where}.value[{k}]", x) for k, x in enumerate(value)]
+            parts = value
         elif isinstance(value, dict):
             if value and all(_text_of(x) is not None for x in value.values()):
-                parts = [(f"{where}.value", "; ".join(f"{k}: {x}" for k, x in value.items()))]
+                parts = ["; ".join(f"{k}: {x}" for k, x in value.items())]
             else:
-                _drop(dropped, f"{where}.value", value, "not_text")
+                _drop(dropped, f"extracted[{n}].value", value, "not_text")
                 continue
         else:
-            parts = [(f"{where}.value", value)]
-        for field, x in parts:
-            if x is None:
-                _drop(dropped, field, x, "null")
-                continue
-            t = _text_of(x)
-            if t is None:
-                _drop(dropped, field, x, "not_text")
-            elif not t.strip():
-                _drop(dropped, field, x, "empty")
-            elif placeholder_why(t):
-                _drop(dropped, field, x, placeholder_why(t))
-            else:
-                key = (t.strip(), evidence_id)
-                if key in seen:
-                    _drop(dropped, field, x, "duplicate")
-                else:
+            parts = [value]
+        listed = isinstance(value, list)
+        for k, x in enumerate(parts):
+            t, why = _kept_text(x)
+            if t is not None:
+                key = (t, evidence_id)
+                if key not in seen:
                     seen.add(key)
-                    if isinstance(value, list):
+                    if listed:
                         shared += len(evidence)
                         if shared > MAX_SHARED_EVIDENCE:
                             raise Unusable("schema", f"list values share out more than {MAX_SHARED_EVIDENCE:,} "
                                                      f"evidence quotes (a list of texts times its evidence)")
-                    out.append({"value": t.strip(), "evidence": list(evidence)})
+                    out.append({"value": t, "evidence": list(evidence)})
+                    continue
+                why = "duplicate"
+            _drop(dropped, f"extracted[{n}].value[{k}]" if listed else f"extracted[{n}].value", x, why)
     reading = {"extracted": out, "dropped": dropped}
     if summary is not None:
         hay, found = _SPACES.sub(" ", summary), {}
@@ -215,6 +235,8 @@ MAX_PAIRS = 10_000
 def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
     """Indices of one index value: a list expands (each element read alone); bad ones go to ``dropped``.
     An index is an int or a string of ASCII digits; an integer too long to convert reads as out of range."""
+    if value.__class__ is int and value >= 1 and (n is None or value <= n):  # the common case
+        return [value]
     if isinstance(value, list):
         out = []
         for k, x in enumerate(value):
@@ -245,6 +267,8 @@ def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
 
 def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
     """The distinct indices of one side of a pair; a repeat inside the side is dropped (``duplicate``)."""
+    if not isinstance(value, list):  # one index: nothing to repeat
+        return _index(value, field, n, dropped)
     out, seen = [], set()
     for i in _index(value, field, n, dropped):
         if i in seen:
@@ -267,12 +291,20 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         if not isinstance(raw, dict):
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
             continue
-        p = _lower(raw)
-        if "a_index" not in p or "b_index" not in p:
-            _drop(dropped, f"common[{k}]", raw, "not_a_pair")
-            continue
-        side_a = _side(p["a_index"], f"common[{k}].a_index", n_a, dropped)
-        side_b = _side(p["b_index"], f"common[{k}].b_index", n_b, dropped)
+        if len(raw) == 2 and "A_index" in raw and "B_index" in raw:  # the prompt's own spelling
+            a, b = raw["A_index"], raw["B_index"]
+        else:
+            p = _lower(raw)
+            if "a_index" not in p or "b_index" not in p:
+                _drop(dropped, f"common[{k}]", raw, "not_a_pair")
+                continue
+            a, b = p["a_index"], p["b_index"]
+        if a.__class__ is int and b.__class__ is int and 0 < a and 0 < b and (n_a is None or a <= n_a) and (
+                n_b is None or b <= n_b):  # one pair of good indices, the common case
+            side_a, side_b = [a], [b]
+        else:
+            side_a = _side(a, f"common[{k}].a_index", n_a, dropped)
+            side_b = _side(b, f"common[{k}].b_index", n_b, dropped)
         size += len(side_a) * len(side_b)
         if size > MAX_PAIRS:
             raise Unusable("schema", f"the matching lists more than {MAX_PAIRS:,} pairs")
@@ -291,7 +323,8 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         matched = {p[pos] for p in pairs}
         kept, taken = [], set()
         for k, x in enumerate(raw):
-            for i in _index(x, f"{key}[{k}]", n, dropped):
+            good = x.__class__ is int and 0 < x and (n is None or x <= n)
+            for i in ([x] if good else _index(x, f"{key}[{k}]", n, dropped)):
                 if i in taken:
                     _drop(dropped, f"{key}[{k}]", x, "duplicate")
                 elif i in matched:
@@ -449,12 +482,13 @@ def _score_lines(region: str) -> list[tuple[str, str]]:
 
 
 def _style(text: str, truncated: bool) -> dict:
-    objs, broken, unclosed = scan(text)
+    objs, broken, unclosed, suspect = scan(text)
     found = []
-    for _, _, v in objs:
+    for n, (_, _, v) in enumerate(objs):
         c = _style_object(v)
         if c is not None:
-            sound(v)
+            if n in suspect:
+                sound(v)
             found.append(c)
     if unclosed is not None and (truncated or any(style_key(w) for w in _QUOTED_KEY.findall(text, unclosed))):
         raise Unusable("truncated" if truncated else "no_json", f"an object opened at character {unclosed} never closes")

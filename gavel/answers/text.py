@@ -20,7 +20,9 @@ COMPLETE = frozenset({"stop", "end_turn", "stop_sequence", "tool_calls", "tool_u
 
 def is_cut(finish_reason) -> bool:
     """Whether an answer with ``finish_reason`` may have been cut (None: unknown, read as complete)."""
-    return finish_reason is not None and str(finish_reason).strip().lower() not in COMPLETE
+    if finish_reason is None or (finish_reason.__class__ is str and finish_reason in COMPLETE):
+        return False
+    return str(finish_reason).strip().lower() not in COMPLETE
 
 
 class Unusable(ValueError):
@@ -80,6 +82,8 @@ def _prepare(text: str | None, truncated: bool) -> tuple[str, list | None]:
     """(answer text, Harmony messages or None). Reasoning is dropped; Harmony keeps only ``final`` content."""
     text = _normalize(text)
     messages = None
+    if "<" not in text:  # no Harmony, no <think>: the common case
+        return text, messages
     if _HARMONY.search(text):
         messages = harmony_messages(text)
         finals = [m for m in messages if m[0] == "final"]
@@ -107,9 +111,12 @@ def json_candidates(text: str | None) -> list[str]:
 # ====================================================================== candidates of a stage
 def _lower(d: dict) -> dict:
     """Keys in lower case; two keys differing only in case with different values are ambiguous."""
+    out = {k.lower(): v for k, v in d.items()}  # the keys of a JSON object are strings
+    if len(out) == len(d):
+        return out
     out = {}
     for k, v in d.items():
-        lk = str(k).lower()
+        lk = k.lower()
         if lk in out and out[lk] != v:
             raise Unusable("ambiguous", f"keys differing only in letter case with different values: {k!r}")
         out[lk] = v
@@ -117,7 +124,7 @@ def _lower(d: dict) -> dict:
 
 
 def _has(d: dict, keys) -> bool:
-    return any(str(k).lower() in keys for k in d)
+    return not keys.isdisjoint(d) or any(k.lower() in keys for k in d)  # keys of a JSON object are strings
 
 
 def _with_signature(value, keys) -> dict | None:
@@ -166,7 +173,7 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
     """Objects carrying a signature key (unwrapped one level) and all complete objects as (start, end, value). A closed
     ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
     ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`)."""
-    objs, broken, unclosed = scan(text)
+    objs, broken, unclosed, suspect = scan(text)
     if unclosed is not None:
         tail = text[unclosed:].lower()
         if truncated:
@@ -174,12 +181,13 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
         if any(f'{k}' in tail for k in keys):
             raise Unusable("no_json", f"an answer object opened at character {unclosed} never closes")
     found = []
-    for _, _, v in objs:
+    for n, (_, _, v) in enumerate(objs):
         c = _with_signature(v, keys)
         if c is not None:
-            sound(v, text_only)
+            if n in suspect:
+                sound(v, text_only)
             found.append(c)
-    key = quoted_key(keys)
+    key = quoted_key(keys) if broken else None
     bad = next((s for s, e in broken if key.search(text, s, e)), None)
     if bad is not None:
         if found:
