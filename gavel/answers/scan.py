@@ -58,6 +58,25 @@ def _int(text: str):
 
 
 _DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_pairs, parse_int=_int)
+#: the same without a Python call per integer: for spans too short to hold an integer of MAX_DIGITS digits
+_SHORT = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
+
+
+def _decode_at(text: str, i: int):
+    """(value, end) of the JSON value starting at ``i``, or (None, i) when it is not JSON (or nests too deep
+    for the C decoder)."""
+    try:
+        value, end = _SHORT.scan_once(text, i)  # raw_decode without its Python frame
+        if end - i <= MAX_DIGITS:
+            return value, end
+    except (StopIteration, json.JSONDecodeError, RecursionError):  # not JSON
+        return None, i
+    except ValueError:  # an integer Python refuses to convert: read again, with MAX_DIGITS
+        pass
+    try:
+        return _DECODER.scan_once(text, i)
+    except (StopIteration, ValueError, RecursionError):
+        return None, i
 
 
 class _Fail(Exception):
@@ -281,16 +300,13 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
     span, so each character is still looked at a few times at most. Only what is not JSON is matched brace by
     brace and read by the tolerant reader."""
     found, broken, suspect, i = [], [], set(), 0
-    raw, escaped = _surrogate_checks(text)
+    raw, escaped = (False, "\\u" in text) if text.isascii() else _surrogate_checks(text)
     while True:
         i = text.find("{", i)
         if i < 0:
             return found, broken, None, suspect
         made = _CONFLICTED[0]
-        try:
-            value, end = _DECODER.scan_once(text, i)  # raw_decode without its Python frame
-        except (StopIteration, ValueError, RecursionError):
-            value = None
+        value, end = _decode_at(text, i)
         if value is not None and (text.count("{", i, end) + text.count("[", i, end) <= _SHALLOW or _depth_ok(value)):
             start = i
         else:

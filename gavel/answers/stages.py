@@ -71,14 +71,6 @@ def _kept_text(x) -> tuple[str | None, str | None]:
     return t, None
 
 
-def _quote(e) -> bool:
-    """Whether one evidence item is a usable quote as it stands (the common case: a plain string)."""
-    if e.__class__ is not str:
-        return False
-    t = e.strip()
-    return bool(t) and not (t[0] in "<.\u2026" and _ECHO.match(t))
-
-
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
     out, dropped, seen, quotes, shared = [], [], set(), {}, 0
@@ -91,7 +83,7 @@ def _extract(obj: dict, summary: str | None) -> dict:
         ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
         evidence = []
         for e in ev:
-            if _quote(e):
+            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026":  # a plain quote: kept as it is
                 evidence.append(e)
                 continue
             t = _text_of(e.get("text") if isinstance(e, dict) else e)
@@ -118,7 +110,10 @@ def _extract(obj: dict, summary: str | None) -> dict:
             parts = [value]
         listed = isinstance(value, list)
         for k, x in enumerate(parts):
-            t, why = _kept_text(x)
+            if x.__class__ is str and (t := x.strip()) and t[0] not in "nN<.\u2026":  # plain text: no placeholder
+                why = None
+            else:
+                t, why = _kept_text(x)
             if t is not None:
                 key = (t, evidence_id)
                 if key not in seen:
@@ -288,23 +283,28 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
     dropped, pairs, seen, size = [], [], set(), 0
     for k, raw in enumerate(common):
+        if raw.__class__ is dict and len(raw) == 2:  # the prompt's own pair of two good indices: the common case
+            a, b = raw.get("A_index"), raw.get("B_index")
+            if a.__class__ is int and b.__class__ is int and 0 < a and 0 < b and (n_a is None or a <= n_a) and (
+                    n_b is None or b <= n_b):
+                size += 1
+                if size > MAX_PAIRS:
+                    raise Unusable("schema", f"the matching lists more than {MAX_PAIRS:,} pairs")
+                if (a, b) in seen:
+                    _drop(dropped, f"common[{k}]", [a, b], "duplicate")
+                else:
+                    seen.add((a, b))
+                    pairs.append([a, b])
+                continue
         if not isinstance(raw, dict):
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
             continue
-        if len(raw) == 2 and "A_index" in raw and "B_index" in raw:  # the prompt's own spelling
-            a, b = raw["A_index"], raw["B_index"]
-        else:
-            p = _lower(raw)
-            if "a_index" not in p or "b_index" not in p:
-                _drop(dropped, f"common[{k}]", raw, "not_a_pair")
-                continue
-            a, b = p["a_index"], p["b_index"]
-        if a.__class__ is int and b.__class__ is int and 0 < a and 0 < b and (n_a is None or a <= n_a) and (
-                n_b is None or b <= n_b):  # one pair of good indices, the common case
-            side_a, side_b = [a], [b]
-        else:
-            side_a = _side(a, f"common[{k}].a_index", n_a, dropped)
-            side_b = _side(b, f"common[{k}].b_index", n_b, dropped)
+        p = _lower(raw)
+        if "a_index" not in p or "b_index" not in p:
+            _drop(dropped, f"common[{k}]", raw, "not_a_pair")
+            continue
+        side_a = _side(p["a_index"], f"common[{k}].a_index", n_a, dropped)
+        side_b = _side(p["b_index"], f"common[{k}].b_index", n_b, dropped)
         size += len(side_a) * len(side_b)
         if size > MAX_PAIRS:
             raise Unusable("schema", f"the matching lists more than {MAX_PAIRS:,} pairs")

@@ -215,6 +215,8 @@ def _one(readings: list[dict]) -> dict:
 
 
 def _read_each(found: list[dict], reader) -> dict:
+    if len(found) == 1:  # one candidate: its reading, or why it is unusable
+        return reader(found[0])
     readings, errors = [], []
     for obj in found:
         try:
