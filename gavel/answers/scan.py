@@ -296,35 +296,44 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
     objects are never candidates themselves.
 
     A ``{`` is first decoded where it stands by the C decoder: valid JSON ends exactly where the string-aware
-    brace matcher would close it (outside strings, JSON has no quote), and a failed decode stops within that
-    span, so each character is still looked at a few times at most. Only what is not JSON is matched brace by
-    brace and read by the tolerant reader."""
-    found, broken, suspect, i = [], [], set(), 0
+    brace matcher would close it (outside strings, JSON has no quote). A failed decode costs as much as the
+    text before it (the decoder's error counts lines from the start), so after the first one each ``{`` is
+    matched brace by brace first and only its span decoded, as JSON or by the tolerant reader: no character is
+    looked at more than a few times."""
+    found, broken, suspect, i, direct = [], [], set(), 0, True
     raw, escaped = (False, "\\u" in text) if text.isascii() else _surrogate_checks(text)
     while True:
         i = text.find("{", i)
         if i < 0:
             return found, broken, None, suspect
-        made = _CONFLICTED[0]
-        value, end = _decode_at(text, i)
-        if value is not None and (text.count("{", i, end) + text.count("[", i, end) <= _SHALLOW or _depth_ok(value)):
-            start = i
-        else:
+        made, start = _CONFLICTED[0], i
+        value, end = _decode_at(text, i) if direct else (None, i)
+        direct = direct and value is not None
+        if value is None or not _shallow(text, i, end, value):
             close = matching_brace(text, i)
             if close is None:
                 return found, broken, i, suspect
-            start, end = i, close + 1
-            try:
-                value = _tolerant(text[start:end])
-            except (_Fail, RecursionError):
-                broken.append((start, end))
-                i = end
-                continue
+            end = close + 1
+            span = text[start:end]
+            value, stop = _decode_at(span, 0)
+            if value is None or stop != len(span) or not _shallow(span, 0, stop, value):
+                try:
+                    value = _tolerant(span)
+                except (_Fail, RecursionError):
+                    broken.append((start, end))
+                    i = end
+                    continue
         if _CONFLICTED[0] != made or (raw and _SURROGATE.search(text, start, end)) or (
                 escaped and _ESCAPED_SURROGATE.search(text, start, end)):
             suspect.add(len(found))
         found.append((start, end, value))
         i = end
+
+
+def _shallow(text: str, start: int, end: int, value) -> bool:
+    """Whether the value decoded from ``text[start:end]`` nests at most MAX_DEPTH deep (counted brackets
+    first: fewer than MAX_DEPTH cannot nest deeper)."""
+    return text.count("{", start, end) + text.count("[", start, end) <= _SHALLOW or _depth_ok(value)
 
 
 def scan_objects(text: str) -> tuple[list[tuple[int, int, object]], int | None]:
