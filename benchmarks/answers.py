@@ -274,7 +274,7 @@ def hostile(names: list[str], sizes: list[int], timeout: float, repeat: int = 1)
     load only ever adds time); prints seconds, s/MB and the growth ratio."""
     ok = True
     print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts)")
-    print(f"{'shape':<26} " + " ".join(f"{str(s) + ' MB':>10}" for s in sizes) + f" {'s/MB (max)':>11} {'growth':>8}")
+    print(f"{'shape':<44} " + " ".join(f"{str(s) + ' MB':>10}" for s in sizes) + f" {'s/MB (max)':>11} {'growth':>8}")
     for name in names:
         times = []
         for size in sizes:
@@ -299,7 +299,7 @@ def hostile(names: list[str], sizes: list[int], timeout: float, repeat: int = 1)
         else:
             growth, verdict = float("inf"), False
         ok &= verdict
-        print(f"{name:<26} {cells} {per_mb:>11.3f} {growth:>7.1f}x {'' if verdict else ' NOT met'}")
+        print(f"{name:<44} {cells} {per_mb:>11.3f} {growth:>7.1f}x {'' if verdict else ' NOT met'}")
     print(f"growth target: at most {GROWTH_TARGET:g}x for 10x the text (1 ms floor on the small time)")
     return ok
 
