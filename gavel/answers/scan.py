@@ -307,9 +307,18 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
         if i < 0:
             return found, broken, None, suspect
         made, start = _CONFLICTED[0], i
-        value, end = _decode_at(text, i) if direct else (None, i)
+        value = None
+        if direct:
+            try:  # _decode_at's common case, inline
+                value, end = _SHORT.scan_once(text, i)
+                if end - i > MAX_DIGITS:
+                    value, end = _decode_at(text, i)
+            except (StopIteration, json.JSONDecodeError, RecursionError):
+                value = None
+            except ValueError:
+                value, end = _decode_at(text, i)
         direct = direct and value is not None
-        if value is None or not _shallow(text, i, end, value):
+        if value is None or (text.count("{", i, end) + text.count("[", i, end) > _SHALLOW and not _depth_ok(value)):
             close = matching_brace(text, i)
             if close is None:
                 return found, broken, i, suspect

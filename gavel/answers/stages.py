@@ -40,7 +40,10 @@ def _text_of(v) -> str | None:
 
 def _entries(obj: dict) -> list:
     """The ``extracted`` list of an extract or residual answer (one object stands for a list of one)."""
-    entries = _lower(obj).get("extracted")
+    if "extracted" in obj and (len(obj) == 1 or (len(obj) == 2 and "reasoning" in obj)):  # the prompt's keys
+        entries = obj["extracted"]
+    else:
+        entries = _lower(obj).get("extracted")
     if isinstance(entries, dict):
         entries = [entries]
     if not isinstance(entries, list):

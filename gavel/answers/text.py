@@ -188,7 +188,7 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
                 sound(v, text_only)
             found.append(c)
     key = quoted_key(keys) if broken else None
-    bad = next((s for s, e in broken if key.search(text, s, e)), None)
+    bad = next((s for s, e in broken if key.search(text, s, e)), None) if broken else None
     if bad is not None:
         if found:
             raise Unusable("ambiguous", f"an answer object at character {bad} is not JSON, beside one that is")
