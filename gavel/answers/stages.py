@@ -132,10 +132,10 @@ def _extract(obj: dict, summary: str | None) -> dict:
             _drop(dropped, f"extracted[{n}].value[{k}]" if listed else f"extracted[{n}].value", x, why)
     reading = {"extracted": out, "dropped": dropped}
     if summary is not None:
-        hay, found = _SPACES.sub(" ", summary), {}
-        for e in {e for item in out for e in item["evidence"]}:
-            found[e] = _SPACES.sub(" ", e).strip() in hay
-        reading["ungrounded"] = [e for item in out for e in item["evidence"] if not found[e]]
+        # each quote of each entry looked up once (list values share out at most MAX_SHARED_EVIDENCE quotes):
+        # no table of every quote, which made a runaway evidence list grow faster than its length
+        hay = _SPACES.sub(" ", summary)
+        reading["ungrounded"] = [e for item in out for e in item["evidence"] if " ".join(e.split()) not in hay]
     return reading
 
 
