@@ -324,6 +324,11 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         raw = obj.get(key)
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
         matched = {p[pos] for p in pairs}
+        if all(x.__class__ is int and 0 < x and (n is None or x <= n) for x in raw):  # good indices only
+            distinct = set(raw)
+            if len(distinct) == len(raw) and distinct.isdisjoint(matched):  # none repeated, none matched
+                reading[key] = list(raw)
+                continue
         kept, taken = [], set()
         for k, x in enumerate(raw):
             good = x.__class__ is int and 0 < x and (n is None or x <= n)
