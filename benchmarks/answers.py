@@ -8,14 +8,22 @@ extractor answer of ``summary_checklists/`` (``{"reasoning", "extracted"}``) as 
 
     .venv/bin/python benchmarks/answers.py                 # both parts
     .venv/bin/python benchmarks/answers.py hostile         # only the hostile shapes (no release needed)
-    .venv/bin/python benchmarks/answers.py hostile --mb 1 10 --timeout 300 --only brace_prose
+    .venv/bin/python benchmarks/answers.py hostile --mb 1 10 --timeout 300 --only brace_prose gen:common
+
+The release part prints the answers/s and the ratio to its floor: ``json.loads`` (the C decoder) of each
+answer's JSON object, or of the text as a JSON string when it has none, in CPU seconds, the fastest of three
+runs each (goal: at most 5x).
 
 The hostile shapes are what a runaway or adversarial model writes, each read at 1 MB and 10 MB of text
 (``finish_reason`` "stop" and, for the cut shapes, "length"): a runaway extraction list (distinct and repeated
 entries), a runaway matching list, prose full of brace fragments, a ``Scores`` line padded with spaces,
-thousands of tool calls, deep nesting. Each size runs in a subprocess with a time limit and is timed in CPU
-seconds (a busy machine does not skew the ratio); the growth ratio (time at 10 MB / time at 1 MB) must be at
-most 12.
+thousands of tool calls, deep nesting; and the generated shapes (``gen:<slot>:<constructs>``): every loop of
+the reader is a slot (prose before an answer, the region after a Final-Answer marker, a JSON string, an
+object's keys, the extracted list, a value list, an evidence list, the common list, only_in, evidence spans,
+a rating string, score lines, the agent's dialects), each construct of a slot repeated alone, every two of
+one slot alternated, and all of them together; ``value_list_times_evidence`` grows M values and K quotes of
+one entry together. Each size runs in a subprocess with a time limit and is timed in CPU seconds (a busy
+machine does not skew the ratio); the growth ratio (time at 10 MB / time at 1 MB) must be at most 12.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from gavel.answers import Unusable, read  # noqa: E402
 from gavel.core.config import release_root  # noqa: E402
 
 TARGET = 5_000
+FLOOR_RATIO = 5.0  # the reader on the release's answers costs at most this many times json.loads of their JSON
 GROWTH_TARGET = 12.0
 MB = 1_000_000
 _LABEL = {"equal": "A equals B", "different": "A and B are different", "contains_model": "B contains A",
@@ -143,6 +152,112 @@ HOSTILE = {
 }
 
 
+# ---------------------------------------------------------------------- generated shapes: every loop of the reader
+#: slot -> (stage, finish_reason, context, head, tail, {construct: unit(i)}): a construct is one repeatable piece
+#: of an answer at one place (a slot); each is repeated alone, and every two of one slot alternately (combined)
+SLOTS = {
+    "prose_single": ("compare_single", "stop", {}, "", "\n**Final Answer:** A equals B", {
+        "braces": lambda i: "{held} {x: y} {'a': [1, 2} ",
+        "phrases": lambda i: "maybe A contains B, not B contains A. ",
+        "quotes": lambda i: "it's \"quoted\" \u201ccurly\u201d ' ",
+        "think": lambda i: "<think>A equals B?</think> ",
+        "objects": lambda i: '{"reasoning": "A contains B", "note": [1, {"x": "y"}]} ',
+        "blank_lines": lambda i: "   \n\n",
+    }),
+    "marker_region": ("compare_single", "length", {}, "**Final Answer:** ", "\n\n   ", {
+        "phrases": lambda i: "A equals B ",
+        "negated": lambda i: "not **\"A contains B\"** ",
+        "codes": lambda i: "a_equals_b, ",
+    }),
+    "json_strings": ("compare_single", "stop", {}, '{"relation": "A equals B", "answer": "', '"}', {
+        "phrases": lambda i: "A equals B and ",
+        "escapes": lambda i: "\\n\\\"\\u00e9 ",
+        "blanks": lambda i: "          ",
+    }),
+    "object_keys": ("compare_single", "stop", {}, '{"relation": "A equals B", ', '"z": 0}', {
+        "duplicate_keys": lambda i: f'"k{i % 1000}": {i}, ',
+        "same_keys": lambda i: f'"k{i % 1000}": 1, ',
+        "distinct_keys": lambda i: f'"k{i}": "v", ',
+        "case_keys": lambda i: f'"K{i % 1000}": 1, "k{i % 1000}": 1, ',
+    }),
+    "extracted": ("extract", "stop", {"summary": "quote 1 and value 2"}, '{"extracted": [', '{"value": "end"}]}', {
+        "distinct": lambda i: f'{{"value": "value {i}", "evidence": ["quote {i}"]}}, ',
+        "repeated": lambda i: '{"value": "value 7", "evidence": ["quote 7"]}, ',
+        "placeholders": lambda i: '{"value": "N/A", "evidence": ["<exact quote from the summary>"]}, ',
+        "list_values": lambda i: f'{{"value": ["a{i}", "b{i}", null, 3], "evidence": "q{i % 9}"}}, ',
+        "object_values": lambda i: f'{{"Value": {{"date": "d{i}", "n": {i}}}, "Evidence": [{{"text": "t{i}"}}]}}, ',
+        "not_objects": lambda i: f'"{i}", [{i}], ',
+    }),
+    "value_list": ("extract", "stop", {}, '{"extracted": [{"evidence": ["q"], "value": [', '"end"]}]}', {
+        "texts": lambda i: f'"v{i}", ',
+        "repeats": lambda i: '"v", ',
+        "non_texts": lambda i: "true, [1], null, ",
+    }),
+    "evidence_list": ("extract", "stop", {"summary": "q1"}, '{"extracted": [{"value": "v", "evidence": [', '"end"]}]}', {
+        "quotes": lambda i: f'"q{i}", ',
+        "objects": lambda i: f'{{"text": "q{i}", "source_document": "D"}}, ',
+        "non_texts": lambda i: "1.5, true, null, ",
+    }),
+    "common": ("compare_multi", "stop", {"n_a": 40, "n_b": 40}, '**Final Answer:**\n{"only_in_A": [1], "common": [',
+               '{"A_index": 1, "B_index": 1}], "only_in_B": []}', {
+        "pairs": lambda i: f'{{"A_index": {i % 40 + 1}, "B_index": {i % 39 + 1}}}, ',
+        "string_indices": lambda i: f'{{"a_index": "{i % 40 + 1}", "b_index": " {i % 40}"}}, ',
+        "list_sides": lambda i: f'{{"A_index": [{i % 40 + 1}, 1, 1], "B_index": [2, 0, "x"]}}, ',
+        "not_pairs": lambda i: f'{{"A_index": {i}}}, 7, ',
+    }),
+    "only_in": ("compare_multi", "stop", {"n_a": 40, "n_b": 40}, '{"common": [{"A_index": 1, "B_index": 1}], "only_in_A": [',
+                '2]}', {
+        "indices": lambda i: f"{i % 40 + 1}, ",
+        "bad_indices": lambda i: '0, null, "x", 1e999, ',
+    }),
+    "evidence_spans": ("residual_facts", "stop", {"n_spans": 50}, '{"extracted": [', '{"fact": "end"}]}', {
+        "facts": lambda i: f'{{"fact": "f{i}", "evidence_spans": [{i % 50 + 1}, "{i % 7 + 1}", 99]}}, ',
+        "repeated_facts": lambda i: '{"fact": "same  fact", "evidence_spans": 1}, ',
+    }),
+    "ratings": ("style", "stop", {}, '{"readability_jargon": "4', 'x", "narrative_order": 3}', {
+        "blanks": lambda i: " ",
+        "digits": lambda i: "4",
+    }),
+    "score_lines": ("style", "stop", {}, "**Scores:**\n", "Citation Style: 3\n", {
+        "lines": lambda i: f"- Narrative Order {' ' * (i % 60)}: 3\n",
+        "out_of": lambda i: "Readability & Jargon: 4 out of 5\n",
+        "not_lines": lambda i: "just prose here: none = x\n",
+    }),
+    "agent_text": ("agent_action", "stop", {}, "", '{"decision": "stop"}', {
+        "tool_calls": lambda i: _TOOL.format(1),
+        "harmony": lambda i: _HARMONY.format(1),
+        "analysis": lambda i: "<|start|>assistant<|channel|>analysis<|message|>thinking {x}<|end|>",
+        "python_tag": lambda i: '<|python_tag|>{"name": "list_documents", "parameters": {}}<|eom_id|>',
+        "mistral": lambda i: '[TOOL_CALLS]list_documents[ARGS]{} ',
+    }),
+}
+
+
+def _generated(slot: str, units: list[str]):
+    stage, finish, context, head, tail, constructs = SLOTS[slot]
+    makers = [constructs[u] for u in units]
+    return (stage, finish, context, lambda n: _repeat(head, lambda i: makers[i % len(makers)](i), tail, n))
+
+
+def _value_times_evidence(n: int) -> str:
+    """An extract entry whose value is a list of M texts and whose evidence a list of K (M = K)."""
+    half = n // 2
+    return (_repeat('{"extracted": [{"value": [', lambda i: f'"v{i}", ', '"v"], "evidence": [', half)
+            + _repeat("", lambda i: f'"q{i}", ', '"q"]}]}', half))
+
+
+for _slot, (_stage, _finish, _context, _head, _tail, _units) in SLOTS.items():
+    _names = sorted(_units)
+    for _u in _names:
+        HOSTILE[f"gen:{_slot}:{_u}"] = _generated(_slot, [_u])
+    for _k, _a in enumerate(_names):
+        for _b in _names[_k + 1:]:
+            HOSTILE[f"gen:{_slot}:{_a}+{_b}"] = _generated(_slot, [_a, _b])
+    if len(_names) > 2:
+        HOSTILE[f"gen:{_slot}:all"] = _generated(_slot, _names)
+HOSTILE["value_list_times_evidence"] = ("extract", "stop", {"summary": "v1"}, _value_times_evidence)
+
+
 def _time_one(name: str, size: int) -> float:
     stage, finish, context, make = HOSTILE[name]
     text = make(size)
@@ -159,7 +274,7 @@ def hostile(names: list[str], sizes: list[int], timeout: float, repeat: int = 1)
     load only ever adds time); prints seconds, s/MB and the growth ratio."""
     ok = True
     print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts)")
-    print(f"{'shape':<26} " + " ".join(f"{str(s) + ' MB':>10}" for s in sizes) + f" {'s/MB (max)':>11} {'growth':>8}")
+    print(f"{'shape':<44} " + " ".join(f"{str(s) + ' MB':>10}" for s in sizes) + f" {'s/MB (max)':>11} {'growth':>8}")
     for name in names:
         times = []
         for size in sizes:
@@ -184,28 +299,58 @@ def hostile(names: list[str], sizes: list[int], timeout: float, repeat: int = 1)
         else:
             growth, verdict = float("inf"), False
         ok &= verdict
-        print(f"{name:<26} {cells} {per_mb:>11.3f} {growth:>7.1f}x {'' if verdict else ' NOT met'}")
+        print(f"{name:<44} {cells} {per_mb:>11.3f} {growth:>7.1f}x {'' if verdict else ' NOT met'}")
     print(f"growth target: at most {GROWTH_TARGET:g}x for 10x the text (1 ms floor on the small time)")
     return ok
 
 
-def throughput() -> None:
+def _payload(text: str) -> str:
+    """What any reader must at least decode of one answer: its JSON object (first ``{`` to last ``}``), or
+    the text itself as a JSON string when it holds none."""
+    i, j = text.find("{"), text.rfind("}")
+    return text[i:j + 1] if 0 <= i < j else json.dumps(text)
+
+
+def _cpu(fn, repeat: int) -> float:
+    """The fastest of ``repeat`` runs of ``fn``, in CPU seconds (a shared machine's load only ever adds)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def throughput(repeat: int = 3) -> None:
     data = answers(release_root())
     kinds = Counter(stage for stage, _ in data)
     outcome = Counter()
-    start = time.perf_counter()
-    for stage, text in data:
-        try:
-            read(stage, text, "stop", n_a=None, n_b=None)
-            outcome["read"] += 1
-        except Unusable as err:
-            outcome[err.reason] += 1
-    elapsed = time.perf_counter() - start
-    rate = len(data) / elapsed
+    payloads = [_payload(text) for _, text in data]
+
+    def floor():
+        for p in payloads:
+            try:
+                json.loads(p)
+            except ValueError:
+                pass
+
+    def reader():
+        outcome.clear()
+        for stage, text in data:
+            try:
+                read(stage, text, "stop", n_a=None, n_b=None)
+                outcome["read"] += 1
+            except Unusable as err:
+                outcome[err.reason] += 1
+
+    base, elapsed = _cpu(floor, repeat), _cpu(reader, repeat)
+    rate, ratio = len(data) / elapsed, elapsed / base
     print(f"answers: {len(data):,} ({', '.join(f'{k} {n:,}' for k, n in sorted(kinds.items()))})")
     print(f"outcome: {dict(outcome)}")
-    print(f"read in {elapsed:.2f} s: {rate:,.0f} answers/s; target {TARGET:,}/s; ratio {rate / TARGET:.1f}x "
-          f"({'met' if rate >= TARGET else 'NOT met'})")
+    print(f"read in {elapsed:.3f} CPU s: {rate:,.0f} answers/s (target {TARGET:,}/s: "
+          f"{'met' if rate >= TARGET else 'NOT met'}); floor (json.loads of each answer's JSON, C decoder): "
+          f"{base:.3f} CPU s; ratio {ratio:.1f}x the floor (goal at most {FLOOR_RATIO:g}x: "
+          f"{'met' if ratio <= FLOOR_RATIO else 'NOT met'}); fastest of {repeat} runs each")
 
 
 def main() -> None:
@@ -217,10 +362,13 @@ def main() -> None:
     ap.add_argument("--mb", nargs="+", type=float, default=[1, 10])
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--repeat", type=int, default=1, help="runs per size; the fastest counts")
-    ap.add_argument("--only", nargs="+", choices=sorted(HOSTILE), default=list(HOSTILE))
+    ap.add_argument("--only", nargs="+", default=[""], help="shapes whose name contains one of these")
     args = ap.parse_args()
+    args.only = [n for n in HOSTILE if any(part in n for part in args.only)]
+    if not args.only:
+        ap.error(f"no shape matches; shapes: {', '.join(HOSTILE)}")
     if args.part in ("all", "release"):
-        throughput()
+        throughput(args.repeat if args.repeat > 1 else 3)
     if args.part in ("all", "hostile"):
         hostile(args.only, args.mb, args.timeout, args.repeat)
 

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gavel.answers import STAGES, Unusable, placeholder_why, read, scan_objects
-from gavel.answers.stages import MAX_PAIRS
+from gavel.answers.stages import MAX_PAIRS, MAX_SHARED_EVIDENCE
+from gavel.answers.text import MAX_DROPPED
 
 CONTEXT = {"n_a": 3, "n_b": 3, "n_spans": 3, "summary": "The mayor resigned in 2022."}
 FINISH = ["stop", "length", None, "content_filter", "tool_calls", "weird"]
@@ -154,7 +155,7 @@ def test_compare_multi_repeats_cannot_multiply_pairs():
     side = json.dumps([1] * 2000)
     text = f'{{"common": [{{"A_index": {side}, "B_index": {side}}}], "only_in_A": [], "only_in_B": []}}'
     got = read("compare_multi", text, n_a=3, n_b=3)
-    assert got["common"] == [[1, 1]] and len(got["dropped"]) == 2 * 1999
+    assert got["common"] == [[1, 1]] and _dropped_total(got) == 2 * 1999
     many = json.dumps(list(range(1, 1001)))
     with pytest.raises(Unusable) as err:  # without n, distinct indices are bounded by MAX_PAIRS
         read("compare_multi", f'{{"common": [{{"A_index": {many}, "B_index": {many}}}]}}')
@@ -164,10 +165,54 @@ def test_compare_multi_repeats_cannot_multiply_pairs():
         read("compare_multi", f'{{"common": [{entries}]}}', n_a=40, n_b=40)
 
 
+def _dropped_total(reading) -> int:
+    return sum(d.get("count", 1) for d in reading["dropped"])
+
+
 def test_runaway_list_keeps_each_distinct_entry_once():
     entries = ", ".join(f'{{"value": "v{i % 500}", "evidence": ["e{i % 500}"]}}' for i in range(20_000))
     got = read("extract", f'{{"extracted": [{entries}]}}')
-    assert len(got["extracted"]) == 500 and len(got["dropped"]) == 19_500
+    assert len(got["extracted"]) == 500 and _dropped_total(got) == 19_500
+
+
+@pytest.mark.parametrize("stage,unit,context", [
+    ("extract", '{"value": "same", "evidence": ["q"]}, ', {}),
+    ("residual_facts", '{"fact": "same", "evidence_spans": [1]}, ', {"n_spans": 3}),
+    ("compare_multi", '{"A_index": 1, "B_index": [1, 1, 0, "x"]}, ', {"n_a": 3, "n_b": 3})])
+def test_a_runaway_list_keeps_a_bounded_reading(stage, unit, context):
+    """A runaway list once kept one ``dropped`` entry per repeat (10 MB: 1.4 GB, the reading 21x the answer):
+    the first MAX_DROPPED are listed, the rest counted in one closing entry per reason, nothing lost."""
+    key = "common" if stage == "compare_multi" else "extracted"
+    got = read(stage, f'{{"{key}": [' + unit * 5000 + unit.rstrip(", ") + "]}", **context)
+    listed = [d for d in got["dropped"] if "count" not in d]
+    more = [d for d in got["dropped"] if "count" in d]
+    assert len(listed) == MAX_DROPPED and 1 <= len(more) <= 3
+    assert all(d["field"] == "(more)" and d["value"] is None and d["count"] >= 1 for d in more)
+    assert len({d["why"] for d in more}) == len(more)
+    per_unit = {"extract": 1, "residual_facts": 1, "compare_multi": 4}[stage]  # a repeat, 0, "x", the pair again
+    assert _dropped_total(got) == 5001 * per_unit - 1  # the first unit keeps its entry or pair
+    assert len(json.dumps(got)) < 200_000
+
+
+def test_a_list_value_times_its_evidence_is_bounded():
+    """M values sharing K quotes give M·K references: 1 MB of them once ended in MemoryError (not Unusable)."""
+    values = json.dumps([f"v{i}" for i in range(40_000)])
+    quotes = json.dumps([f"q{i}" for i in range(40_000)])
+    with pytest.raises(Unusable) as err:
+        read("extract", f'{{"extracted": [{{"value": {values}, "evidence": {quotes}}}]}}', summary="v1 q1")
+    assert err.value.reason == "schema" and f"{MAX_SHARED_EVIDENCE:,}" in err.value.detail
+    got = read("extract", '{"extracted": [{"value": ["a", "b", "a"], "evidence": ["q", "r"]}]}')
+    assert got["extracted"] == [{"value": "a", "evidence": ["q", "r"]}, {"value": "b", "evidence": ["q", "r"]}]
+    assert [d["why"] for d in got["dropped"]] == ["duplicate"]
+
+
+def test_many_duplicate_keys_name_each_conflict_once():
+    text = "{" + ", ".join(f'"k{i % 3000}": {i}' for i in range(9000)) + ', "relation": "A equals B"}'
+    with pytest.raises(Unusable) as err:
+        read("compare_single", text)
+    assert err.value.reason == "ambiguous" and "'k0'" in err.value.detail
+    from gavel.answers.scan import loads
+    assert loads("{" + ", ".join(f'"k{i % 3000}": {i}' for i in range(9000)) + "}").conflicts == [f"k{i}" for i in range(3000)]
 
 
 def test_brace_fragments_before_the_answer_are_skipped():

@@ -76,7 +76,7 @@ def _read(stage: str, text: str | None, truncated: bool, context: dict) -> dict:
     if stage == "agent_action":
         return _agent(text, truncated)
     body, _ = _prepare(text, truncated)
-    if not body.strip():
+    if not body or body.isspace():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
     if stage == "compare_single":
         return _compare_single(body, truncated)

@@ -33,15 +33,22 @@ def _pairs(pairs) -> dict:
     out = dict(pairs)
     if len(out) == len(pairs):  # the usual case, at C speed
         return out
-    out, conflicts = {}, []
+    out, conflicts, named = {}, [], set()
     for k, v in pairs:
-        if k in out and out[k] != v and k not in conflicts:
+        if k in out and k not in named and out[k] != v:
             conflicts.append(k)
+            named.add(k)
         out[k] = v
     if conflicts:
         out = Conflicted(out)
         out.conflicts = conflicts
+        _CONFLICTED[0] += 1
     return out
+
+
+#: how many Conflicted objects were ever made: a decode that leaves it unchanged made none (a concurrent decode
+#: elsewhere can only make a clean object look suspect, never the reverse)
+_CONFLICTED = [0]
 
 
 def _int(text: str):
@@ -51,6 +58,25 @@ def _int(text: str):
 
 
 _DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_pairs, parse_int=_int)
+#: the same without a Python call per integer: for spans too short to hold an integer of MAX_DIGITS digits
+_SHORT = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
+
+
+def _decode_at(text: str, i: int):
+    """(value, end) of the JSON value starting at ``i``, or (None, i) when it is not JSON (or nests too deep
+    for the C decoder)."""
+    try:
+        value, end = _SHORT.scan_once(text, i)  # raw_decode without its Python frame
+        if end - i <= MAX_DIGITS:
+            return value, end
+    except (StopIteration, json.JSONDecodeError, RecursionError):  # not JSON
+        return None, i
+    except ValueError:  # an integer Python refuses to convert: read again, with MAX_DIGITS
+        pass
+    try:
+        return _DECODER.scan_once(text, i)
+    except (StopIteration, ValueError, RecursionError):
+        return None, i
 
 
 class _Fail(Exception):
@@ -235,42 +261,94 @@ def _depth_ok(value) -> bool:
     return True
 
 
-def _object_in(span: str):
-    """The object that is exactly ``span`` (a ``{...}`` whose braces match), or raises ``_Fail``."""
-    try:
-        value, end = _DECODER.raw_decode(span)
-        if end == len(span) and _depth_ok(value):
-            return value
-    except (json.JSONDecodeError, RecursionError):
-        pass
+def _tolerant(span: str):
+    """The object that is exactly ``span`` (a ``{...}`` whose braces match and that is not JSON, or is JSON
+    nested too deep) by the tolerant reader, or raises ``_Fail``."""
     value, end = _value(span, 0)
     if end != len(span):
         raise _Fail(end, False)
     return value
 
 
-def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None]:
+#: a surrogate written as an escape (``\\ud800``); with no raw surrogate either, a span holds no lone surrogate
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _surrogate_checks(text: str) -> tuple[bool, bool]:
+    """(whether ``text`` may hold a raw surrogate, whether it may hold an escaped one), each checked once for
+    the whole text at C speed, so that the spans of a text without any are not searched."""
+    raw = not text.isascii()
+    if raw:
+        try:
+            text.encode("utf-8")
+            raw = False
+        except UnicodeEncodeError:
+            pass
+    return raw, "\\u" in text
+#: a span with fewer opening brackets than this cannot nest deeper than MAX_DEPTH
+_SHALLOW = MAX_DEPTH
+
+
+def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None, set[int]]:
     """(complete top-level objects as (start, end, value), spans of closed ``{...}`` that are not objects,
-    where an object that never closes starts or None). Nested objects are never candidates themselves."""
-    found, broken, i = [], [], 0
+    where an object that never closes starts or None, the positions in the first list of the objects that may
+    hold a key given twice or a lone surrogate: only those need :func:`gavel.answers.text.sound`). Nested
+    objects are never candidates themselves.
+
+    A ``{`` is first decoded where it stands by the C decoder: valid JSON ends exactly where the string-aware
+    brace matcher would close it (outside strings, JSON has no quote). A failed decode costs as much as the
+    text before it (the decoder's error counts lines from the start), so after the first one each ``{`` is
+    matched brace by brace first and only its span decoded, as JSON or by the tolerant reader: no character is
+    looked at more than a few times."""
+    found, broken, suspect, i, direct = [], [], set(), 0, True
+    raw, escaped = (False, "\\u" in text) if text.isascii() else _surrogate_checks(text)
     while True:
         i = text.find("{", i)
         if i < 0:
-            return found, broken, None
-        close = matching_brace(text, i)
-        if close is None:
-            return found, broken, i
-        try:
-            found.append((i, close + 1, _object_in(text[i:close + 1])))
-        except (_Fail, RecursionError):
-            broken.append((i, close + 1))
-        i = close + 1
+            return found, broken, None, suspect
+        made, start = _CONFLICTED[0], i
+        value = None
+        if direct:
+            try:  # _decode_at's common case, inline
+                value, end = _SHORT.scan_once(text, i)
+                if end - i > MAX_DIGITS:
+                    value, end = _decode_at(text, i)
+            except (StopIteration, json.JSONDecodeError, RecursionError):
+                value = None
+            except ValueError:
+                value, end = _decode_at(text, i)
+        direct = direct and value is not None
+        if value is None or (text.count("{", i, end) + text.count("[", i, end) > _SHALLOW and not _depth_ok(value)):
+            close = matching_brace(text, i)
+            if close is None:
+                return found, broken, i, suspect
+            end = close + 1
+            span = text[start:end]
+            value, stop = _decode_at(span, 0)
+            if value is None or stop != len(span) or not _shallow(span, 0, stop, value):
+                try:
+                    value = _tolerant(span)
+                except (_Fail, RecursionError):
+                    broken.append((start, end))
+                    i = end
+                    continue
+        if _CONFLICTED[0] != made or (raw and _SURROGATE.search(text, start, end)) or (
+                escaped and _ESCAPED_SURROGATE.search(text, start, end)):
+            suspect.add(len(found))
+        found.append((start, end, value))
+        i = end
+
+
+def _shallow(text: str, start: int, end: int, value) -> bool:
+    """Whether the value decoded from ``text[start:end]`` nests at most MAX_DEPTH deep (counted brackets
+    first: fewer than MAX_DEPTH cannot nest deeper)."""
+    return text.count("{", start, end) + text.count("[", start, end) <= _SHALLOW or _depth_ok(value)
 
 
 def scan_objects(text: str) -> tuple[list[tuple[int, int, object]], int | None]:
     """Complete top-level objects of ``text`` as (start, end, value), and where an object that never
     closes starts (None when every ``{`` is accounted for). Nested objects are never candidates themselves."""
-    found, _, unclosed = scan(text)
+    found, _, unclosed, _ = scan(text)
     return found, unclosed
 
 

@@ -40,7 +40,10 @@ def _text_of(v) -> str | None:
 
 def _entries(obj: dict) -> list:
     """The ``extracted`` list of an extract or residual answer (one object stands for a list of one)."""
-    entries = _lower(obj).get("extracted")
+    if "extracted" in obj and (len(obj) == 1 or (len(obj) == 2 and "reasoning" in obj)):  # the prompt's keys
+        entries = obj["extracted"]
+    else:
+        entries = _lower(obj).get("extracted")
     if isinstance(entries, dict):
         entries = [entries]
     if not isinstance(entries, list):
@@ -48,65 +51,91 @@ def _entries(obj: dict) -> list:
     return entries
 
 
+#: the most evidence quotes the list values of one extract answer may share out (a list value of M texts with K
+#: quotes gives M entries of K quotes each: M·K); more is not an extraction
+MAX_SHARED_EVIDENCE = 10_000
+
+
+def _kept_text(x) -> tuple[str | None, str | None]:
+    """(the stripped text of one value, None), or (None, why it is dropped): ``null``, ``not_text``, ``empty``,
+    ``placeholder``, ``prompt_placeholder``."""
+    if x is None:
+        return None, "null"
+    t = x if x.__class__ is str else _text_of(x)
+    if t is None:
+        return None, "not_text"
+    t = t.strip()
+    if not t:
+        return None, "empty"
+    if t[0] in "nN<.\u2026":  # every placeholder starts with one of these
+        why = placeholder_why(t)
+        if why:
+            return None, why
+    return t, None
+
+
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
-    out, dropped, seen = [], [], set()
+    out, dropped, seen, quotes, shared = [], [], set(), {}, 0
     for n, raw in enumerate(entries):
-        where = f"extracted[{n}]"
         if not isinstance(raw, dict):
-            _drop(dropped, where, raw, "not_an_object")
+            _drop(dropped, f"extracted[{n}]", raw, "not_an_object")
             continue
-        entry = _lower(raw)
-        ev = entry.get("evidence", entry.get("evidences"))
+        entry = raw if len(raw) == 2 and "value" in raw and "evidence" in raw else _lower(raw)
+        ev = entry["evidence"] if "evidence" in entry else entry.get("evidences")
         ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
         evidence = []
         for e in ev:
-            t = e.get("text") if isinstance(e, dict) else e
-            t = _text_of(t)
+            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026":  # a plain quote: kept as it is
+                evidence.append(e)
+                continue
+            t = _text_of(e.get("text") if isinstance(e, dict) else e)
             if t is None or not t.strip():
-                _drop(dropped, f"{where}.evidence", e, "not_text")
+                _drop(dropped, f"extracted[{n}].evidence", e, "not_text")
             elif _ECHO.match(t.strip()):
-                _drop(dropped, f"{where}.evidence", e, "prompt_placeholder")
+                _drop(dropped, f"extracted[{n}].evidence", e, "prompt_placeholder")
             else:
                 evidence.append(t)
         if "value" not in entry:
-            _drop(dropped, where, raw, "no_value")
+            _drop(dropped, f"extracted[{n}]", raw, "no_value")
             continue
         value = entry["value"]
+        evidence_id = quotes.setdefault(tuple(evidence), len(quotes))  # hashed once per entry, not per value
         if isinstance(value, list):
-            parts = [(f"{where}.value[{k}]", x) for k, x in enumerate(value)]
+            parts = value
         elif isinstance(value, dict):
             if value and all(_text_of(x) is not None for x in value.values()):
-                parts = [(f"{where}.value", "; ".join(f"{k}: {x}" for k, x in value.items()))]
+                parts = ["; ".join(f"{k}: {x}" for k, x in value.items())]
             else:
-                _drop(dropped, f"{where}.value", value, "not_text")
+                _drop(dropped, f"extracted[{n}].value", value, "not_text")
                 continue
         else:
-            parts = [(f"{where}.value", value)]
-        for field, x in parts:
-            if x is None:
-                _drop(dropped, field, x, "null")
-                continue
-            t = _text_of(x)
-            if t is None:
-                _drop(dropped, field, x, "not_text")
-            elif not t.strip():
-                _drop(dropped, field, x, "empty")
-            elif placeholder_why(t):
-                _drop(dropped, field, x, placeholder_why(t))
+            parts = [value]
+        listed = isinstance(value, list)
+        for k, x in enumerate(parts):
+            if x.__class__ is str and (t := x.strip()) and t[0] not in "nN<.\u2026":  # plain text: no placeholder
+                why = None
             else:
-                key = (t.strip(), tuple(evidence))
-                if key in seen:
-                    _drop(dropped, field, x, "duplicate")
-                else:
+                t, why = _kept_text(x)
+            if t is not None:
+                key = (t, evidence_id)
+                if key not in seen:
                     seen.add(key)
-                    out.append({"value": t.strip(), "evidence": list(evidence)})
+                    if listed:
+                        shared += len(evidence)
+                        if shared > MAX_SHARED_EVIDENCE:
+                            raise Unusable("schema", f"list values share out more than {MAX_SHARED_EVIDENCE:,} "
+                                                     f"evidence quotes (a list of texts times its evidence)")
+                    out.append({"value": t, "evidence": list(evidence)})
+                    continue
+                why = "duplicate"
+            _drop(dropped, f"extracted[{n}].value[{k}]" if listed else f"extracted[{n}].value", x, why)
     reading = {"extracted": out, "dropped": dropped}
     if summary is not None:
-        hay, found = _SPACES.sub(" ", summary), {}
-        for e in {e for item in out for e in item["evidence"]}:
-            found[e] = _SPACES.sub(" ", e).strip() in hay
-        reading["ungrounded"] = [e for item in out for e in item["evidence"] if not found[e]]
+        # each quote of each entry looked up once (list values share out at most MAX_SHARED_EVIDENCE quotes):
+        # no table of every quote, which made a runaway evidence list grow faster than its length
+        hay = _SPACES.sub(" ", summary)
+        reading["ungrounded"] = [e for item in out for e in item["evidence"] if " ".join(e.split()) not in hay]
     return reading
 
 
@@ -127,11 +156,11 @@ _REL_CODES = {r: r for r in AB_RELATIONS} | {"equal": "a_equals_b", "equals": "a
 
 
 def _phrases(text: str, truncated: bool) -> list[str]:
-    found = []
+    found, end = [], len(text.rstrip("*_\"'` ")) if truncated else 0
     for m in _REL.finditer(text):
         if _NEGATION.search(text[max(0, m.start() - 20):m.start()]):
             continue
-        if truncated and m.end() >= len(text.rstrip("*_\"'` ")):
+        if truncated and m.end() >= end:
             raise Unusable("truncated", "cut right after the relation")
         found.append(m.lastgroup)
     return found
@@ -152,14 +181,36 @@ def _relation_json(obj: dict) -> dict:
     return {"relation": code}
 
 
+#: keys whose text is an object's reasoning, never scanned for relation phrases (any case, at any depth)
+REASONING_KEYS = frozenset({"reasoning", "reason", "explanation", "rationale", "analysis", "thinking", "thoughts",
+                            "thought", "justification"})
+
+
+def _stated(value) -> list[str]:
+    """The relations the strings of a JSON value state (phrases or codes), its reasoning text left out; walked
+    without recursion (objects are at most ``MAX_DEPTH`` deep)."""
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(x for k, x in v.items() if str(k).lower() not in REASONING_KEYS)
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str):
+            out += _phrases(v, False)
+    return out
+
+
 def _compare_single(text: str, truncated: bool) -> dict:
-    found, spans = _candidates(text, {"relation"}, truncated, required=False)
+    found, objs = _candidates(text, {"relation"}, truncated, required=False)
     marker = _MARKER.search(text)
     readings = [_relation_json(obj) for obj in found]
+    # every other string of every JSON object that states a relation must agree (wherever the object is)
+    readings += [{"relation": r} for _, _, v in objs for r in _stated(v)]
     if marker or not truncated:  # no marker: the whole text, only when not truncated
         start = marker.end() if marker else 0
         region, last = [], start
-        for s, e in spans:  # answer objects count by their relation only, never by their reasoning text
+        for s, e, _ in objs:  # JSON objects count by the strings they state, never as prose
             if e > last:
                 region.append(text[last:max(s, last)])
                 last = e
@@ -174,7 +225,7 @@ def _compare_single(text: str, truncated: bool) -> dict:
 
 
 # ====================================================================== indices (compare_multi, residual)
-_DIGITS = re.compile(r"\s*([0-9]+)\s*")
+_DIGITS = re.compile(r"([0-9]+)")  # ASCII digits only, nothing around them
 #: the most pairs one matching may list (repeats dropped first); more is not a matching of two lists
 MAX_PAIRS = 10_000
 
@@ -182,6 +233,8 @@ MAX_PAIRS = 10_000
 def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
     """Indices of one index value: a list expands (each element read alone); bad ones go to ``dropped``.
     An index is an int or a string of ASCII digits; an integer too long to convert reads as out of range."""
+    if value.__class__ is int and value >= 1 and (n is None or value <= n):  # the common case
+        return [value]
     if isinstance(value, list):
         out = []
         for k, x in enumerate(value):
@@ -212,6 +265,8 @@ def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
 
 def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
     """The distinct indices of one side of a pair; a repeat inside the side is dropped (``duplicate``)."""
+    if not isinstance(value, list):  # one index: nothing to repeat
+        return _index(value, field, n, dropped)
     out, seen = [], set()
     for i in _index(value, field, n, dropped):
         if i in seen:
@@ -231,6 +286,19 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
     dropped, pairs, seen, size = [], [], set(), 0
     for k, raw in enumerate(common):
+        if raw.__class__ is dict and len(raw) == 2:  # the prompt's own pair of two good indices: the common case
+            a, b = raw.get("A_index"), raw.get("B_index")
+            if a.__class__ is int and b.__class__ is int and 0 < a and 0 < b and (n_a is None or a <= n_a) and (
+                    n_b is None or b <= n_b):
+                size += 1
+                if size > MAX_PAIRS:
+                    raise Unusable("schema", f"the matching lists more than {MAX_PAIRS:,} pairs")
+                if (a, b) in seen:
+                    _drop(dropped, f"common[{k}]", [a, b], "duplicate")
+                else:
+                    seen.add((a, b))
+                    pairs.append([a, b])
+                continue
         if not isinstance(raw, dict):
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
             continue
@@ -256,9 +324,15 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         raw = obj.get(key)
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
         matched = {p[pos] for p in pairs}
+        if all(x.__class__ is int and 0 < x and (n is None or x <= n) for x in raw):  # good indices only
+            distinct = set(raw)
+            if len(distinct) == len(raw) and distinct.isdisjoint(matched):  # none repeated, none matched
+                reading[key] = list(raw)
+                continue
         kept, taken = [], set()
         for k, x in enumerate(raw):
-            for i in _index(x, f"{key}[{k}]", n, dropped):
+            good = x.__class__ is int and 0 < x and (n is None or x <= n)
+            for i in ([x] if good else _index(x, f"{key}[{k}]", n, dropped)):
                 if i in taken:
                     _drop(dropped, f"{key}[{k}]", x, "duplicate")
                 elif i in matched:
@@ -336,8 +410,9 @@ def style_key(key) -> str | None:
     return _STYLE_ALIASES.get(_key_norm(key))
 
 
-#: a rating written as text: "4", "4.5", "4/5", "4 out of 5" (ASCII digits; the scale is 1..5)
-_NUMERIC = re.compile(r"\s*(-?[0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(?:/\s*5|out\s+of\s+5)?\s*\.?\s*", re.I)
+#: a rating written as text, blanks around it stripped first: "4", "4.5", "4/5", "4 out of 5" (ASCII digits;
+#: the scale is 1..5). Each blank run has one place to go (no backtracking over a run of blanks).
+_NUMERIC = re.compile(r"(-?[0-9]{1,3}(?:\.[0-9]{1,6})?)(?:\s*(?:/\s*5|out\s+of\s+5))?(?:\s*\.)?", re.I)
 
 
 def _rating(value, aspect: str, dropped: list):
@@ -350,7 +425,7 @@ def _rating(value, aspect: str, dropped: list):
             return None
         value = given[0] if given else None
     if isinstance(value, str):
-        m = _NUMERIC.fullmatch(value)
+        m = _NUMERIC.fullmatch(value.strip())
         value = (float(m.group(1)) if "." in m.group(1) else int(m.group(1))) if m else value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         _drop(dropped, aspect, raw, "not_a_number")
@@ -394,7 +469,7 @@ def _style_object(value) -> dict | None:
 _SCORES_MARKER = re.compile(r"^[ \t>#*_\-]*scores?\b[^\n]*$", re.I | re.M)
 _KEY_JUNK = " \t>#*_-\u20220123456789.)"
 _KEY_TEXT = re.compile(r"[A-Za-z][A-Za-z &/_\-]*")
-_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*/[ \t]*5)?")
+_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*5)?", re.I)
 _QUOTED_KEY = re.compile(r"[\"'\u201c]([^\"'\u201d\n]{3,60})[\"'\u201d]\s*:")
 
 
@@ -415,12 +490,13 @@ def _score_lines(region: str) -> list[tuple[str, str]]:
 
 
 def _style(text: str, truncated: bool) -> dict:
-    objs, broken, unclosed = scan(text)
+    objs, broken, unclosed, suspect = scan(text)
     found = []
-    for _, _, v in objs:
+    for n, (_, _, v) in enumerate(objs):
         c = _style_object(v)
         if c is not None:
-            sound(v)
+            if n in suspect:
+                sound(v)
             found.append(c)
     if unclosed is not None and (truncated or any(style_key(w) for w in _QUOTED_KEY.findall(text, unclosed))):
         raise Unusable("truncated" if truncated else "no_json", f"an object opened at character {unclosed} never closes")

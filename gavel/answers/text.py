@@ -20,7 +20,9 @@ COMPLETE = frozenset({"stop", "end_turn", "stop_sequence", "tool_calls", "tool_u
 
 def is_cut(finish_reason) -> bool:
     """Whether an answer with ``finish_reason`` may have been cut (None: unknown, read as complete)."""
-    return finish_reason is not None and str(finish_reason).strip().lower() not in COMPLETE
+    if finish_reason is None or (finish_reason.__class__ is str and finish_reason in COMPLETE):
+        return False
+    return str(finish_reason).strip().lower() not in COMPLETE
 
 
 class Unusable(ValueError):
@@ -80,6 +82,8 @@ def _prepare(text: str | None, truncated: bool) -> tuple[str, list | None]:
     """(answer text, Harmony messages or None). Reasoning is dropped; Harmony keeps only ``final`` content."""
     text = _normalize(text)
     messages = None
+    if "<" not in text:  # no Harmony, no <think>: the common case
+        return text, messages
     if _HARMONY.search(text):
         messages = harmony_messages(text)
         finals = [m for m in messages if m[0] == "final"]
@@ -107,9 +111,12 @@ def json_candidates(text: str | None) -> list[str]:
 # ====================================================================== candidates of a stage
 def _lower(d: dict) -> dict:
     """Keys in lower case; two keys differing only in case with different values are ambiguous."""
+    out = {k.lower(): v for k, v in d.items()}  # the keys of a JSON object are strings
+    if len(out) == len(d):
+        return out
     out = {}
     for k, v in d.items():
-        lk = str(k).lower()
+        lk = k.lower()
         if lk in out and out[lk] != v:
             raise Unusable("ambiguous", f"keys differing only in letter case with different values: {k!r}")
         out[lk] = v
@@ -117,7 +124,7 @@ def _lower(d: dict) -> dict:
 
 
 def _has(d: dict, keys) -> bool:
-    return any(str(k).lower() in keys for k in d)
+    return not keys.isdisjoint(d) or any(k.lower() in keys for k in d)  # keys of a JSON object are strings
 
 
 def _with_signature(value, keys) -> dict | None:
@@ -162,11 +169,11 @@ def quoted_key(keys) -> re.Pattern:
 
 
 def _candidates(text: str, keys, truncated: bool, required: bool = True,
-                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int]]]:
-    """Objects carrying a signature key (unwrapped one level) and the spans of all complete objects. A closed
+                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int, object]]]:
+    """Objects carrying a signature key (unwrapped one level) and all complete objects as (start, end, value). A closed
     ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
     ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`)."""
-    objs, broken, unclosed = scan(text)
+    objs, broken, unclosed, suspect = scan(text)
     if unclosed is not None:
         tail = text[unclosed:].lower()
         if truncated:
@@ -174,13 +181,14 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
         if any(f'{k}' in tail for k in keys):
             raise Unusable("no_json", f"an answer object opened at character {unclosed} never closes")
     found = []
-    for _, _, v in objs:
+    for n, (_, _, v) in enumerate(objs):
         c = _with_signature(v, keys)
         if c is not None:
-            sound(v, text_only)
+            if n in suspect:
+                sound(v, text_only)
             found.append(c)
-    key = quoted_key(keys)
-    bad = next((s for s, e in broken if key.search(text, s, e)), None)
+    key = quoted_key(keys) if broken else None
+    bad = next((s for s, e in broken if key.search(text, s, e)), None) if broken else None
     if bad is not None:
         if found:
             raise Unusable("ambiguous", f"an answer object at character {bad} is not JSON, beside one that is")
@@ -192,7 +200,7 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
         if not text.strip():
             raise Unusable("empty", "no answer text")
         raise Unusable("no_json", f"no answer object (with {' / '.join(sorted(keys))}) in {text.strip()[:80]!r}")
-    return found, [(s, e) for s, e, _ in objs]
+    return found, objs
 
 
 def _one(readings: list[dict]) -> dict:
@@ -207,6 +215,8 @@ def _one(readings: list[dict]) -> dict:
 
 
 def _read_each(found: list[dict], reader) -> dict:
+    if len(found) == 1:  # one candidate: its reading, or why it is unusable
+        return reader(found[0])
     readings, errors = [], []
     for obj in found:
         try:
@@ -220,7 +230,20 @@ def _read_each(found: list[dict], reader) -> dict:
     return _one(readings)
 
 
+#: a reading's ``dropped`` lists this many pieces one by one; the rest are counted, one entry per reason
+MAX_DROPPED = 1_000
+
+
 def _drop(dropped: list, field: str, value, why: str) -> None:
-    dropped.append({"field": field, "value": value, "why": why})
+    """Lists one thrown-away piece; past ``MAX_DROPPED`` it is only counted, in one closing entry per reason
+    (``{"field": "(more)", "value": None, "why", "count"}``), so a runaway answer's reading stays small."""
+    if len(dropped) < MAX_DROPPED:
+        dropped.append({"field": field, "value": value, "why": why})
+        return
+    for entry in dropped[MAX_DROPPED:]:  # at most one per reason
+        if entry["why"] == why:
+            entry["count"] += 1
+            return
+    dropped.append({"field": "(more)", "value": None, "why": why, "count": 1})
 
 

@@ -1,0 +1,125 @@
+"""Fuzz targets for ``gavel.answers.read``, one per stage: answers assembled from the pieces the contract
+(docs/ANSWERS.md) names — markers, relation phrases and negations, ``<think>`` and Harmony tokens, tool-call
+tags of every dialect, JSON fragments with repeated keys, lists, index and rating strings, Unicode digits,
+lone surrogates, blanks — cut anywhere and read under every finish reason. ``read`` returns a plain dict or
+raises ``Unusable``; nothing else.
+
+Each target runs in its own process under a memory cap (``RLIMIT_AS``) and a time cap (a hypothesis deadline
+per example, a timeout for the whole target), with a fixed number of examples and derandomised, so a CI run
+takes seconds and is the same every time. ``python tests/test_fuzz_reader.py STAGE N`` runs one target by
+hand (more examples: a larger N)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+STAGES = ("extract", "compare_single", "compare_multi", "residual_facts", "style", "agent_action")
+MEMORY_CAP = 2 * 1024 ** 3  # bytes of address space for one target's process
+EXAMPLES = 150
+DEADLINE_MS = 2000  # per example; a reading of a few kB takes milliseconds
+TIMEOUT_S = 240  # the whole target
+
+#: what answers are made of: each piece is something the reader looks at
+PIECES = [
+    "{", "}", "[", "]", ",", ":", '"', "'", "\u201c", "\u201d", "\\", "\\u", "\\ud800", "\\ude00", "\ud800", "\n", " ",
+    "\t", "\r\n", "\ufeff", "\u3000", "   ", "```json\n", "```", "**Final Answer:**", "## Final Answer:\n",
+    "FINAL ANSWER", "**Scores:**\n", "Scores:\n", "A contains B", "B contains A", "A equals B", "A is equal to B",
+    "A and B are different", "a_contains_b", "Information A", "not ", "neither ", "<think>", "</think>",
+    "<|start|>assistant", "<|channel|>final", "<|channel|>analysis", "<|channel|>commentary to=functions.read_document",
+    "<|message|>", "<|end|>", "<|call|>", "<tool_call>", "</tool_call>", "<|python_tag|>", "<|eom_id|>",
+    "[TOOL_CALLS]", "[ARGS]", "read_document", "stop", '"extracted": ', '"value": ', '"evidence": ', '"fact": ',
+    '"evidence_spans": ', '"relation": ', '"answer": ', '"reasoning": ', '"common": ', '"A_index": ', '"B_index": ',
+    '"a_index": ', '"only_in_A": ', '"readability_jargon": ', '"Narrative Order": ', '"citation_style": ',
+    '"score": ', '"rating": ', '"name": ', '"tool": ', '"arguments": ', '"args": ', '"decision": ', '"tool_calls": ',
+    "Readability & Jargon: ", "- Narrative Order: ", "4 out of 5", "4/5", " 3", "3 ", "0", "1", "2", "-1", "1.5",
+    "1e999", "9" * 5000, "NaN", "Infinity", "-Infinity", "null", "None", "true", "True", "\u00b2", "\uff11", "\u0661",
+    "N/A", "not applicable", "<exact quote from the summary>", "...", "[" * 70, "]" * 70, "{\"a\": " * 70,
+]
+
+
+def _target(stage: str, examples: int) -> None:
+    """Reads ``examples`` generated answers for ``stage``; fails on anything but a dict or ``Unusable``."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from gavel.answers import Unusable, read
+
+    context = {"extract": {"summary": "The mayor resigned in 2022. 4 out of 5"},
+               "compare_multi": {"n_a": 3, "n_b": 4}, "residual_facts": {"n_spans": 3}}.get(stage, {})
+    piece = st.one_of(st.sampled_from(PIECES), st.text(max_size=8))
+    answers = st.lists(piece, max_size=60).map("".join)
+    finish = st.sampled_from(["stop", "length", None, "content_filter", "tool_calls", "max_tokens", "Weird"])
+
+    @settings(max_examples=examples, deadline=DEADLINE_MS, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(text=answers, cut=st.integers(min_value=0, max_value=10_000), finish=finish)
+    def read_anything(text, cut, finish):
+        text = text[:cut] if finish not in ("stop", None) else text
+        try:
+            reading = read(stage, text, finish, **context)
+        except Unusable as err:
+            assert isinstance(err.reason, str) and isinstance(err.detail, str)
+            return
+        assert isinstance(reading, dict)
+        json.dumps(reading)  # plain data
+
+    read_anything()
+
+
+def _capped(stage: str, examples: int) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, __file__, stage, str(examples)], capture_output=True, text=True,
+                          timeout=TIMEOUT_S, cwd=Path(__file__).resolve().parent.parent)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_read_raises_nothing_but_unusable(stage):
+    done = _capped(stage, EXAMPLES)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"{stage}: {EXAMPLES} examples" in done.stdout
+
+
+def test_the_cap_holds_a_reading_that_would_not_fit():
+    """The memory cap is real: a target process that allocates past it fails (MemoryError), it is not let
+    through; a value list times its evidence (M·K) that once ended in MemoryError reads within it."""
+    probe = subprocess.run([sys.executable, __file__, "--probe"], capture_output=True, text=True, timeout=TIMEOUT_S,
+                           cwd=Path(__file__).resolve().parent.parent)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    assert probe.stdout.split() == ["capped", "schema"]
+
+
+def _cap_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def _probe() -> None:
+    try:
+        bytearray(MEMORY_CAP)
+        print("uncapped")
+    except MemoryError:
+        print("capped")
+    from gavel.answers import Unusable, read
+
+    values = json.dumps([f"v{i}" for i in range(60_000)])
+    quotes = json.dumps([f"q{i}" for i in range(60_000)])
+    try:
+        read("extract", f'{{"extracted": [{{"value": {values}, "evidence": {quotes}}}]}}', summary="v1")
+        print("read")
+    except Unusable as err:
+        print(err.reason)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    _cap_memory()
+    if sys.argv[1] == "--probe":
+        _probe()
+    else:
+        _target(sys.argv[1], int(sys.argv[2]))
+        print(f"{sys.argv[1]}: {sys.argv[2]} examples, nothing but Unusable")
