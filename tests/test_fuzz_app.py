@@ -29,6 +29,7 @@ EXAMPLES = 40
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+
 def child_only(f):
     """A target is collected only in the capped child (the parent collects the test that starts the child), so
     neither run reports a skip."""
