@@ -36,8 +36,10 @@ ITEMS = ["Filing Date", "Who are the Parties"]
 UNITS = {"s": 1, "min": 60, "h": 3600}
 
 
-def own_summaries(release: Path, folder: Path, cases: int) -> Path:
-    """The release's GPT-4.1 summaries of the ``cases`` shortest benchmark cases, as my_summaries.jsonl."""
+def own_summaries(release: Path, folder: Path, cases: int, model_name: str = "my-model",
+                  file: str = "my_summaries.jsonl") -> Path:
+    """The release's GPT-4.1 summaries of the ``cases`` shortest benchmark cases, as a summaries file
+    (``file``, each line's model ``model_name``)."""
     model = release / "summaries" / "gpt-4.1-2025-04-14"
     texts = {}
     for f in sorted(model.glob("*.json")):
@@ -46,8 +48,8 @@ def own_summaries(release: Path, folder: Path, cases: int) -> Path:
     for f in sorted((release / "summaries").glob("50_cases_for_benchmarking*.json")):
         refs.update(json.loads(f.read_text(encoding="utf-8")))
     chosen = sorted((c for c in texts if c in refs), key=lambda c: len(texts[c]) + len(refs[c]["summary/long"]))
-    path = folder / "my_summaries.jsonl"
-    path.write_text("".join(json.dumps({"model": "my-model", "case_id": c, "summary": texts[c]}) + "\n"
+    path = folder / file
+    path.write_text("".join(json.dumps({"model": model_name, "case_id": c, "summary": texts[c]}) + "\n"
                             for c in chosen[:cases]), encoding="utf-8")
     return path
 

@@ -14,7 +14,6 @@ The machine's load average is printed: on shared cores the speed moves with it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -23,24 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own helpers
+from first_run import own_summaries  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 USABLE = ("ok", "gated", "no_values")
-
-
-def summaries(release: Path, folder: Path, cases: int) -> Path:
-    """The release's GPT-4.1 summaries of the ``cases`` shortest benchmark cases, as a summaries JSONL file."""
-    model = release / "summaries" / "gpt-4.1-2025-04-14"
-    texts = {}
-    for f in sorted(model.glob("*.json")):
-        texts.update(json.loads(f.read_text(encoding="utf-8"))["results"])
-    refs = {}
-    for f in sorted((release / "summaries").glob("50_cases_for_benchmarking*.json")):
-        refs.update(json.loads(f.read_text(encoding="utf-8")))
-    chosen = sorted((c for c in texts if c in refs), key=lambda c: len(texts[c]) + len(refs[c]["summary/long"]))
-    path = folder / "summaries.jsonl"
-    path.write_text("".join(json.dumps({"model": "gpt-4.1", "case_id": c, "summary": texts[c]}) + "\n"
-                            for c in chosen[:cases]), encoding="utf-8")
-    return path
 
 
 def rates(answers_csv: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -106,7 +92,7 @@ def main() -> int:
 
     folder = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="gavel-unusable-"))
     folder.mkdir(parents=True, exist_ok=True)
-    jsonl = summaries(config.release_root(), folder, args.cases)
+    jsonl = own_summaries(config.release_root(), folder, args.cases, "gpt-4.1", "summaries.jsonl")
     items = [it.name for it in ITEMS[:args.items]] if args.items else None
     results = {}
     if args.before:

@@ -200,3 +200,14 @@ def score_lines(tables: dict, limit: int = 5) -> list[str]:
     if missing > limit:
         lines.append(f"... and {missing - limit} more summaries with a missing score (scores.csv, compare.csv)")
     return lines
+
+
+def read_report(out: str | Path, names, what: str, how: str) -> dict[str, pd.DataFrame]:
+    """The tables ``names`` of one report written to the run folder ``out`` (``what``: its name in the error;
+    ``how``: the setting that makes it), or a clear error naming the missing files."""
+    out = Path(out)
+    missing = [n for n in names if not (out / f"{n}.csv").exists()]
+    if missing:
+        raise FileNotFoundError(f"{out}: no {what} ({', '.join(m + '.csv' for m in missing)} missing); "
+                                f"run the evaluation with {how}")
+    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in names}  # never empty: headers

@@ -33,6 +33,7 @@ import pandas as pd
 from gavel.core import stats
 from gavel.core.vocab import LABEL_ORDER_ROWS, label_order
 from gavel.ref.stages.compare import answer_position
+from gavel.ref.tables import read_report as read_named_report
 from gavel.runs.judgments import JUDGMENT_COLUMNS
 
 NAMES = ("label_judgments", "label_order", "label_order_models")
@@ -187,14 +188,7 @@ def report(judgments: pd.DataFrame, runs: list[dict], k: int, seed: int = 0) -> 
 
 def read_report(out: str | Path) -> dict[str, pd.DataFrame]:
     """The label-order report written to ``out`` (a clear error when the run was not asked in K > 1 orders)."""
-    from gavel.core.spreadsheet import read_csv
-
-    out = Path(out)
-    missing = [n for n in NAMES if not (out / f"{n}.csv").exists()]
-    if missing:
-        raise FileNotFoundError(f"{out}: no label-order report ({', '.join(m + '.csv' for m in missing)} missing); "
-                                f"run the evaluation with --label-orders 4 (notebooks: label_orders = 4)")
-    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in NAMES}
+    return read_named_report(out, NAMES, "label-order report", "--label-orders 4 (notebooks: label_orders = 4)")
 
 
 def biased_items(table: pd.DataFrame) -> list[str]:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from gavel.core import stats
 from gavel.core.items import titled
-from gavel.core.spreadsheet import read_csv
+from gavel.ref.tables import read_report as read_named_report
 from gavel.runs.judgments import UNUSABLE, outcome
 from gavel.runs.stability import repeat_interval
 
@@ -396,12 +396,7 @@ def majority_figure(majority: pd.DataFrame, title: str = "How many judgments set
 # ---------- reading, the command line, the figure ----------
 def read_report(out: str | Path) -> dict[str, pd.DataFrame]:
     """The order report written to ``out`` (a clear error when the run was not asked in both orders)."""
-    out = Path(out)
-    missing = [n for n in NAMES if not (out / f"{n}.csv").exists()]
-    if missing:
-        raise FileNotFoundError(f"{out}: no order report ({', '.join(m + '.csv' for m in missing)} missing); "
-                                f"run the evaluation with --orders both (notebooks: orders = \"both\")")
-    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}) for n in NAMES}  # never empty: headers
+    return read_named_report(out, NAMES, "order report", '--orders both (notebooks: orders = "both")')
 
 
 def summary_line(result: dict, out: str | Path | None = None) -> str:
