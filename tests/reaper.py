@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import shutil
@@ -22,23 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
-try:
-    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: a preexec_fn must not load libraries
-except OSError:  # not Linux
-    _LIBC = None
-
 
 def die_with_parent():
-    """preexec_fn: the child gets SIGKILL when the thread that started it dies."""
-    parent = os.getpid()
+    """preexec_fn: the child gets SIGKILL when the thread that started it dies (the local model's server uses
+    the same, ``gavel.llm.providers.local.die_with_parent``)."""
+    from gavel.llm.providers.local import die_with_parent as kernel_kill
 
-    def setup():
-        if _LIBC is not None:
-            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-    return setup
+    return kernel_kill(os.getpid())
 
 
 class Watchdog:

@@ -133,7 +133,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent(parent_pid: int):
+def die_with_parent(parent_pid: int):
     """preexec_fn: the kernel sends SIGKILL to the server when the thread that started it dies."""
     def setup():
         if _LIBC is not None:
@@ -239,7 +239,7 @@ class LocalServer(VLLMServer):
             # thread, which lives exactly as long as the server does (the runner's worker threads do not).
             try:
                 box["proc"] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True, preexec_fn=_die_with_parent(os.getpid()),
+                                               start_new_session=True, preexec_fn=die_with_parent(os.getpid()),
                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
             except OSError as err:
                 box["error"] = err
