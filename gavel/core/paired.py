@@ -1,0 +1,199 @@
+"""Which differences between models are real: every pair of models compared on the cases both have.
+
+The input of one score is a ``models x cases x cells`` array (NaN where there is no value). A *cell* is one
+verdict of the judge on one summary: one repeat in one order (``--repeats N``, ``--orders both``); a run with
+neither has one cell per case. A case's score is the mean of its cells; a model's score the mean of its cases.
+
+- **Draws** (:func:`cell_draws`): each bootstrap draw resamples the cases (``stats.resamples``; the same cases
+  for every model, so the comparison is paired and a case's items stay together) and, per drawn case and
+  model, one of its cells with a value. With one cell per case (or cells that always agree) this is the
+  cases-only bootstrap; where the judge is noisy the draws carry its noise too. It is the one two-level
+  interval (``gavel.runs.stability.repeat_interval`` draws through it).
+- **Pairs** (:func:`compare`), ``model_a`` ranked above ``model_b`` by the means: the difference of the means on the common cases with its percentile 95%
+  interval over the draws, a paired t-test on the case scores (scipy), Holm's adjustment over all pairs of
+  the score (statsmodels), the verdict at ``ALPHA`` after adjustment; power (normal approximation, two-sided
+  ``ALPHA``, one comparison): the smallest difference detectable at ``POWER`` with these cases, and the cases
+  needed to detect the observed difference.
+- **Models**: mean, the two-level interval, rank (1 = highest) and its 95% interval over the draws, the groups
+  of neighbours in the ranking whose every pairwise difference is not significant (letters), and the share of
+  the variance of one cell's score that lies between cases and within a case (the judge).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from gavel.core import stats
+
+#: the error rate of every verdict (after Holm's adjustment) and of the power analysis
+ALPHA = 0.05
+#: the power the smallest detectable difference is given at
+POWER = 0.8
+
+PAIR_COLUMNS = ["model_a", "model_b", "cases", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p_value",
+                "p_holm", "verdict", "sd_a", "sd_b", "correlation", "sd_difference", "detectable_difference",
+                "cases_needed", "neighbours"]
+MODEL_COLUMNS = ["model", "cases", "cells", "mean", "ci_low", "ci_high", "rank", "rank_low", "rank_high",
+                 "group", "variance_cases_share", "variance_judge_share"]
+
+
+def cell_draws(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """(draws x cases x models): each draw's resampled cases (``stats.resamples``, shared by the models) and,
+    per drawn case and model, one of its cells with a value (NaN where the model has none for that case)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 3:
+        raise ValueError(f"values must be models x cases x cells, got shape {v.shape}")
+    m, c, _ = v.shape
+    picks = stats.resamples(c, rng, n)
+    have = ~np.isnan(v)
+    counts = have.sum(axis=2)                                       # models x cases
+    packed = np.take_along_axis(v, np.argsort(~have, axis=2, kind="stable"), axis=2)  # valued cells first
+    if v.shape[2] == 1:
+        return np.moveaxis(packed[:, picks, 0], 0, 2)
+    which = (rng.random((n, c, m)) * counts.T[picks]).astype(int)
+    return packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+
+
+def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total, count = np.nansum(x, axis=axis), (~np.isnan(x)).sum(axis=axis)
+        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+
+
+def variance_shares(values) -> tuple[float, float]:
+    """(cases, judge): the variance of one cell's score split into its variance between case means and the
+    mean variance of the cells around their case mean (the law of total variance, each case weighted alike);
+    NaN, NaN when there is no variance."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v).all(axis=1)]
+    if not len(v):
+        return math.nan, math.nan
+    between = float(np.var(_nanmean(v, 1)))
+    within = float(np.mean([np.var(row[~np.isnan(row)]) for row in v]))
+    total = between + within
+    return (math.nan, math.nan) if total <= 0 else (between / total, within / total)
+
+
+def power_z(alpha: float = ALPHA, power: float = POWER) -> float:
+    """z_(1 - alpha/2) + z_power: the multiple of a difference's standard error it must reach."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+
+
+def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true difference a paired comparison over ``cases`` detects with probability ``power``."""
+    if cases < 2 or not np.isfinite(sd_difference):
+        return math.nan
+    return power_z(alpha, power) * sd_difference / math.sqrt(cases)
+
+
+def cases_needed(sd_difference: float, difference: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The cases a paired comparison needs to detect a true ``difference`` (points) with probability ``power``."""
+    if not np.isfinite(sd_difference) or not difference:
+        return math.nan
+    return float(max(2, math.ceil((power_z(alpha, power) * sd_difference / abs(difference)) ** 2)))
+
+
+def _paired_p(d: np.ndarray) -> float:
+    """Two-sided paired t-test of the case differences ``d`` (scipy); all differences alike: 1 when they are
+    0, 0 otherwise; NaN for fewer than two cases."""
+    if len(d) < 2:
+        return math.nan
+    if np.ptp(d) == 0:
+        return 1.0 if d[0] == 0 else 0.0
+    from scipy.stats import ttest_1samp
+
+    return float(ttest_1samp(d, 0.0).pvalue)
+
+
+def groups(order: Sequence[str], significant: dict[frozenset, bool]) -> dict[str, str]:
+    """Letters per model: each maximal run of neighbours in ``order`` (best first) whose every pair is not
+    significantly different shares a letter; a model may carry several."""
+    runs, start = [], 0
+    for i in range(len(order)):
+        while any(significant.get(frozenset((order[k], order[i])), False) for k in range(start, i)):
+            start += 1
+        if not runs or start > runs[-1][0]:
+            runs.append((start, i))
+        else:
+            runs[-1] = (runs[-1][0], i)
+    letters = {m: "" for m in order}
+    for n, (lo, hi) in enumerate(runs):
+        for m in order[lo:hi + 1]:
+            letters[m] += string.ascii_lowercase[n % 26] * (1 + n // 26)
+    return letters
+
+
+def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
+            alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(pairs, models) tables of one score (see the module); ``values``: models x cases x cells."""
+    from scipy.stats import rankdata
+    from statsmodels.stats.multitest import multipletests
+
+    v = np.asarray(values, dtype=float)
+    if v.shape[0] != len(models):
+        raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
+    case_means = _nanmean(v, 2)                                   # models x cases
+    means = _nanmean(case_means, 1)
+    draws = cell_draws(v, np.random.default_rng(seed), n)         # draws x cases x models
+    drawn_means = _nanmean(draws, 1)                              # draws x models
+    ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
+    rank_draws = rankdata(-ranked, axis=1, method="min")
+    point_rank = rankdata(-np.where(np.isnan(means), -np.inf, means), method="min")
+    order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
+    rows = []
+    index = {m: i for i, m in enumerate(models)}
+    for pa in range(len(order)):
+        for pb in range(pa + 1, len(order)):  # model_a ranked above model_b
+            a, b = index[order[pa]], index[order[pb]]
+            both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
+            xa, xb = case_means[a][both], case_means[b][both]
+            d = xa - xb
+            diff_draws = _nanmean(draws[:, :, a] - draws[:, :, b], 1)
+            sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
+            corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
+            rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
+                         "mean_a": float(xa.mean()) if len(d) else math.nan,
+                         "mean_b": float(xb.mean()) if len(d) else math.nan,
+                         "difference": float(d.mean()) if len(d) else math.nan,
+                         "ci_low": stats.endpoint(diff_draws, 2.5), "ci_high": stats.endpoint(diff_draws, 97.5),
+                         "p_value": _paired_p(d),
+                         "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
+                         "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
+                         "correlation": corr, "sd_difference": sd,
+                         "detectable_difference": detectable_difference(sd, len(d), alpha),
+                         "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha),
+                         "neighbours": pb == pa + 1})
+    pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in ("p_holm", "verdict")])
+    p = pairs["p_value"].to_numpy(float)
+    holm = np.full(len(p), math.nan)
+    if (~np.isnan(p)).any():
+        holm[~np.isnan(p)] = multipletests(p[~np.isnan(p)], alpha=alpha, method="holm")[1]
+    pairs["p_holm"] = holm
+    pairs["verdict"] = ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
+                        else "a better" if diff > 0 else "b better" for q, diff in zip(holm, pairs["difference"])]
+    pairs = pairs[PAIR_COLUMNS]
+    significant = {frozenset((r.model_a, r.model_b)): r.verdict in ("a better", "b better")
+                   for r in pairs.itertuples()}
+    letters = groups(order, significant)
+    model_rows = []
+    for i, m in enumerate(models):
+        share_cases, share_judge = variance_shares(v[i])
+        ranks = rank_draws[:, i]
+        model_rows.append({"model": m, "cases": int((~np.isnan(case_means[i])).sum()),
+                           "cells": int((~np.isnan(v[i])).sum()), "mean": float(means[i]),
+                           "ci_low": stats.endpoint(drawn_means[:, i], 2.5),
+                           "ci_high": stats.endpoint(drawn_means[:, i], 97.5),
+                           "rank": int(point_rank[i]),
+                           "rank_low": int(np.quantile(ranks, 0.025, method="inverted_cdf")),
+                           "rank_high": int(np.quantile(ranks, 0.975, method="inverted_cdf")),
+                           "group": letters[m], "variance_cases_share": share_cases,
+                           "variance_judge_share": share_judge})
+    table = pd.DataFrame(model_rows, columns=MODEL_COLUMNS).sort_values(["rank", "model"], kind="stable")
+    return pairs, table.reset_index(drop=True)
