@@ -168,3 +168,42 @@ def summary_line(pairs: pd.DataFrame, models: pd.DataFrame, out=None) -> str:
                      + "; items (mean over models) " + ", ".join(f"{i} {v:.0%}" for i, v in per_item.items()))
     where = f"\n  comparisons: {out}/comparisons.csv (and comparison_models.csv)" if out else ""
     return "comparisons: " + "\n  ".join(lines) + where
+
+
+def read_report(out) -> dict[str, pd.DataFrame]:
+    """``comparisons.csv`` and ``comparison_models.csv`` of a run folder (a clear error when there are none)."""
+    from pathlib import Path
+
+    from gavel.core.spreadsheet import read_csv
+
+    out = Path(out)
+    missing = [f"{n}.csv" for n in NAMES if not (out / f"{n}.csv").exists()]
+    if missing:
+        raise FileNotFoundError(f"{out}: no comparisons ({', '.join(missing)} missing); a run writes them since "
+                                f"issue 40: evaluate it again (answers come from the cache)")
+    return {n: read_csv(out / f"{n}.csv", dtype={"case_id": str}, keep_default_na=True).fillna({"item": ""})
+            for n in NAMES}
+
+
+def figure(models: pd.DataFrame, score: str = "s_checklist", title: str = "Which differences are real?"):
+    """Per model (best first): its mean with the 95% interval, labelled with its rank interval and group
+    letters (models sharing a letter cannot be told apart)."""
+    import matplotlib.pyplot as plt
+
+    from gavel.core.items import titled
+
+    t = models[(models["score"] == score) & (models["item"].fillna("") == "")].sort_values("rank")
+    fig, ax = plt.subplots(figsize=(7, max(2.0, 0.4 * len(t) + 1)))
+    y = np.arange(len(t))
+    mean = t["mean"].to_numpy(float)
+    err = np.vstack([(mean - t["ci_low"].to_numpy(float)).clip(0), (t["ci_high"].to_numpy(float) - mean).clip(0)])
+    ax.errorbar(mean, y, xerr=np.nan_to_num(err), fmt="o", color="#4c72b0", ecolor="#333333", capsize=3)
+    for yi, r in zip(y, t.itertuples()):
+        ax.annotate(f"rank {r.rank_low}-{r.rank_high}  group {r.group}", (r.ci_high if r.ci_high == r.ci_high
+                    else r.mean, yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_yticks(y, t["model"].tolist())
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{score} (mean, 95% interval)")
+    ax.set_title(titled(title, models) if "checklist" in models else title)
+    fig.tight_layout()
+    return fig
