@@ -65,6 +65,15 @@ def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
         return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
 
 
+def _pair_draws(draws: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int = 16) -> np.ndarray:
+    """(draws x pairs): each draw's mean difference of model ``a[k]`` and ``b[k]`` over the drawn cases both
+    have (a few pairs at a time: memory stays draws x cases x chunk)."""
+    out = np.full((draws.shape[0], len(a)), np.nan)
+    for lo in range(0, len(a), chunk):
+        out[:, lo:lo + chunk] = _nanmean(draws[:, :, a[lo:lo + chunk]] - draws[:, :, b[lo:lo + chunk]], 1)
+    return out
+
+
 def variance_shares(values) -> tuple[float, float]:
     """(cases, judge): the variance of one cell's score split into its variance between case means and the
     mean variance of the cells around their case mean (the law of total variance, each case weighted alike);
@@ -86,18 +95,22 @@ def power_z(alpha: float = ALPHA, power: float = POWER) -> float:
     return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
 
 
-def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The smallest true difference a paired comparison over ``cases`` detects with probability ``power``."""
+def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA, power: float = POWER,
+                          z: float | None = None) -> float:
+    """The smallest true difference a paired comparison over ``cases`` detects with probability ``power``
+    (``z``: :func:`power_z` of ``alpha`` and ``power``, given when computed once for many pairs)."""
     if cases < 2 or not np.isfinite(sd_difference):
         return math.nan
-    return power_z(alpha, power) * sd_difference / math.sqrt(cases)
+    return (power_z(alpha, power) if z is None else z) * sd_difference / math.sqrt(cases)
 
 
-def cases_needed(sd_difference: float, difference: float, alpha: float = ALPHA, power: float = POWER) -> float:
+def cases_needed(sd_difference: float, difference: float, alpha: float = ALPHA, power: float = POWER,
+                 z: float | None = None) -> float:
     """The cases a paired comparison needs to detect a true ``difference`` (points) with probability ``power``."""
     if not np.isfinite(sd_difference) or not difference:
         return math.nan
-    return float(max(2, math.ceil((power_z(alpha, power) * sd_difference / abs(difference)) ** 2)))
+    z = power_z(alpha, power) if z is None else z
+    return float(max(2, math.ceil((z * sd_difference / abs(difference)) ** 2)))
 
 
 def _paired_p(d: np.ndarray) -> float:
@@ -110,6 +123,23 @@ def _paired_p(d: np.ndarray) -> float:
     from scipy.stats import ttest_1samp
 
     return float(ttest_1samp(d, 0.0).pvalue)
+
+
+def _paired_ps(gaps: np.ndarray) -> np.ndarray:
+    """:func:`_paired_p` of every row of ``gaps`` (pairs x cases, NaN where a case is not common) at once:
+    the same t statistic and scipy's t distribution."""
+    from scipy.stats import t as student
+
+    have = ~np.isnan(gaps)
+    n = have.sum(axis=1)
+    out = np.full(len(gaps), math.nan)
+    for k in np.flatnonzero(n >= 2):
+        d = gaps[k][have[k]]
+        if np.ptp(d) == 0:
+            out[k] = 1.0 if d[0] == 0 else 0.0
+        else:
+            out[k] = float(2 * student.sf(abs(d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))), len(d) - 1))
+    return out
 
 
 def groups(order: Sequence[str], significant: dict[frozenset, bool]) -> dict[str, str]:
@@ -149,13 +179,25 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
     rows = []
     index = {m: i for i, m in enumerate(models)}
-    for pa in range(len(order)):
-        for pb in range(pa + 1, len(order)):  # model_a ranked above model_b
-            a, b = index[order[pa]], index[order[pb]]
+    pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
+    a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
+    b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
+    if v.shape[2] == 1:  # one cell per case: the same draws as case counts, every pair in one product
+        counts = stats.draw_counts(v.shape[1], seed, n).astype(float)
+        gap = case_means[a_of] - case_means[b_of]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            all_diffs = (counts @ np.nan_to_num(gap).T) / (counts @ (~np.isnan(gap)).T.astype(float))
+    else:
+        all_diffs = _pair_draws(draws, a_of, b_of)
+    p_values = _paired_ps(case_means[a_of] - case_means[b_of])
+    z = power_z(alpha)
+    for k, (pa, pb) in enumerate(pair_list):
+        if True:
+            a, b = a_of[k], b_of[k]
             both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
             xa, xb = case_means[a][both], case_means[b][both]
             d = xa - xb
-            diff_draws = _nanmean(draws[:, :, a] - draws[:, :, b], 1)
+            diff_draws = all_diffs[:, k]
             sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
             corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
             rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
@@ -163,12 +205,12 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
                          "mean_b": float(xb.mean()) if len(d) else math.nan,
                          "difference": float(d.mean()) if len(d) else math.nan,
                          "ci_low": stats.endpoint(diff_draws, 2.5), "ci_high": stats.endpoint(diff_draws, 97.5),
-                         "p_value": _paired_p(d),
+                         "p_value": p_values[k],
                          "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
                          "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
                          "correlation": corr, "sd_difference": sd,
-                         "detectable_difference": detectable_difference(sd, len(d), alpha),
-                         "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha),
+                         "detectable_difference": detectable_difference(sd, len(d), alpha, z=z),
+                         "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha, z=z),
                          "neighbours": pb == pa + 1})
     pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in ("p_holm", "verdict")])
     p = pairs["p_value"].to_numpy(float)
