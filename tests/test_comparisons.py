@@ -161,3 +161,11 @@ def test_cases_only_interval_is_the_bootstrap_of_stats():
     x = np.random.default_rng(4).normal(50, 10, 40)
     draws = paired.cell_draws(x[None, :, None], np.random.default_rng(9), 300)[:, :, 0].mean(axis=1)
     assert np.array_equal(draws, stats.bootstrap_means(x, np.random.default_rng(9), 300))
+
+
+def test_holm_is_statsmodels_holm():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(8)
+    for p in (rng.random(66), rng.random(5) ** 6, np.array([0.01, 0.01, 0.5, 1.0]), np.array([0.2])):
+        assert np.allclose(paired.holm_adjusted(p), multipletests(p, method="holm")[1], rtol=0, atol=1e-15)

@@ -11,7 +11,7 @@ neither has one cell per case. A case's score is the mean of its cells; a model'
   interval (``gavel.runs.stability.repeat_interval`` draws through it).
 - **Pairs** (:func:`compare`), ``model_a`` ranked above ``model_b`` by the means: the difference of the means on the common cases with its percentile 95%
   interval over the draws, a paired t-test on the case scores (scipy), Holm's adjustment over all pairs of
-  the score (statsmodels), the verdict at ``ALPHA`` after adjustment; power (normal approximation, two-sided
+  the score (:func:`holm_adjusted`, equal to statsmodels'), the verdict at ``ALPHA`` after adjustment; power (normal approximation, two-sided
   ``ALPHA``, one comparison): the smallest difference detectable at ``POWER`` with these cases, and the cases
   needed to detect the observed difference.
 - **Models**: mean, the two-level interval, rank (1 = highest) and its 95% interval over the draws, the groups
@@ -142,6 +142,18 @@ def _paired_ps(gaps: np.ndarray) -> np.ndarray:
     return out
 
 
+def holm_adjusted(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values, as statsmodels' ``multipletests(p, method="holm")[1]`` gives them
+    (tests/test_comparisons.py checks they are equal): that call runs a full ``gc.collect()`` every time,
+    which in a process as large as `make results` costs more than all the comparisons together."""
+    p = np.asarray(p, dtype=float)
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1))
+    out = np.empty(len(p))
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
 def groups(order: Sequence[str], significant: dict[frozenset, bool]) -> dict[str, str]:
     """Letters per model: each maximal run of neighbours in ``order`` (best first) whose every pair is not
     significantly different shares a letter; a model may carry several."""
@@ -164,8 +176,6 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
             alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(pairs, models) tables of one score (see the module); ``values``: models x cases x cells."""
     from scipy.stats import rankdata
-    from statsmodels.stats.multitest import multipletests
-
     v = np.asarray(values, dtype=float)
     if v.shape[0] != len(models):
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
@@ -216,7 +226,7 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     p = pairs["p_value"].to_numpy(float)
     holm = np.full(len(p), math.nan)
     if (~np.isnan(p)).any():
-        holm[~np.isnan(p)] = multipletests(p[~np.isnan(p)], alpha=alpha, method="holm")[1]
+        holm[~np.isnan(p)] = holm_adjusted(p[~np.isnan(p)])
     pairs["p_holm"] = holm
     pairs["verdict"] = ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
                         else "a better" if diff > 0 else "b better" for q, diff in zip(holm, pairs["difference"])]
