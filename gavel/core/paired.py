@@ -83,7 +83,7 @@ def variance_shares(values) -> tuple[float, float]:
     if not len(v):
         return math.nan, math.nan
     between = float(np.var(_nanmean(v, 1)))
-    within = float(np.mean([np.var(row[~np.isnan(row)]) for row in v]))
+    within = float(np.mean(np.nanvar(v, axis=1)))  # every row has a value (the empty ones are gone)
     total = between + within
     return (math.nan, math.nan) if total <= 0 else (between / total, within / total)
 
@@ -181,8 +181,14 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
     case_means = _nanmean(v, 2)                                   # models x cases
     means = _nanmean(case_means, 1)
-    draws = cell_draws(v, np.random.default_rng(seed), n)         # draws x cases x models
-    drawn_means = _nanmean(draws, 1)                              # draws x models
+    if v.shape[2] == 1:  # one cell per case: the same draws as case counts, every mean in one product
+        counts = stats.draw_counts(v.shape[1], seed, n).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            drawn_means = (counts @ np.nan_to_num(case_means).T) / (counts @ (~np.isnan(case_means)).T.astype(float))
+        draws = None
+    else:
+        draws = cell_draws(v, np.random.default_rng(seed), n)     # draws x cases x models
+        drawn_means = _nanmean(draws, 1)                          # draws x models
     ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
     rank_draws = rankdata(-ranked, axis=1, method="min")
     point_rank = rankdata(-np.where(np.isnan(means), -np.inf, means), method="min")
@@ -192,8 +198,7 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
     a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
     b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
-    if v.shape[2] == 1:  # one cell per case: the same draws as case counts, every pair in one product
-        counts = stats.draw_counts(v.shape[1], seed, n).astype(float)
+    if draws is None:  # every pair's differences in one product
         gap = case_means[a_of] - case_means[b_of]
         with np.errstate(invalid="ignore", divide="ignore"):
             all_diffs = (counts @ np.nan_to_num(gap).T) / (counts @ (~np.isnan(gap)).T.astype(float))
