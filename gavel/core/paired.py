@@ -133,12 +133,15 @@ def _paired_ps(gaps: np.ndarray) -> np.ndarray:
     have = ~np.isnan(gaps)
     n = have.sum(axis=1)
     out = np.full(len(gaps), math.nan)
-    for k in np.flatnonzero(n >= 2):
-        d = gaps[k][have[k]]
-        if np.ptp(d) == 0:
-            out[k] = 1.0 if d[0] == 0 else 0.0
-        else:
-            out[k] = float(2 * student.sf(abs(d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))), len(d) - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, np.nansum(gaps, axis=1) / np.maximum(n, 1), np.nan)
+        sd = np.sqrt(np.nansum((gaps - mean[:, None]) ** 2, axis=1) / (n - 1))
+        t_stat = mean / (sd / np.sqrt(n))
+    two = n >= 2
+    same = two & ~(sd > 0)  # every common case differs alike: 1 when by 0, else 0
+    out[same] = np.where(mean[same] == 0, 1.0, 0.0)
+    test = two & (sd > 0)
+    out[test] = 2 * student.sf(np.abs(t_stat[test]), n[test] - 1)
     return out
 
 
