@@ -74,6 +74,27 @@ def _pair_draws(draws: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int = 16
     return out
 
 
+def _endpoints(draws: np.ndarray, q: float) -> np.ndarray:
+    """``stats.endpoint`` of every column of ``draws`` (the same values), the columns without NaN at once."""
+    out = np.full(draws.shape[1], math.nan)
+    clean = ~np.isnan(draws).any(axis=0)
+    if clean.any() and len(draws) >= 2:
+        x = np.sort(draws[:, clean], axis=0)
+        p, b = q / 100, len(x)
+        half = math.sqrt(b * p * (1 - p))
+        lo = min(b - 1, max(0, math.floor(p * (b - 1) - half)))
+        hi = min(b - 1, max(0, math.ceil(p * (b - 1) + half)))
+        error = (x[hi] - x[lo]) / 2
+        with np.errstate(divide="ignore"):
+            digits = np.where(error <= 0, stats.MAX_ENDPOINT_DIGITS,
+                              np.clip(np.floor(-np.log10(2 * error)), 0, stats.MAX_ENDPOINT_DIGITS))
+        value = np.percentile(x, q, axis=0)
+        out[clean] = [round(float(v), int(d)) + 0.0 for v, d in zip(value, digits)]
+    for k in np.flatnonzero(~clean):
+        out[k] = stats.endpoint(draws[:, k], q)
+    return out
+
+
 def variance_shares(values) -> tuple[float, float]:
     """(cases, judge): the variance of one cell's score split into its variance between case means and the
     mean variance of the cells around their case mean (the law of total variance, each case weighted alike);
@@ -208,6 +229,8 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     else:
         all_diffs = _pair_draws(draws, a_of, b_of)
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
+    diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
+    mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
     z = power_z(alpha)
     for k, (pa, pb) in enumerate(pair_list):
         if True:
@@ -215,14 +238,13 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
             both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
             xa, xb = case_means[a][both], case_means[b][both]
             d = xa - xb
-            diff_draws = all_diffs[:, k]
             sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
             corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
             rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
                          "mean_a": float(xa.mean()) if len(d) else math.nan,
                          "mean_b": float(xb.mean()) if len(d) else math.nan,
                          "difference": float(d.mean()) if len(d) else math.nan,
-                         "ci_low": stats.endpoint(diff_draws, 2.5), "ci_high": stats.endpoint(diff_draws, 97.5),
+                         "ci_low": diff_low[k], "ci_high": diff_high[k],
                          "p_value": p_values[k],
                          "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
                          "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
@@ -248,8 +270,7 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
         ranks = rank_draws[:, i]
         model_rows.append({"model": m, "cases": int((~np.isnan(case_means[i])).sum()),
                            "cells": int((~np.isnan(v[i])).sum()), "mean": float(means[i]),
-                           "ci_low": stats.endpoint(drawn_means[:, i], 2.5),
-                           "ci_high": stats.endpoint(drawn_means[:, i], 97.5),
+                           "ci_low": mean_low[i], "ci_high": mean_high[i],
                            "rank": int(point_rank[i]),
                            "rank_low": int(np.quantile(ranks, 0.025, method="inverted_cdf")),
                            "rank_high": int(np.quantile(ranks, 0.975, method="inverted_cdf")),
