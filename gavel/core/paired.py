@@ -233,25 +233,24 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
     z = power_z(alpha)
     for k, (pa, pb) in enumerate(pair_list):
-        if True:
-            a, b = a_of[k], b_of[k]
-            both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
-            xa, xb = case_means[a][both], case_means[b][both]
-            d = xa - xb
-            sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
-            corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
-            rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
-                         "mean_a": float(xa.mean()) if len(d) else math.nan,
-                         "mean_b": float(xb.mean()) if len(d) else math.nan,
-                         "difference": float(d.mean()) if len(d) else math.nan,
-                         "ci_low": diff_low[k], "ci_high": diff_high[k],
-                         "p_value": p_values[k],
-                         "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
-                         "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
-                         "correlation": corr, "sd_difference": sd,
-                         "detectable_difference": detectable_difference(sd, len(d), alpha, z=z),
-                         "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha, z=z),
-                         "neighbours": pb == pa + 1})
+        a, b = a_of[k], b_of[k]
+        both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
+        xa, xb = case_means[a][both], case_means[b][both]
+        d = xa - xb
+        sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
+        corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
+        rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
+                     "mean_a": float(xa.mean()) if len(d) else math.nan,
+                     "mean_b": float(xb.mean()) if len(d) else math.nan,
+                     "difference": float(d.mean()) if len(d) else math.nan,
+                     "ci_low": diff_low[k], "ci_high": diff_high[k],
+                     "p_value": p_values[k],
+                     "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
+                     "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
+                     "correlation": corr, "sd_difference": sd,
+                     "detectable_difference": detectable_difference(sd, len(d), alpha, z=z),
+                     "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha, z=z),
+                     "neighbours": pb == pa + 1})
     pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in ("p_holm", "verdict")])
     p = pairs["p_value"].to_numpy(float)
     holm = np.full(len(p), math.nan)
