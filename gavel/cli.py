@@ -301,6 +301,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from gavel.runs import label_orders
 
         print(label_orders.summary_line(result, args.out))
+
+    from gavel.runs import comparisons
+
+    line = comparisons.summary_line(result.get("comparisons", tables["comparisons"]),
+                                    result.get("comparison_models", tables["comparison_models"]), args.out)
+    if line:
+        print(line)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     print(f"{tables_mod.counts_line(result['runs'])}; tables in {args.out}")

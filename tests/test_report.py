@@ -142,3 +142,28 @@ def test_cli_names_what_it_cannot_report(runs, tmp_path, capsys):
     assert "not both" in capsys.readouterr().err
     assert cli.main(["report", "--release", "--against", str(runs["b"])]) == 2
     assert "does not apply to --release" in capsys.readouterr().err
+
+
+def test_the_leaderboard_says_which_differences_are_real_and_escapes_model_names(runs, tmp_path):
+    """comparisons.csv (issue 40): each model's line says whom it beats and whom it cannot be told from, in the
+    markup (JavaScript off); a model name from the table is text; a table that is no comparisons table is named;
+    with the judge's cells (interval_levels) the leaderboard shows model_scores.csv's interval."""
+    import shutil
+
+    folder = shutil.copytree(runs["b"], tmp_path / "run")
+    first, second = sorted(pd.read_csv(folder / "scores.csv")["subject"].unique())[:2]
+    pd.DataFrame([{"score": "s_checklist", "item": "", "model_a": first, "model_b": second, "difference": 4.0,
+                   "verdict": "a better"},
+                  {"score": "s_checklist", "item": "", "model_a": first, "model_b": HOSTILE, "difference": 0.1,
+                   "verdict": "indistinguishable"}]).to_csv(folder / "comparisons.csv", index=False)
+    ms = pd.read_csv(folder / "model_scores.csv")
+    ms["s_checklist_ci_low"], ms["s_checklist_ci_high"], ms["interval_levels"] = 1.25, 98.75, "cases x 3 repeats"
+    ms.to_csv(folder / "model_scores.csv", index=False)
+    page = report.render(report.run_data(folder))
+    board = page.split('<section id="leaderboard">')[1].split("</section>")[0]
+    assert "Real differences (S_checklist)" in board and "interval over cases x 3 repeats" in board
+    assert "better than: " in board and "worse than: " in board and "1.2–98.8" in board
+    assert HOSTILE not in board and html.escape(HOSTILE, quote=False) in board.replace("&#34;", '"')
+    pd.DataFrame({"model": ["x"]}).to_csv(folder / "comparisons.csv", index=False)
+    with pytest.raises(report.ReportInputError, match=r"comparisons.csv: not a comparisons table"):
+        report.run_data(folder)

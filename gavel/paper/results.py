@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gavel.core import config
+from gavel.core import config, paired
 from gavel.core.draws import draw_counts, group_correlations
 from gavel.core.items import GROUPS, ITEMS
 from gavel.core.spreadsheet import write_csv
@@ -142,6 +142,7 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
                           **scoring.correlations(sel["words"].to_numpy(), sel["s_checklist"].to_numpy())})
     corr = pd.DataFrame(corr_rows)
 
+    comparisons, comparison_models = release_comparisons(pc, cells)
     status = cells.groupby(["model", "status"]).size().rename("cells").reset_index()
     lost = reconstruct.lost_cases(rel)
     return {"summary_s_checklist": _round(table), "summary_bootstrap": _round(ci),
@@ -149,6 +150,7 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
             "summary_group_scores": _round(groups), "summary_specification": _round(spec),
             "summary_lengths": _round(lengths), "summary_length_correlations": _round(corr),
             "summary_cell_status": status, "summary_lost_cases": lost,
+            "comparisons": comparisons, "comparison_models": _round(comparison_models),
             "summary_case_scores": _round(pc[["model", "case_id", "s_checklist", "s_checklist_low",
                                               "s_checklist_high"]].sort_values(["model", "case_id"]))}
 
@@ -191,6 +193,27 @@ def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[
                           "separated": bool(np.percentile(boots_lo, 2.5) > 0
                                             or np.percentile(boots_hi, 97.5) < 0)})
     return pd.DataFrame(ci_rows), pd.DataFrame(diff_rows)
+
+
+def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every pair of the 12 models on their common cases, for S_checklist and each item (points, 0-100): the
+    tables of a run's ``comparisons.csv`` and ``comparison_models.csv`` (``gavel.core.paired``) over the best
+    estimates, one cell per case (the release has one judgment per pair); the reconstruction's bounds are in
+    ``summary_neighbour_differences``."""
+    long = pd.concat([pc[["model", "case_id"]].assign(score="s_checklist", item="", value=pc["s_checklist"]),
+                      cells[["model", "case_id"]].assign(score="item", item=cells["item"], value=100 * cells["best"])],
+                     ignore_index=True)
+    models = sorted(pc["model"].unique())
+    pairs, per_model = [], []
+    for (score_, item), g in long.groupby(["score", "item"], sort=False):
+        wide = g.pivot_table(index="case_id", columns="model", values="value", aggfunc="first", dropna=False)
+        wide = wide.reindex(columns=models)
+        p, m = paired.compare(wide.to_numpy(float).T[:, :, None], models, seed=SEED)
+        pairs.append(p.assign(score=score_, item=item))
+        per_model.append(m.assign(score=score_, item=item))
+    pairs = pd.concat(pairs, ignore_index=True)[["score", "item", *paired.PAIR_COLUMNS]]
+    return (pairs.round({c: 4 for c in pairs.columns if c not in ("p_value", "p_holm")}),  # p: 3 digits (write)
+            pd.concat(per_model, ignore_index=True)[["score", "item", *paired.MODEL_COLUMNS]])
 
 
 def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
@@ -495,6 +518,9 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
         # padded to 4 decimals
         shown = {c: df[c].map(lambda v: "" if pd.isna(v) else repr(float(v)).removesuffix(".0"))
                  for c in df.columns if str(c).endswith(("ci_low", "ci_high"))}
+        # p-values with three significant digits (a fixed 4 decimals would write most of them as 0)
+        shown.update({c: df[c].map(lambda v: "" if pd.isna(v) else f"{v:.3g}") for c in ("p_value", "p_holm")
+                      if c in df})
         write_csv(df.assign(**shown), path, float_format="%.4f", lineterminator="\n")
         written.append(path)
     return written

@@ -118,8 +118,19 @@ def _board_rows(data: dict) -> list[dict]:
                 text += f" (bounds {_fmt(lo_b)}–{_fmt(hi_b)})"
             cols.append({"text": text, "interval": f"{_fmt(lo)}–{_fmt(hi)}" if lo is not None else "", "n": count})
         rows.append({"rank": n, "subject": b["subject"], "label": b["label"], "cases": b["cases"], "scores": cols,
-                     "link": fragment({"view": "cells", "subject": b["subject"]})})
+                     "link": fragment({"view": "cells", "subject": b["subject"]}),
+                     "compared": _compared(b.get("compared"))})
     return rows
+
+
+def _compared(verdicts: dict | None) -> list[str]:
+    """The leaderboard's "which differences are real" lines of one model (comparisons.csv; plain text, the
+    template escapes it)."""
+    if not verdicts:
+        return []
+    said = (("better than", "better_than"), ("worse than", "worse_than"),
+            ("indistinguishable from", "indistinguishable_from"))
+    return [f"{words}: {', '.join(verdicts[k])}" for words, k in said if verdicts.get(k)]
 
 
 def _heat_rows(data: dict) -> list[dict]:
@@ -163,7 +174,9 @@ def render(data: dict, against: dict | None = None, start: dict | None = None) -
     return _environment().get_template("report.html.j2").render(
         data=data, data_json=data_json(core), detail_json=data_json(detail), script=script, style=style,
         csp=content_security_policy(script, style), board=_board_rows(data), heat=_heat_rows(data),
-        score_labels=[SCORE_LABELS[s] for s in SCORES], diff=data.get("diff"))
+        score_labels=[SCORE_LABELS[s] for s in SCORES], diff=data.get("diff"),
+        compared=SCORE_LABELS.get(data.get("compared") or "", ""),
+        levels=next((b.get("interval_levels") for b in data["board"] if b.get("interval_levels")), ""))
 
 
 def write(data: dict, path: str | Path, against: dict | None = None) -> Path:

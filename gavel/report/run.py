@@ -95,6 +95,66 @@ def interval(values, seed: int = 0) -> list:
     return [sum(x) / len(x), clean(lo), clean(hi), len(x)]
 
 
+def judged_intervals(board: list[dict], model_scores: pd.DataFrame | None) -> None:
+    """With repeats or both orders (``interval_levels`` in ``model_scores.csv``) the leaderboard shows the
+    run's interval over cases and the judge's verdicts instead of the cases-only one."""
+    if model_scores is None or "interval_levels" not in model_scores or "bin" in model_scores:
+        return
+    rows = {r["subject"]: r for r in records(model_scores)}
+    for b in board:
+        row = rows.get(b["subject"])
+        for s in SCORES:
+            lo, hi = (_bound(row.get(f"{s}_ci_{e}")) if row else None for e in ("low", "high"))
+            if lo is not None and hi is not None and b[s][0] is not None:
+                b[s] = [b[s][0], lo, hi, b[s][3]]
+        b["interval_levels"] = str(row.get("interval_levels"))[:200] if row and row.get("interval_levels") else None
+
+
+def _bound(value) -> float | None:
+    """An interval endpoint from a table someone else may have written: a finite number from 0 to 100, or None
+    (the leaderboard then keeps its own cases-only interval)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) and -1e-9 <= x <= 100 + 1e-9 else None
+
+
+COMPARED = ("s_gavel_ref", "s_checklist")  # the leaderboard's view: the first of these with a comparison
+
+
+def compared(folder: Path) -> tuple[str | None, dict[str, dict]]:
+    """From ``comparisons.csv`` (gavel.runs.comparisons): the score compared and, per model, the models it is
+    significantly better than, worse than and indistinguishable from (Holm-adjusted, docs/gavel-ref.md)."""
+    path = rf.regular_file(folder, "comparisons.csv")  # only a regular file inside the run folder
+    if path is None:
+        return None, {}
+    t = rf.table(path)
+    need = {"score", "model_a", "model_b", "verdict", "difference"}
+    if len(t) and not need <= set(t.columns):
+        raise ReportInputError(f"{path}: not a comparisons table (columns {', '.join(sorted(need - set(t.columns)))}"
+                               f" missing)")
+    for score in COMPARED:
+        rows = t[(t["score"] == score) & t["difference"].notna()] if len(t) else t
+        if len(rows):
+            break
+    else:
+        return None, {}
+    out: dict[str, dict] = {}
+    for r in records(rows):
+        a, b, verdict = str(r["model_a"]), str(r["model_b"]), r["verdict"]
+        for m in (a, b):
+            out.setdefault(m, {"better_than": [], "worse_than": [], "indistinguishable_from": []})
+        if verdict in ("a better", "b better"):
+            win, lose = (a, b) if verdict == "a better" else (b, a)
+            out[win]["better_than"].append(config.model_label(lose))
+            out[lose]["worse_than"].append(config.model_label(win))
+        else:
+            out[a]["indistinguishable_from"].append(config.model_label(b))
+            out[b]["indistinguishable_from"].append(config.model_label(a))
+    return score, out
+
+
 def heat_class(score) -> str:
     """The colour class of a heatmap cell: ``q0`` .. ``q10`` by tenths of the score, ``qn`` without one."""
     return "qn" if score is None else f"q{min(10, max(0, int(round(float(score) * 10))))}"
@@ -237,6 +297,10 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
                       **{s: interval([r[s] for r in mine], seed) for s in SCORES},
                       "unusable_items": sum(int(r.get("unusable_items") or 0) for r in mine)})
     board.sort(key=lambda b: -(b["s_gavel_ref"][0] if b["s_gavel_ref"][0] is not None else -1e9))
+    judged_intervals(board, tables.get("model_scores"))
+    score_compared, verdicts = compared(folder)
+    for b in board:
+        b["compared"] = verdicts.get(b["subject"])
 
     # heatmap: mean matching score of usable pairs per (item, model), with counts
     heat: dict = {}
@@ -313,7 +377,7 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
                          **({"checklist": manifest["checklist"].get("name")} if manifest.get("checklist") else {}),
                          **({"checklist_fingerprint": checklist.fingerprint} if manifest.get("checklist") else {})},
             "subjects": subjects, "labels": {s: config.model_label(s) for s in subjects}, "items": items,
-            "board": board, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
+            "board": board, "compared": score_compared, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
             "texts": texts, "answers": answers, "raw": raw_texts, "extract_status": extract_status,
             "summaries": summaries, "residual": residual, "residual_match": matches, "style": styles,
             "optional": optional, "flipped": flipped_cells(optional), "repeat_stages": list(REPEAT_STAGES),

@@ -13,6 +13,8 @@ resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables t
 ``scores.csv``      per summary: S_checklist (best, low, high), S_residual, S_style, r (own and reference),
                     S_GAVEL-REF
 ``model_scores.csv`` per model (and per length bin when bins are given): means and bootstrap intervals
+``comparisons.csv``, ``comparison_models.csv``  every pair of models on their common cases, ranks and groups
+                    (``gavel.runs.comparisons``)
 ``summary_s_checklist.csv``, ``summary_bootstrap.csv``  the shapes of ``data/results/``: ``gavel.paper.figures``
                     draws them (e.g. Figure 2 of a new run); ``gavel_ref_scores.csv`` all components per model
 
@@ -59,6 +61,7 @@ from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     read_tables,
     unusable_answers,
 )
+from gavel.runs import comparisons
 from gavel.runs.judgments import JUDGMENT_COLUMNS
 from gavel.runs.stand_in import stand_in_answer
 
@@ -354,6 +357,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         "cost": st.cost_table(),
         "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
     }
+    for name, table in comparisons.report(comparisons.cells([tables]), s.seed).items():  # two or more models
+        tables[name] = table.assign(checklist=s.checklist.name)[["checklist", *table.columns]]
     for name, table in tables.items():
         write_csv(table, out / f"{name}.csv")
     tables["judgments"] = pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS)

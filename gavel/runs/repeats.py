@@ -11,7 +11,8 @@ writes to ``out/repeats/r<r>`` and differs only in what makes its answers its ow
   the same, but a repeat is never answered from another repeat's cache.
 
 The reports are functions of the runs' tables and the judgments table: ``gavel.runs.stability`` (N > 1) and
-``gavel.runs.orders`` (``--orders both``).
+``gavel.runs.orders`` (``--orders both``); with either, ``gavel.runs.comparisons`` redraws the comparisons and
+the intervals of ``model_scores.csv`` over the cases and the judge's cells (repeats x orders).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.core.spreadsheet import write_csv
-from gavel.runs import label_orders, orders, pipeline, stability
+from gavel.runs import comparisons, label_orders, orders, pipeline, stability
 from gavel.runs.judgments import judgment_table
 
 
@@ -64,6 +65,14 @@ def evaluate_repeats(summaries, references, provider, out: str | Path, settings,
         result.update(orders.report(result["judgments"], runs, seed=settings.seed))
     if settings.label_orders > 1:
         result.update(label_orders.report(result["judgments"], runs, settings.label_orders, seed=settings.seed))
+
+    if repeats > 1 or settings.orders == "both":  # every interval over cases and the judge's cells
+        both = settings.orders == "both"
+        cell_table = comparisons.cells(runs, result.get("order_summaries") if both else None,
+                                       result["judgments"] if both else None)
+        result.update(comparisons.report(cell_table, seed=settings.seed))
+        result["model_scores"] = runs[0]["model_scores"] = comparisons.leaderboard(
+            runs[0]["model_scores"], cell_table, settings.seed, bins)
     checklist = runs[0]["manifest"]["checklist"]["name"]
     for name, table in result.items():
         if name != "runs":

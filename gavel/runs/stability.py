@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gavel.core import stats
+from gavel.core import paired, stats
 from gavel.core.items import titled
 from gavel.core.spreadsheet import read_csv
 from gavel.core.vocab import STYLE_ASPECTS
@@ -160,19 +160,13 @@ def summary_stability(runs: list[dict]) -> pd.DataFrame:
 
 def repeat_interval(matrix: np.ndarray, seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
     """Percentile 95% interval of the mean over ``matrix`` (cases x repeats; NaN where a repeat has no value):
-    each resample draws cases (``stats.resamples``) and, per drawn case, one of its repeats with a value."""
-    rows = [row[~np.isnan(row)] for row in np.asarray(matrix, float)]
-    rows = [r for r in rows if len(r)]
-    if not rows:
+    each resample draws cases (``stats.resamples``) and, per drawn case, one of its repeats with a value (the
+    two-level draws of ``gavel.core.paired.cell_draws``, one definition)."""
+    m = np.asarray(matrix, float)
+    m = m[~np.isnan(m).all(axis=1)] if m.ndim == 2 else m
+    if not len(m):
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    picks = stats.resamples(len(rows), rng, n)
-    counts = np.array([len(r) for r in rows])
-    padded = np.full((len(rows), counts.max()), np.nan)
-    for i, r in enumerate(rows):
-        padded[i, :len(r)] = r
-    which = (rng.random(picks.shape) * counts[picks]).astype(int)
-    means = padded[picks, which].mean(axis=1)
+    means = paired.cell_draws(m[None], np.random.default_rng(seed), n)[:, :, 0].mean(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 

@@ -1,0 +1,279 @@
+"""Which differences between models are real: every pair of models compared on the cases both have.
+
+The input of one score is a ``models x cases x cells`` array (NaN where there is no value). A *cell* is one
+verdict of the judge on one summary: one repeat in one order (``--repeats N``, ``--orders both``); a run with
+neither has one cell per case. A case's score is the mean of its cells; a model's score the mean of its cases.
+
+- **Draws** (:func:`cell_draws`): each bootstrap draw resamples the cases (``stats.resamples``; the same cases
+  for every model, so the comparison is paired and a case's items stay together) and, per drawn case and
+  model, one of its cells with a value. With one cell per case (or cells that always agree) this is the
+  cases-only bootstrap; where the judge is noisy the draws carry its noise too. It is the one two-level
+  interval (``gavel.runs.stability.repeat_interval`` draws through it).
+- **Pairs** (:func:`compare`), ``model_a`` ranked above ``model_b`` by the means: the difference of the means on the common cases with its percentile 95%
+  interval over the draws, a paired t-test on the case scores (scipy), Holm's adjustment over all pairs of
+  the score (:func:`holm_adjusted`, equal to statsmodels'), the verdict at ``ALPHA`` after adjustment; power (normal approximation, two-sided
+  ``ALPHA``, one comparison): the smallest difference detectable at ``POWER`` with these cases, and the cases
+  needed to detect the observed difference.
+- **Models**: mean, the two-level interval, rank (1 = highest) and its 95% interval over the draws, the groups
+  of neighbours in the ranking whose every pairwise difference is not significant (letters), and the share of
+  the variance of one cell's score that lies between cases and within a case (the judge).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from gavel.core import stats
+
+#: the error rate of every verdict (after Holm's adjustment) and of the power analysis
+ALPHA = 0.05
+#: the power the smallest detectable difference is given at
+POWER = 0.8
+
+PAIR_COLUMNS = ["model_a", "model_b", "cases", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p_value",
+                "p_holm", "verdict", "sd_a", "sd_b", "correlation", "sd_difference", "detectable_difference",
+                "cases_needed", "neighbours"]
+MODEL_COLUMNS = ["model", "cases", "cells", "mean", "ci_low", "ci_high", "rank", "rank_low", "rank_high",
+                 "group", "variance_cases_share", "variance_judge_share"]
+
+
+def cell_draws(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """(draws x cases x models): each draw's resampled cases (``stats.resamples``, shared by the models) and,
+    per drawn case and model, one of its cells with a value (NaN where the model has none for that case)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 3:
+        raise ValueError(f"values must be models x cases x cells, got shape {v.shape}")
+    m, c, _ = v.shape
+    picks = stats.resamples(c, rng, n)
+    have = ~np.isnan(v)
+    counts = have.sum(axis=2)                                       # models x cases
+    packed = np.take_along_axis(v, np.argsort(~have, axis=2, kind="stable"), axis=2)  # valued cells first
+    if v.shape[2] == 1:
+        return np.moveaxis(packed[:, picks, 0], 0, 2)
+    which = (rng.random((n, c, m)) * counts.T[picks]).astype(int)
+    return packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+
+
+def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total, count = np.nansum(x, axis=axis), (~np.isnan(x)).sum(axis=axis)
+        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+
+
+def _pair_draws(draws: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int = 16) -> np.ndarray:
+    """(draws x pairs): each draw's mean difference of model ``a[k]`` and ``b[k]`` over the drawn cases both
+    have (a few pairs at a time: memory stays draws x cases x chunk)."""
+    out = np.full((draws.shape[0], len(a)), np.nan)
+    for lo in range(0, len(a), chunk):
+        out[:, lo:lo + chunk] = _nanmean(draws[:, :, a[lo:lo + chunk]] - draws[:, :, b[lo:lo + chunk]], 1)
+    return out
+
+
+def _endpoints(draws: np.ndarray, q: float) -> np.ndarray:
+    """``stats.endpoint`` of every column of ``draws`` (the same values), the columns without NaN at once."""
+    out = np.full(draws.shape[1], math.nan)
+    clean = ~np.isnan(draws).any(axis=0)
+    if clean.any() and len(draws) >= 2:
+        x = np.sort(draws[:, clean], axis=0)
+        p, b = q / 100, len(x)
+        half = math.sqrt(b * p * (1 - p))
+        lo = min(b - 1, max(0, math.floor(p * (b - 1) - half)))
+        hi = min(b - 1, max(0, math.ceil(p * (b - 1) + half)))
+        error = (x[hi] - x[lo]) / 2
+        with np.errstate(divide="ignore"):
+            digits = np.where(error <= 0, stats.MAX_ENDPOINT_DIGITS,
+                              np.clip(np.floor(-np.log10(2 * error)), 0, stats.MAX_ENDPOINT_DIGITS))
+        value = np.percentile(x, q, axis=0)
+        out[clean] = [round(float(v), int(d)) + 0.0 for v, d in zip(value, digits)]
+    for k in np.flatnonzero(~clean):
+        out[k] = stats.endpoint(draws[:, k], q)
+    return out
+
+
+def variance_shares(values) -> tuple[float, float]:
+    """(cases, judge): the variance of one cell's score split into its variance between case means and the
+    mean variance of the cells around their case mean (the law of total variance, each case weighted alike);
+    NaN, NaN when there is no variance."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v).all(axis=1)]
+    if not len(v):
+        return math.nan, math.nan
+    between = float(np.var(_nanmean(v, 1)))
+    within = float(np.mean(np.nanvar(v, axis=1)))  # every row has a value (the empty ones are gone)
+    total = between + within
+    return (math.nan, math.nan) if total <= 0 else (between / total, within / total)
+
+
+def power_z(alpha: float = ALPHA, power: float = POWER) -> float:
+    """z_(1 - alpha/2) + z_power: the multiple of a difference's standard error it must reach."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+
+
+def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA, power: float = POWER,
+                          z: float | None = None) -> float:
+    """The smallest true difference a paired comparison over ``cases`` detects with probability ``power``
+    (``z``: :func:`power_z` of ``alpha`` and ``power``, given when computed once for many pairs)."""
+    if cases < 2 or not np.isfinite(sd_difference):
+        return math.nan
+    return (power_z(alpha, power) if z is None else z) * sd_difference / math.sqrt(cases)
+
+
+def cases_needed(sd_difference: float, difference: float, alpha: float = ALPHA, power: float = POWER,
+                 z: float | None = None) -> float:
+    """The cases a paired comparison needs to detect a true ``difference`` (points) with probability ``power``."""
+    if not np.isfinite(sd_difference) or not difference:
+        return math.nan
+    z = power_z(alpha, power) if z is None else z
+    return float(max(2, math.ceil((z * sd_difference / abs(difference)) ** 2)))
+
+
+def _paired_p(d: np.ndarray) -> float:
+    """Two-sided paired t-test of the case differences ``d`` (scipy); all differences alike: 1 when they are
+    0, 0 otherwise; NaN for fewer than two cases."""
+    if len(d) < 2:
+        return math.nan
+    if np.ptp(d) == 0:
+        return 1.0 if d[0] == 0 else 0.0
+    from scipy.stats import ttest_1samp
+
+    return float(ttest_1samp(d, 0.0).pvalue)
+
+
+def _paired_ps(gaps: np.ndarray) -> np.ndarray:
+    """:func:`_paired_p` of every row of ``gaps`` (pairs x cases, NaN where a case is not common) at once:
+    the same t statistic and scipy's t distribution."""
+    from scipy.stats import t as student
+
+    have = ~np.isnan(gaps)
+    n = have.sum(axis=1)
+    out = np.full(len(gaps), math.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, np.nansum(gaps, axis=1) / np.maximum(n, 1), np.nan)
+        sd = np.sqrt(np.nansum((gaps - mean[:, None]) ** 2, axis=1) / (n - 1))
+        t_stat = mean / (sd / np.sqrt(n))
+    two = n >= 2
+    same = two & ~(sd > 0)  # every common case differs alike: 1 when by 0, else 0
+    out[same] = np.where(mean[same] == 0, 1.0, 0.0)
+    test = two & (sd > 0)
+    out[test] = 2 * student.sf(np.abs(t_stat[test]), n[test] - 1)
+    return out
+
+
+def holm_adjusted(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values, as statsmodels' ``multipletests(p, method="holm")[1]`` gives them
+    (tests/test_comparisons.py checks they are equal): that call runs a full ``gc.collect()`` every time,
+    which in a process as large as `make results` costs more than all the comparisons together."""
+    p = np.asarray(p, dtype=float)
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1))
+    out = np.empty(len(p))
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
+def groups(order: Sequence[str], significant: dict[frozenset, bool]) -> dict[str, str]:
+    """Letters per model: each maximal run of neighbours in ``order`` (best first) whose every pair is not
+    significantly different shares a letter; a model may carry several."""
+    runs, start = [], 0
+    for i in range(len(order)):
+        while any(significant.get(frozenset((order[k], order[i])), False) for k in range(start, i)):
+            start += 1
+        if not runs or start > runs[-1][0]:
+            runs.append((start, i))
+        else:
+            runs[-1] = (runs[-1][0], i)
+    letters = {m: "" for m in order}
+    for n, (lo, hi) in enumerate(runs):
+        for m in order[lo:hi + 1]:
+            letters[m] += string.ascii_lowercase[n % 26] * (1 + n // 26)
+    return letters
+
+
+def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
+            alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(pairs, models) tables of one score (see the module); ``values``: models x cases x cells."""
+    from scipy.stats import rankdata
+    v = np.asarray(values, dtype=float)
+    if v.shape[0] != len(models):
+        raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
+    case_means = _nanmean(v, 2)                                   # models x cases
+    means = _nanmean(case_means, 1)
+    if v.shape[2] == 1:  # one cell per case: the same draws as case counts, every mean in one product
+        counts = stats.draw_counts(v.shape[1], seed, n).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            drawn_means = (counts @ np.nan_to_num(case_means).T) / (counts @ (~np.isnan(case_means)).T.astype(float))
+        draws = None
+    else:
+        draws = cell_draws(v, np.random.default_rng(seed), n)     # draws x cases x models
+        drawn_means = _nanmean(draws, 1)                          # draws x models
+    ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
+    rank_draws = rankdata(-ranked, axis=1, method="min")
+    point_rank = rankdata(-np.where(np.isnan(means), -np.inf, means), method="min")
+    order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
+    rows = []
+    index = {m: i for i, m in enumerate(models)}
+    pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
+    a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
+    b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
+    if draws is None:  # every pair's differences in one product
+        gap = case_means[a_of] - case_means[b_of]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            all_diffs = (counts @ np.nan_to_num(gap).T) / (counts @ (~np.isnan(gap)).T.astype(float))
+    else:
+        all_diffs = _pair_draws(draws, a_of, b_of)
+    p_values = _paired_ps(case_means[a_of] - case_means[b_of])
+    diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
+    mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
+    z = power_z(alpha)
+    for k, (pa, pb) in enumerate(pair_list):
+        a, b = a_of[k], b_of[k]
+        both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
+        xa, xb = case_means[a][both], case_means[b][both]
+        d = xa - xb
+        sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
+        corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
+        rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
+                     "mean_a": float(xa.mean()) if len(d) else math.nan,
+                     "mean_b": float(xb.mean()) if len(d) else math.nan,
+                     "difference": float(d.mean()) if len(d) else math.nan,
+                     "ci_low": diff_low[k], "ci_high": diff_high[k],
+                     "p_value": p_values[k],
+                     "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
+                     "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
+                     "correlation": corr, "sd_difference": sd,
+                     "detectable_difference": detectable_difference(sd, len(d), alpha, z=z),
+                     "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha, z=z),
+                     "neighbours": pb == pa + 1})
+    pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in ("p_holm", "verdict")])
+    p = pairs["p_value"].to_numpy(float)
+    holm = np.full(len(p), math.nan)
+    if (~np.isnan(p)).any():
+        holm[~np.isnan(p)] = holm_adjusted(p[~np.isnan(p)])
+    pairs["p_holm"] = holm
+    pairs["verdict"] = ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
+                        else "a better" if diff > 0 else "b better" for q, diff in zip(holm, pairs["difference"])]
+    pairs = pairs[PAIR_COLUMNS]
+    significant = {frozenset((r.model_a, r.model_b)): r.verdict in ("a better", "b better")
+                   for r in pairs.itertuples()}
+    letters = groups(order, significant)
+    model_rows = []
+    for i, m in enumerate(models):
+        share_cases, share_judge = variance_shares(v[i])
+        ranks = rank_draws[:, i]
+        model_rows.append({"model": m, "cases": int((~np.isnan(case_means[i])).sum()),
+                           "cells": int((~np.isnan(v[i])).sum()), "mean": float(means[i]),
+                           "ci_low": mean_low[i], "ci_high": mean_high[i],
+                           "rank": int(point_rank[i]),
+                           "rank_low": int(np.quantile(ranks, 0.025, method="inverted_cdf")),
+                           "rank_high": int(np.quantile(ranks, 0.975, method="inverted_cdf")),
+                           "group": letters[m], "variance_cases_share": share_cases,
+                           "variance_judge_share": share_judge})
+    table = pd.DataFrame(model_rows, columns=MODEL_COLUMNS).sort_values(["rank", "model"], kind="stable")
+    return pairs, table.reset_index(drop=True)

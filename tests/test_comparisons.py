@@ -1,0 +1,171 @@
+"""Which differences are real (issue 40, sections 1-2): planted differences are found, identical models are not
+(at the stated error rate, over many seeds), and the two-level interval is wider than the cases-only one
+exactly when the judge is noisy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gavel.core import paired, stats
+from gavel.runs import comparisons
+
+SEEDS = 200
+
+
+def planted(rng, shifts, cases=60, cells=1, case_sd=10.0, model_sd=4.0, judge_sd=0.0):
+    """models x cases x cells: a shared case effect, each model's own noise per case, the judge's per cell."""
+    base = rng.normal(55, case_sd, cases)
+    per_case = np.stack([base + s + rng.normal(0, model_sd, cases) for s in shifts])
+    return per_case[:, :, None] + rng.normal(0, judge_sd, (len(shifts), cases, cells))
+
+
+def verdicts(values, n=200, seed=0):
+    pairs, _ = paired.compare(values, [f"m{i}" for i in range(len(values))], seed=seed, n=n)
+    return pairs
+
+
+def test_a_planted_difference_is_found_in_every_seed():
+    found = 0
+    for seed in range(SEEDS // 4):
+        rng = np.random.default_rng(seed)
+        pairs = verdicts(planted(rng, [6.0, 0.0]), n=100, seed=seed)
+        row = pairs.iloc[0]
+        found += row.verdict == "a better" and row.model_a == "m0" and row.ci_low > 0
+    assert found == SEEDS // 4
+
+
+def test_identical_models_are_separated_no_more_often_than_the_error_rate():
+    """Three identical models: a family of three pairs; Holm keeps the chance of any false verdict at 5%."""
+    false_any = 0
+    for seed in range(SEEDS):
+        rng = np.random.default_rng(1000 + seed)
+        pairs = verdicts(planted(rng, [0.0, 0.0, 0.0]), n=20, seed=seed)  # the verdict is the test's
+        false_any += (pairs["verdict"] != "indistinguishable").any()
+    rate = false_any / SEEDS
+    assert rate <= paired.ALPHA + 3 * np.sqrt(paired.ALPHA * (1 - paired.ALPHA) / SEEDS)  # 0.096 at 200 seeds
+
+
+def test_the_detectable_difference_is_detected_with_the_stated_power():
+    """At the smallest detectable difference the paired test finds it in about 80% of seeds."""
+    rng = np.random.default_rng(7)
+    sd, cases = 4.0 * np.sqrt(2), 60
+    d = paired.detectable_difference(sd, cases)
+    hits = 0
+    for _ in range(SEEDS):
+        diffs = rng.normal(d, sd, cases)
+        hits += paired._paired_p(diffs) < paired.ALPHA
+    assert abs(hits / SEEDS - paired.POWER) < 0.09  # 3 standard errors at 200 seeds
+    assert paired.cases_needed(sd, d) in (cases, cases + 1)  # the two formulas agree
+    assert np.isnan(paired.cases_needed(sd, 0.0)) and np.isnan(paired.detectable_difference(sd, 1))
+
+
+def test_two_level_interval_equals_cases_only_when_the_judge_is_silent():
+    rng = np.random.default_rng(3)
+    one = planted(rng, [0.0, 2.0], cells=1)
+    silent = np.repeat(one, 4, axis=2)  # four verdicts per case, all alike
+    a = paired.cell_draws(one, np.random.default_rng(5), 500)
+    b = paired.cell_draws(silent, np.random.default_rng(5), 500)
+    assert np.array_equal(a, b)
+    _, m1 = paired.compare(one, ["x", "y"], n=500)
+    _, m4 = paired.compare(silent, ["x", "y"], n=500)
+    assert m1[["ci_low", "ci_high"]].equals(m4[["ci_low", "ci_high"]])
+    assert (m4["variance_judge_share"] == 0).all()
+
+
+def test_two_level_interval_is_wider_when_the_judge_is_noisy():
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        one = planted(rng, [0.0], cells=1)
+        noisy = one + rng.normal(0, 8.0, (1, one.shape[1], 4))
+        cases_only = np.nanmean(noisy, axis=2, keepdims=True)  # the same verdicts, their mean per case
+        w = []
+        for v in (cases_only, noisy):
+            means = paired.cell_draws(v, np.random.default_rng(seed), 2000).mean(axis=1)[:, 0]
+            w.append(np.percentile(means, 97.5) - np.percentile(means, 2.5))
+        assert w[1] > w[0]
+        shares = paired.variance_shares(noisy[0])
+        assert 0 < shares[1] < 1 and abs(sum(shares) - 1) < 1e-12
+
+
+def test_ranks_and_groups():
+    rng = np.random.default_rng(11)
+    v = planted(rng, [20.0, 10.0, 0.0, 0.0], cases=80)
+    pairs, models = paired.compare(v, ["a", "b", "c", "d"], n=400)
+    top = models.set_index("model")
+    assert (top.loc["a", ["rank", "rank_low", "rank_high"]] == 1).all()
+    assert top.loc["b", "rank"] == 2 and top.loc["b", "rank_high"] == 2
+    assert top.loc["c", "rank_low"] == 3 and top.loc["d", "rank_high"] == 4
+    assert top.loc["c", "group"] == top.loc["d", "group"] != top.loc["b", "group"]
+    assert pairs["neighbours"].sum() == 3 and (pairs["difference"][pairs["neighbours"]] >= -1).all()
+
+
+def test_groups_overlap_where_significance_is_not_transitive():
+    sig = {frozenset(("a", "c")): True}
+    assert paired.groups(["a", "b", "c"], sig) == {"a": "a", "b": "ab", "c": "b"}
+    assert paired.groups(["a", "b"], {}) == {"a": "a", "b": "a"}
+
+
+def test_pairs_use_only_common_cases_and_bad_shapes_are_named():
+    v = np.array([[[60.0], [70.0], [np.nan]], [[50.0], [60.0], [99.0]]])
+    pairs, models = paired.compare(v, ["x", "y"], n=100)
+    first = pairs.iloc[0]  # y ranks first on its three cases, x is ahead by 10 on the two they share
+    assert (first["model_a"], first["cases"], first["difference"]) == ("y", 2, -10.0)
+    assert pairs.iloc[0]["p_value"] == 0.0  # every common case differs by exactly 10
+    with pytest.raises(ValueError, match="models x cases x cells"):
+        paired.cell_draws(np.zeros((2, 3)), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="model names"):
+        paired.compare(v, ["x"])
+
+
+def _run(scores: dict, items: dict) -> dict:
+    """One repeat's tables: ``scores`` {(model, case): s_checklist}, ``items`` {(model, case, item): score}."""
+    s = pd.DataFrame([{"subject": m, "case_id": c, "s_checklist": v, "s_residual": 50.0, "s_style": 50.0,
+                       "s_gavel_ref": v} for (m, c), v in scores.items()])
+    c = pd.DataFrame([{"subject": m, "case_id": k, "item": i, "gate": "single", "status": "ok", "score": v}
+                      for (m, k, i), v in items.items()])
+    return {"scores": s, "compare": c}
+
+
+def test_a_run_compares_every_score_and_the_repeats_widen_the_leaderboard():
+    rng = np.random.default_rng(2)
+    runs = []
+    for _ in range(3):  # three repeats of a noisy judge
+        sc = {(m, str(k)): 50 + 5 * (m == "good") + rng.normal(0, 6) for m in ("good", "plain") for k in range(30)}
+        it = {(m, str(k), "filing_date"): float(rng.random() < 0.5) for m in ("good", "plain") for k in range(30)}
+        runs.append(_run(sc, it))
+    cells = comparisons.cells(runs)
+    assert set(cells["cell"]) == {"r1o1", "r2o1", "r3o1"}
+    out = comparisons.report(cells)
+    assert set(out["comparisons"]["score"]) == {"s_checklist", "s_gavel_ref", "item"}
+    assert set(out["comparison_models"]["item"]) == {"", "filing_date"}
+    ms = pd.DataFrame({"subject": ["good", "plain"]})
+    alone = comparisons.leaderboard(ms, comparisons.cells(runs[:1]))
+    both = comparisons.leaderboard(ms, cells)
+    assert alone["interval_levels"].iloc[0] == "cases" and both["interval_levels"].iloc[0] == "cases x 3 repeats"
+    judge = out["comparison_models"].query("score == 's_checklist'")["variance_judge_share"]
+    assert (judge > 0.2).all()  # the planted judge noise (sd 6) against case means of sd ~3.5
+    line = comparisons.summary_line(out["comparisons"], out["comparison_models"])
+    assert "judge's share" in line and "s_checklist" in line
+
+
+def test_one_model_gives_empty_tables_with_their_columns():
+    out = comparisons.report(comparisons.cells([_run({("solo", "1"): 50.0}, {})]))
+    assert list(out["comparisons"].columns) == ["score", "item", *paired.PAIR_COLUMNS]
+    assert not len(out["comparisons"]) and comparisons.summary_line(out["comparisons"], out["comparison_models"]) == ""
+
+
+def test_cases_only_interval_is_the_bootstrap_of_stats():
+    """One cell per case: the draws are stats.resamples of the cases (the interval every table had)."""
+    x = np.random.default_rng(4).normal(50, 10, 40)
+    draws = paired.cell_draws(x[None, :, None], np.random.default_rng(9), 300)[:, :, 0].mean(axis=1)
+    assert np.array_equal(draws, stats.bootstrap_means(x, np.random.default_rng(9), 300))
+
+
+def test_holm_is_statsmodels_holm():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(8)
+    for p in (rng.random(66), rng.random(5) ** 6, np.array([0.01, 0.01, 0.5, 1.0]), np.array([0.2])):
+        assert np.allclose(paired.holm_adjusted(p), multipletests(p, method="holm")[1], rtol=0, atol=1e-15)
