@@ -71,7 +71,7 @@ def report_error(run: Path, capsys, *extra) -> str:
 
 # ---------------------------------------------------------------- only regular files inside the folder
 @pytest.mark.parametrize("name", ["cost.csv", "texts.jsonl", "evaluation.json", "values.csv", "checklist.yaml",
-                                  "order.csv", "order_swaps.csv", "label_order.csv"])
+                                  "order.csv", "order_swaps.csv", "label_order.csv", "comparisons.csv"])
 def test_a_link_leading_out_of_the_run_folder_is_never_read(run, capsys, name):
     (run.parent / ".env").write_text(SECRET + "\n")
     (run / name).unlink(missing_ok=True)  # order tables: planted where a run has none
