@@ -21,7 +21,7 @@ import pytest
 STAGES = ("extract", "compare_single", "compare_multi", "residual_facts", "style", "agent_action")
 MEMORY_CAP = 2 * 1024 ** 3  # bytes of address space for one target's process
 EXAMPLES = 150
-DEADLINE_MS = 2000  # per example; a reading of a few kB takes milliseconds
+DEADLINE_MS = 10_000  # per example: a reading of a few kB takes milliseconds; 10 s catches a runaway, never a busy machine
 TIMEOUT_S = 240  # the whole target
 
 #: what answers are made of: each piece is something the reader looks at

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -103,7 +102,8 @@ def _echo(prompt: str, stage: str, rewordings: list) -> str:
                                 for n, v in enumerate(listed)], "removed": []})
 
 
-@settings(max_examples=40, deadline=timedelta(seconds=60), suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
+          database=None)
 @given(extract=st.fixed_dictionaries({d: answers(items_answer) for d in DOCS}),
        merge=st.lists(answers(items_answer) | echoes | echoes, min_size=2, max_size=2),
        prune=answers(prune_answer) | echoes | echoes)

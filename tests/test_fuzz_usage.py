@@ -62,7 +62,7 @@ def _ledger(model: str, record, mode: str) -> None:
     ledger.closing_line(table)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(body=BODY, model=st.sampled_from(MODELS), mode=st.sampled_from(["batch", "online"]))
 def fuzz_provider_bodies(body, model, mode):
     for read in (usage.openai, usage.anthropic, usage.gemini):
@@ -72,7 +72,7 @@ def fuzz_provider_bodies(body, model, mode):
         _ledger(model, record, mode)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(record=RECORD, model=st.sampled_from(MODELS), mode=st.sampled_from(["batch", "online"]))
 def fuzz_cached_records(record, model, mode):
     priced = prices.cost(model, record, mode)
