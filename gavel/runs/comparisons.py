@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from gavel.core import paired, stats
+from gavel.core import config, paired, stats
 
 SCORES = ("s_checklist", "s_gavel_ref")
 LEADERBOARD_SCORES = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")
@@ -201,7 +201,7 @@ def figure(models: pd.DataFrame, score: str = "s_checklist", title: str = "Which
     for yi, r in zip(y, t.itertuples()):
         ax.annotate(f"rank {r.rank_low}-{r.rank_high}  group {r.group}", (r.ci_high if r.ci_high == r.ci_high
                     else r.mean, yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
-    ax.set_yticks(y, t["model"].tolist())
+    ax.set_yticks(y, [config.model_label(m) for m in t["model"]])  # the labels every other figure uses
     ax.invert_yaxis()
     ax.set_xlabel(f"{score} (mean, 95% interval)")
     ax.set_title(titled(title, models) if "checklist" in models else title)
