@@ -152,12 +152,7 @@ def test_cli_label_orders_dry_run_counts_the_other_orders_and_run_prints_the_rep
     from gavel import cli
 
     monkeypatch.chdir(tmp_path)
-    summary = "Filing date: March 3, 2020. The decrees were entered in 2021. The city paid damages."
-    reference = "Filing date: March 3, 2020, in Chicago. The decrees were entered in 2021 and 2022."
-    (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": summary}) + "\n")
-    (tmp_path / "refs.json").write_text(json.dumps({"1": reference}))
-    base = ["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", "mock", "--out", "out",
-            "--items", "filing_date", "decree_dates"]
+    base = scripted.two_item_cli_run(tmp_path)
     assert cli.main(base + ["--dry-run", "--label-orders", "4"]) == 0
     printed = capsys.readouterr().out
     assert "compare: at most 8 requests" in printed and "--label-orders 4" in printed

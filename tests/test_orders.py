@@ -384,17 +384,22 @@ def test_orders_must_be_one_or_both(tmp_path):
     assert not (tmp_path / "runs").exists()  # refused before anything was sent
 
 
+def two_item_cli_run(folder: Path) -> list[str]:
+    """``gavel evaluate`` arguments for one case and two items in ``folder`` (the current directory): the
+    stand-in model quotes sentences sharing a word with the item's name, one value each side, not the same."""
+    summary = "Filing date: March 3, 2020. The decrees were entered in 2021. The city paid damages."
+    reference = "Filing date: March 3, 2020, in Chicago. The decrees were entered in 2021 and 2022."
+    (folder / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": summary}) + "\n")
+    (folder / "refs.json").write_text(json.dumps({"1": reference}))
+    return ["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", "mock", "--out", "out",
+            "--items", "filing_date", "decree_dates"]
+
+
 def test_cli_orders_both_dry_run_counts_the_second_order_and_run_prints_the_report(tmp_path, capsys, monkeypatch):
     from gavel import cli
 
     monkeypatch.chdir(tmp_path)
-    # the stand-in model quotes sentences sharing a word with the item's name: one value each side, not the same
-    summary = "Filing date: March 3, 2020. The decrees were entered in 2021. The city paid damages."
-    reference = "Filing date: March 3, 2020, in Chicago. The decrees were entered in 2021 and 2022."
-    (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": summary}) + "\n")
-    (tmp_path / "refs.json").write_text(json.dumps({"1": reference}))
-    base = ["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", "mock", "--out", "out",
-            "--items", "filing_date", "decree_dates"]
+    base = two_item_cli_run(tmp_path)
     assert cli.main(base + ["--dry-run"]) == 0
     assert "compare: at most 2 requests" in capsys.readouterr().out
     assert cli.main(base + ["--dry-run", "--orders", "both"]) == 0
