@@ -43,31 +43,70 @@ def rates(answers_csv: Path) -> dict[str, tuple[int, int, int, int]]:
     return out
 
 
-def run(tree: Path, folder: Path, jsonl: Path, items: list[str] | None, gguf: str | None, label: str) -> dict:
+def start(tree: Path, out: Path, jsonl: Path, items: list[str] | None, gguf: str | None) -> subprocess.Popen:
+    """Start one ``gavel evaluate`` into ``out`` (its output into ``out``.log)."""
     cmd = [sys.executable, "-m", "gavel", "evaluate", "--summaries", str(jsonl), "--provider", "local",
-           "--out", str(folder / label)]
+           "--out", str(out)]
     if items:
         cmd += ["--items", *items]
     if gguf:
         cmd += ["--gguf", gguf]
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    print(f"[{label}] load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: gavel {' '.join(cmd[3:])}",
+    print(f"[{out.name}] load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: gavel {' '.join(cmd[3:])}",
           flush=True)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=env)
-    took = time.perf_counter() - t0
-    if done.returncode not in (0, 1) or not (folder / label / "answers.csv").exists():
-        raise SystemExit(f"[{label}] the run failed (exit status {done.returncode}):\n"
-                         f"{(done.stdout + done.stderr)[-3000:]}")
-    scores = folder / label / "scores.csv"
-    if scores.exists():
+    with open(out.with_suffix(".log"), "w", encoding="utf-8") as log:
+        return subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def finish(proc: subprocess.Popen, out: Path, t0: float):
+    """Wait for one run; (its rates, its scores table or None)."""
+    code = proc.wait()
+    if code not in (0, 1) or not (out / "answers.csv").exists():
+        tail = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")[-3000:]
+        raise SystemExit(f"[{out.name}] the run failed (exit status {code}):\n{tail}")
+    print(f"[{out.name}] {time.perf_counter() - t0:.0f} s, load average {os.getloadavg()[0]:.1f}", flush=True)
+    scores = None
+    if (out / "scores.csv").exists():
         import pandas as pd
 
-        cols = ["subject", "case_id", "s_checklist", "s_residual", "s_style", "s_gavel_ref"]
-        s = pd.read_csv(scores)
-        print(s[[c for c in cols if c in s.columns]].to_string(index=False))
-    print(f"[{label}] {took:.0f} s, load average {os.getloadavg()[0]:.1f}", flush=True)
-    return rates(folder / label / "answers.csv")
+        scores = pd.read_csv(out / "scores.csv")
+    return rates(out / "answers.csv"), scores
+
+
+def run_all(jobs: list[tuple[str, Path, Path, Path]], items, gguf, width: int) -> dict:
+    """Run every (side, tree, out, summaries) job, at most ``width`` at once; per side its summed rates and
+    its scores."""
+    queue, running, done = list(jobs), [], {}
+    while queue or running:
+        while queue and len(running) < width:
+            side, tree, out, jsonl = queue.pop(0)
+            running.append((side, out, start(tree, out, jsonl, items, gguf), time.perf_counter()))
+        finished = next((r for r in running if r[2].poll() is not None), None)
+        if finished is None:
+            time.sleep(2)
+            continue
+        running.remove(finished)
+        side, out, proc, t0 = finished
+        r, scores = finish(proc, out, t0)
+        total, frames = done.setdefault(side, ({}, []))
+        for stage, counts in r.items():
+            total[stage] = tuple(x + y for x, y in zip(total.get(stage, (0, 0, 0, 0)), counts))
+        if scores is not None:
+            frames.append(scores)
+    return done
+
+
+def scored(label: str, frames: list) -> None:
+    """How many of the run's (subject, case) rows have each score as a number."""
+    if not frames:
+        print(f"{label}: no scores.csv")
+        return
+    import pandas as pd
+
+    s = pd.concat(frames, ignore_index=True)
+    cols = [c for c in ("s_checklist", "s_residual", "s_style", "s_gavel_ref") if c in s.columns]
+    print(f"{label}: of {len(s)} scored rows, a number in " +
+          ", ".join(f"{c} {int(s[c].notna().sum())} (mean {s[c].mean():.1f})" for c in cols))
 
 
 def table(label: str, r: dict) -> None:
@@ -83,6 +122,13 @@ def main() -> int:
     ap.add_argument("--items", type=int, default=None, help="the first N items of the checklist (default: all)")
     ap.add_argument("--before", default=None, help="a git revision to measure first (e.g. main)")
     ap.add_argument("--gguf", default=None, help="another GGUF file to serve (default: the packaged model)")
+    ap.add_argument("--shards", type=int, default=1,
+                    help="split the cases into this many runs per side (each its own folder and server)")
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1) // max(1, (os.cpu_count() or 1) // 2)),
+                    help="runs at once (default: as many as fit, each server taking half the CPUs)")
+    ap.add_argument("--sequential", action="store_true", help="one run at a time (--jobs 1)")
+    ap.add_argument("--only", choices=("before", "after"), default=None,
+                    help="run one side only (its cache fills; a later run with both answers from it)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
     ap.add_argument("--folder", default=None, help="work in this folder (kept; a rerun answers from its cache)")
     args = ap.parse_args()
@@ -94,19 +140,35 @@ def main() -> int:
     folder.mkdir(parents=True, exist_ok=True)
     jsonl = own_summaries(config.release_root(), folder, args.cases, "gpt-4.1", "summaries.jsonl")
     items = [it.name for it in ITEMS[:args.items]] if args.items else None
-    results = {}
-    if args.before:
+    sides = []  # (label, tree)
+    if args.before and args.only != "after":
         tree = folder / "before-tree"
         shutil.rmtree(tree, ignore_errors=True)
         tree.mkdir()
         archive = subprocess.run(["git", "archive", args.before], cwd=REPO, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        results[f"before ({args.before})"] = run(tree, folder, jsonl, items, args.gguf, "before")
-    results["after (this tree)"] = run(REPO, folder, jsonl, items, args.gguf, "after")
+        sides.append((f"before ({args.before})", tree))
+    elif args.only == "before":
+        raise SystemExit("--only before needs --before REV")
+    if args.only != "before":
+        sides.append(("after (this tree)", REPO))
+    lines = jsonl.read_text(encoding="utf-8").splitlines(keepends=True)
+    shards = max(1, min(args.shards, len(lines)))
+    parts = []
+    for i in range(shards):
+        part = folder / f"summaries-{i + 1}of{shards}.jsonl"
+        part.write_text("".join(lines[i::shards]), encoding="utf-8")
+        parts.append(part)
+    jobs = [(title, tree, folder / f"{title.split()[0]}-{i + 1}of{shards}", part)
+            for i, part in enumerate(parts) for title, tree in sides]
+    width = 1 if args.sequential else args.jobs
+    results = run_all(jobs, items, args.gguf, width)
     print(f"{args.cases} case(s) x {len(items) if items else len(ITEMS)} item(s), GPT-4.1 summaries against the "
-          f"references, local model {args.gguf or '(packaged)'}")
-    for label, r in results.items():
-        table(label, r)
+          f"references, local model {args.gguf or '(packaged)'}; {len(jobs)} runs, {width} at a time")
+    for title, _ in sides:
+        table(title, results[title][0])
+    for title, _ in sides:
+        scored(title, results[title][1])
     if args.keep or args.folder:
         print(f"kept {folder}")
     else:

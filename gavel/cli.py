@@ -250,6 +250,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # everything that can be checked before reading or sending anything: a wrong name stops here
     checklist = load_checklist(args.checklist)
     items = checklist.select(args.items)
+    if args.gguf and args.provider != "local":
+        raise pipeline.InputError(f"--gguf serves a model file with --provider local, not --provider {args.provider}")
+    if args.gguf and not Path(args.gguf).expanduser().is_file():
+        raise pipeline.InputError(f"--gguf {args.gguf}: no such model file")
     pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on
@@ -279,7 +283,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
                                  label_orders=args.label_orders,
                                  allow_unserved=args.allow_unserved)
-    provider = pipeline.provider(args.provider, args.base_url)
+    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}))
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
@@ -453,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--provider", required=True, choices=EVALUATE_PROVIDERS,
                    help="mock: the stand-in model (no model, scores mean nothing); vllm: a server at --base-url")
     p.add_argument("--base-url", default=None)
+    p.add_argument("--gguf", default=None,
+                   help="--provider local: serve this GGUF file instead of the packaged model (its settings stay "
+                        "the packaged model's; its answers are cached apart, by the file's content)")
     p.add_argument("--extractor", default=None, help="registry model extracting checklists (default: models.yaml roles)")
     p.add_argument("--judge", default=None, help="registry model comparing and rating (default: models.yaml roles)")
     p.add_argument("--items", nargs="*", default=None, help="item names (default: every item of the checklist)")

@@ -216,3 +216,24 @@ def test_documents_evaluate_local_says_its_duration_and_caps_the_judge(local, tm
     out = _run(capsys, *argv)
     assert "expected" not in out and measured == [LOCAL]
     assert caps == [pace.stage_cap(LOCAL, "compare")] and caps[0] > 0
+
+
+@pytest.mark.parametrize("t_prompt, t_gen, output_tokens, generate_s", [
+    (1.0, 2.0, 40, None),       # a plain measure: generation is the request's time less its short prompt's share
+    (90.0, 2.0, 40, 2.0 / 40),  # the long prompt was slowed (a busy machine): its share would eat all of it
+    (10.0, 0.3, 1, 0.3),        # the model stopped at once, sooner than its prompt's estimated share
+])
+def test_the_measured_generation_speed_is_never_free(monkeypatch, t_prompt, t_gen, output_tokens, generate_s):
+    from gavel.core.tokens import count_tokens
+    from gavel.llm.records import Response
+
+    times = iter([(9.0, None), (t_prompt, None), (t_gen, Response(custom_id="pace", status="succeeded",
+                                                                   output_tokens=output_tokens))])
+    monkeypatch.setattr(pace, "timed", lambda provider, request: next(times))
+    got = pace.measure(object(), LOCAL)
+    assert got.generate_s > 0 and "1,000,000,000" not in pace.speed_line(got)
+    if generate_s is None:
+        share = count_tokens(pace._COUNT) * got.prompt_s
+        assert got.generate_s == pytest.approx((t_gen - share) / output_tokens)
+    else:
+        assert got.generate_s == pytest.approx(generate_s)

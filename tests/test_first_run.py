@@ -409,3 +409,22 @@ def test_notebook_01_runs_on_a_run_folder_in_one_length_bin(tmp_path):
     pm.execute_notebook(str(REPO / "notebooks" / "01_benchmark_overview.ipynb"), str(tmp_path / "out.ipynb"),
                         parameters={"results_dir": str(tmp_path / "run"), "save": False}, kernel_name="python3",
                         cwd=str(REPO / "notebooks"), progress_bar=False)
+
+
+@pytest.mark.parametrize("provider, gguf, said", [
+    ("mock", "model.gguf", "--gguf serves a model file with --provider local, not --provider mock"),
+    ("local", "missing.gguf", "--gguf missing.gguf: no such model file"),
+])
+def test_evaluate_gguf_is_refused_in_one_line_before_anything_runs(tmp_path, capsys, monkeypatch, provider, gguf,
+                                                                    said):
+    from gavel.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": "Filed in 2020."}) + "\n")
+    (tmp_path / "refs.json").write_text(json.dumps({"1": "Filed in 2020 in Chicago."}))
+    rc = main(["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", provider,
+               "--gguf", gguf, "--out", "out"])
+    err = capsys.readouterr().err
+    assert rc == 2 and said in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()

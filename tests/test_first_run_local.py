@@ -62,3 +62,20 @@ def test_a_first_own_run_says_its_duration_and_keeps_the_caps(tmp_path, capsys):
     manifest = json.loads((out / "evaluation.json").read_text())
     assert manifest["extractor"] == manifest["judge"] == local
     assert re.search(r"^sent \d+, cached 0; unusable answers: \d+; tables in ", printed, re.M)
+
+
+def test_evaluate_serves_a_gguf_file_of_ones_own_and_the_run_names_it(tmp_path, capsys):
+    from gavel.llm.providers.local import file_sha256, packaged_gguf
+
+    packaged, _ = packaged_gguf(default_model())
+    own = tmp_path / "my model.gguf"  # a file of one's own: here a copy of the packaged weights
+    own.write_bytes(packaged.read_bytes())
+    summaries = tmp_path / "s.jsonl"
+    summaries.write_text((DATA / "ref_summaries.jsonl").read_text(encoding="utf-8").splitlines()[0] + "\n")
+    out = tmp_path / "run"
+    rc = main(["evaluate", "--summaries", str(summaries), "--references", str(DATA / "ref_references.json"),
+               "--provider", "local", "--gguf", str(own), "--items", "Filing Date", "--out", str(out)])
+    assert rc in (0, 1), capsys.readouterr()
+    manifest = json.loads((out / "evaluation.json").read_text())
+    assert manifest["model_file"] == {"path": str(own), "sha256": file_sha256(packaged)}
+    assert len(pd.read_csv(out / "answers.csv")) >= 4  # extract (both sides), compare, residual, style

@@ -94,8 +94,13 @@ def measure(provider, model: str) -> Pace:
     n_short = count_tokens(_COUNT)
     per_prompt = t_prompt / n_prompt
     generated = max(resp.output_tokens or 1, 1)
-    per_token = max(t_gen - n_short * per_prompt, 0.0) / generated
-    return Pace(prompt_s=per_prompt, generate_s=per_token)
+    generating = t_gen - n_short * per_prompt
+    if generating < t_gen / 4:
+        # the prompt's share, estimated from another request, took (nearly) all of it: a busy machine slowed
+        # the long prompt's timing, or the model stopped at once. Then the whole request's time is the bound
+        # (never a generation that costs nothing: that forecast would say minutes for hours)
+        generating = t_gen
+    return Pace(prompt_s=per_prompt, generate_s=generating / generated)
 
 
 def timed(provider, request: Request):

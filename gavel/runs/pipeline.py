@@ -372,11 +372,23 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
                 "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
                 "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
                 **({"orders": s.orders} if s.orders != "one" else {}),
-                **({"label_orders": s.label_orders} if s.label_orders > 1 else {})}
+                **({"label_orders": s.label_orders} if s.label_orders > 1 else {}),
+                **served_file(provider)}
     (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     write_checklist(s.checklist, out)
     tables["manifest"] = manifest
     return tables
+
+
+def served_file(provider) -> dict:
+    """``{"model_file": {"path", "sha256"}}`` when the provider serves a model file of one's own (``--gguf``),
+    else nothing: which weights answered is part of what a run was."""
+    path = getattr(provider, "model_path", None)
+    if not path:
+        return {}
+    from gavel.llm.providers.local import file_sha256
+
+    return {"model_file": {"path": str(path), "sha256": file_sha256(Path(path))}}
 
 
 #: the copy of the checklist a run used, in its folder (a report reads it there, never the original file)
