@@ -3,11 +3,18 @@ GPT-4.1 summaries of its shortest benchmark cases against their references, on t
 (``gavel evaluate --provider local``), every item unless ``--items`` names fewer.
 
     GAVEL_RELEASE=/path/to/gavel-release .venv/bin/python benchmarks/local_unusable.py [--cases 1] [--items N]
-        [--before REV] [--gguf FILE] [--keep]
+        [--before REV] [--gguf FILE] [--shards K] [--jobs J] [--folder DIR | --keep]
 
 Per stage it prints the requests, the answers that were unusable on the first ask (truncated, no JSON,
-against the schema, ...) and those still unusable after the re-asks, as rates. ``--before REV`` runs the
-same on the committed tree ``REV`` (``git archive`` into a temporary folder) first and prints both tables.
+against the schema, ...) and those still unusable after the re-asks, as rates, and how many scored rows have
+each score as a number. ``--before REV`` runs the same on the committed tree ``REV`` (``git archive`` into a
+temporary folder) and prints both tables. The cases are dealt into ``--shards`` runs per side (each its own
+folder and llama.cpp server, on half the CPUs); ``--jobs`` of them run at once (default 2: the CPUs are
+used, and no server's threads wait for another's). ``--folder`` keeps every run's cache, so a stopped
+measurement goes on where it stopped. The issue-39 measurement (20 cases, every item, before = bfdd558):
+
+    benchmarks/local_unusable.py --cases 20 --before bfdd558 --shards 4 --folder /somewhere/kept
+
 The machine's load average is printed: on shared cores the speed moves with it.
 """
 
