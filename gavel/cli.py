@@ -250,10 +250,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # everything that can be checked before reading or sending anything: a wrong name stops here
     checklist = load_checklist(args.checklist)
     items = checklist.select(args.items)
-    if args.gguf and args.provider != "local":
+    if args.gguf is not None and args.provider != "local":
         raise pipeline.InputError(f"--gguf serves a model file with --provider local, not --provider {args.provider}")
-    if args.gguf and not Path(args.gguf).expanduser().is_file():
-        raise pipeline.InputError(f"--gguf {args.gguf}: no such model file")
+    if args.gguf is not None and not (args.gguf and Path(args.gguf).expanduser().is_file()):
+        raise pipeline.InputError(f"--gguf {args.gguf!r}: no such model file (a regular file is needed)")
     pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on

@@ -413,7 +413,10 @@ def test_notebook_01_runs_on_a_run_folder_in_one_length_bin(tmp_path):
 
 @pytest.mark.parametrize("provider, gguf, said", [
     ("mock", "model.gguf", "--gguf serves a model file with --provider local, not --provider mock"),
-    ("local", "missing.gguf", "--gguf missing.gguf: no such model file"),
+    ("local", "missing.gguf", "--gguf 'missing.gguf': no such model file"),
+    ("local", "", "--gguf '': no such model file"),
+    ("local", "folder", "--gguf 'folder': no such model file (a regular file is needed)"),
+    ("local", "/dev/zero", "--gguf '/dev/zero': no such model file"),
 ])
 def test_evaluate_gguf_is_refused_in_one_line_before_anything_runs(tmp_path, capsys, monkeypatch, provider, gguf,
                                                                     said):
@@ -421,6 +424,7 @@ def test_evaluate_gguf_is_refused_in_one_line_before_anything_runs(tmp_path, cap
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    (tmp_path / "folder").mkdir()
     (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": "Filed in 2020."}) + "\n")
     (tmp_path / "refs.json").write_text(json.dumps({"1": "Filed in 2020 in Chicago."}))
     rc = main(["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", provider,
