@@ -14,6 +14,7 @@ from gavel.core import config, options
 from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
+from gavel.runs import stand_in
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
 #: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
@@ -283,7 +284,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
                                  label_orders=args.label_orders,
                                  allow_unserved=args.allow_unserved)
-    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}))
+    if args.mock_judge and args.provider != "mock":
+        raise pipeline.InputError(f"--mock-judge sets the mock's judge, not --provider {args.provider}'s")
+    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}),
+                                 **stand_in.mock_options(args.mock_judge))
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
@@ -456,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
     p.add_argument("--provider", required=True, choices=EVALUATE_PROVIDERS,
                    help="mock: the stand-in model (no model, scores mean nothing); vllm: a server at --base-url")
+    p.add_argument("--mock-judge", type=stand_in.judge_spec, default=None, metavar="SPEC",
+                   help="--provider mock: 'noisy:seed=S,flip=F,first_bias=P,a_bias=Q', a seeded noisy, order-biased "
+                        "judge (default: none, every repeat and order answers alike; docs/orders.md)")
     p.add_argument("--base-url", default=None)
     p.add_argument("--gguf", default=None,
                    help="--provider local: serve this GGUF file instead of the packaged model (its settings stay "
