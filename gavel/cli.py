@@ -14,7 +14,7 @@ from gavel.core import config, options
 from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
-from gavel.runs import stand_in
+from gavel.runs import plan_cli, stand_in
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
 #: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
@@ -511,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     # the wings add their own commands to the same parser
     documents_cli.add_parser(sub)
     annotation_cli.add_parser(sub)
+    plan_cli.add_parser(sub)
     args = parser.parse_args(argv)
     label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),
                                       getattr(args, "cmd", None)) if x)
