@@ -282,7 +282,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
-                                 label_orders=args.label_orders,
+                                 label_orders=args.label_orders, usage_from=tuple(args.usage_from),
                                  allow_unserved=args.allow_unserved)
     if args.mock_judge and args.provider != "mock":
         raise pipeline.InputError(f"--mock-judge sets the mock's judge, not --provider {args.provider}'s")
@@ -489,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--allow-unserved", action="store_true",
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
+    p.add_argument("--usage-from", action="append", default=[], metavar="RUN",
+                   help="dry run: an earlier run's folder or cost.csv whose measured usage gives a reasoning model's "
+                        "central estimate (repeatable; docs/cost.md)")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
