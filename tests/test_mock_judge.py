@@ -7,6 +7,7 @@ import argparse
 
 import pytest
 
+from gavel.core import options
 from gavel.core.items import item
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.records import Request
@@ -52,18 +53,18 @@ def test_the_default_mock_judge_answers_alike_in_every_repeat_and_order(tmp_path
 
 
 def test_a_noisy_judge_disagrees_with_itself_across_repeats_and_is_seeded(tmp_path):
-    spec = stand_in.judge_spec("noisy:seed=1,flip=0.5")
+    spec = options.judge_spec("noisy:seed=1,flip=0.5")
     j = _singles(_run(tmp_path / "a", spec, repeats=3))
     per_pair = j.groupby(["subject", "case_id", "item"])["relation"].nunique()
     assert (per_pair > 1).any()
     again = _singles(_run(tmp_path / "b", spec, repeats=3))
     assert list(again["relation"]) == list(j["relation"])  # the same seed: the same answers
-    other = _singles(_run(tmp_path / "c", stand_in.judge_spec("noisy:seed=2,flip=0.5"), repeats=3))
+    other = _singles(_run(tmp_path / "c", options.judge_spec("noisy:seed=2,flip=0.5"), repeats=3))
     assert list(other["relation"]) != list(j["relation"])
 
 
 def test_a_side_biased_judge_is_seen_by_orders_both(tmp_path):
-    result = _run(tmp_path, stand_in.judge_spec("noisy:seed=3,a_bias=1"), orders="both")
+    result = _run(tmp_path, options.judge_spec("noisy:seed=3,a_bias=1"), orders="both")
     j = _singles(result)
     assert set(j["answer_ab"]) == {"a_contains_b"}  # A contains B whichever side the model is on
     flipped = j.groupby(["subject", "case_id", "item"])["relation"].nunique()
@@ -71,7 +72,7 @@ def test_a_side_biased_judge_is_seen_by_orders_both(tmp_path):
 
 
 def test_a_first_option_biased_judge_is_seen_by_label_orders(tmp_path):
-    result = _run(tmp_path, stand_in.judge_spec("noisy:seed=4,first_bias=1"), label_orders=4)
+    result = _run(tmp_path, options.judge_spec("noisy:seed=4,first_bias=1"), label_orders=4)
     lj = result["label_judgments"]
     assert len(lj) and set(lj["answer_position"]) == {1.0}  # always the option listed first, in every row
     assert set(lj["label_order"]) == {0, 1, 2, 3}
@@ -83,7 +84,7 @@ def test_the_default_mock_keeps_its_cache_keys_and_a_noisy_one_has_its_own(tmp_p
     assert MockProvider().identity() == {"provider": "mock", "kind": "MockProvider", "base_url": None}
     default = StageRunner("compare", pipeline.provider("mock"), workdir=tmp_path / "d", progress=False)
     noisy = StageRunner("compare", pipeline.provider("mock", **stand_in.mock_options(
-        stand_in.judge_spec("noisy:seed=1,flip=0.2"))), workdir=tmp_path / "n", progress=False)
+        options.judge_spec("noisy:seed=1,flip=0.2"))), workdir=tmp_path / "n", progress=False)
     plain = StageRunner("compare", MockProvider(), workdir=tmp_path / "p", progress=False)
     assert default.key(r) == plain.key(r) != noisy.key(r)
 
@@ -92,7 +93,7 @@ def test_the_default_mock_keeps_its_cache_keys_and_a_noisy_one_has_its_own(tmp_p
                                   "noisy:seed=-1", "noisy:flip=x"])
 def test_a_bad_spec_is_one_argparse_error(text):
     with pytest.raises(argparse.ArgumentTypeError):
-        stand_in.judge_spec(text)
+        options.judge_spec(text)
 
 
 def test_cli_mock_judge(tmp_path, capsys):

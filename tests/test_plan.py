@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import t as student
 
-from gavel.core import paired, prices
+from gavel.core import options, paired, prices
 from gavel.core.items import item
 from gavel.runs import pipeline, plan, stand_in
 from gavel.runs import repeats as repeated
@@ -33,7 +33,7 @@ def pilot(tmp_path_factory):
         summaries += [("model-x", str(c), f"The filing was on March {c + 1}, 2020. Judge Mary Smith{c} presided. "
                                           f"The monitor is Bob Ray{c}."),
                       ("model-y", str(c), f"The filing came in 2020. Judge Smith{c} presided. The monitor is Ann Lee.")]
-    provider = pipeline.provider("mock", **stand_in.mock_options(stand_in.judge_spec("noisy:seed=5,flip=0.4")))
+    provider = pipeline.provider("mock", **stand_in.mock_options(options.judge_spec("noisy:seed=5,flip=0.4")))
     s = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS, orders="both")
     repeated.evaluate_repeats(summaries, refs, provider, out, s, repeats=2)
     return out

@@ -1,6 +1,7 @@
-"""``gavel plan``: the command line of the planner (gavel.runs.plan, docs/plan.md): from a pilot run folder or
-the release's case scores, the smallest difference worth detecting, the power and the level, the cases x
-repeats x orders each named pair needs and what they cost at the price table's list prices."""
+"""``gavel plan``: what the command runs (its options are in gavel/cli.py, which must start without importing
+gavel.runs): from a pilot run folder or the release's case scores, the smallest difference worth detecting,
+the power and the level, the cases x repeats x orders each named pair needs and what they cost at the price
+table's list prices (gavel.runs.plan, docs/plan.md)."""
 
 from __future__ import annotations
 
@@ -9,60 +10,24 @@ import itertools
 import math
 import tempfile
 
-from gavel.core import options
-
-#: the family's level (Holm over the pairs named) and the power a plan is made at, unless given
-ALPHA, POWER = 0.05, 0.8
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("plan", help="before paying: the cases x repeats x orders a difference between two models "
-                                    "needs, and what they cost (docs/plan.md)")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--pilot", default=None, metavar="RUN",
-                        help="a run folder (the --out of `gavel evaluate`): its cells' variances, its ledger's cost")
-    source.add_argument("--release", action="store_true",
-                        help="the release's case scores (data/results/summary_case_scores.csv): one cell a case")
-    p.add_argument("--pair", nargs=2, action="append", metavar=("MODEL_A", "MODEL_B"), default=None,
-                   help="a pair to compare (repeatable; the family Holm adjusts over); default: every pair")
-    p.add_argument("--difference", type=options.positive_float, default=None,
-                   help="the smallest difference of S_checklist worth detecting, in points (0-100)")
-    p.add_argument("--cases", type=options.positive_int, default=None,
-                   help="instead of --difference: what N cases detect, and the interval they give")
-    p.add_argument("--alpha", type=options.fraction, default=ALPHA, help="the family's level (Holm; default 0.05)")
-    p.add_argument("--power", type=options.fraction, default=POWER, help="default 0.8")
-    p.add_argument("--repeats", type=options.positive_int, nargs="+", default=[1, 2, 3])
-    p.add_argument("--orders", type=int, nargs="+", choices=[1, 2], default=[1, 2])
-    p.add_argument("--mode", default="batch", choices=["batch", "online"], help="price as (default batch)")
-    p.add_argument("--cost-from", default=None, metavar="RUN",
-                   help="price from this run folder's ledger (default: the pilot's; with --release: a dry run)")
-    p.add_argument("--price-as", default=None, metavar="MODEL",
-                   help="price every stage of the ledger as this registry model (default: the models it used)")
-    p.add_argument("--provider", default=None,
-                   help="--release without --cost-from: the provider of the dry run that prices it")
-    p.add_argument("--extractor", default=None, help="the dry run's extractor (default: models.yaml roles)")
-    p.add_argument("--judge", default=None, help="the dry run's judge (default: models.yaml roles)")
-    p.set_defaults(func=run)
+from gavel.core import prices
+from gavel.runs import pipeline, plan
 
 
 def _pairs(args, models: list[str]) -> list[tuple[str, str]]:
-    from gavel.runs.plan import PlanInputError
-
     pairs = [tuple(x) for x in args.pair] if args.pair else list(itertools.combinations(models, 2))
     unknown = sorted({m for pair in pairs for m in pair} - set(models))
     if unknown:
-        raise PlanInputError(f"no cells of {', '.join(unknown)} in the {'pilot' if args.pilot else 'release'}; "
+        raise plan.PlanInputError(f"no cells of {', '.join(unknown)} in the {'pilot' if args.pilot else 'release'}; "
                              f"its models: {', '.join(models)}")
     if any(a == b for a, b in pairs):
-        raise PlanInputError("a pair of a model with itself")
+        raise plan.PlanInputError("a pair of a model with itself")
     return pairs
 
 
 def _dry_run_cost(args, pairs):
     """The release's summaries of the named models, priced by the dry run (gavel.runs.costing)."""
     from gavel.release import load_release
-    from gavel.runs import pipeline, plan
-
     rel = load_release(None)
     references, _ = pipeline.release_references(rel)
     wanted = {m for pair in pairs for m in pair}
@@ -79,8 +44,6 @@ def _dry_run_cost(args, pairs):
 
 
 def run(args: argparse.Namespace) -> int:
-    from gavel.runs import plan
-
     if (args.difference is None) == (args.cases is None):
         raise plan.PlanInputError("give --difference D (the cases it needs) or --cases N (what they detect)")
     cells = plan.run_cells(args.pilot) if args.pilot else plan.release_cells()
@@ -105,9 +68,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show(table, args, shape, pairs, cells, cost, cost_note) -> None:
-    from gavel.core import prices
-    from gavel.runs import plan
-
     source = (f"pilot {args.pilot}: {shape['cases']} cases x {shape['repeats']} repeat(s) x {shape['orders']} "
               f"order(s)" if args.pilot else f"the release's case scores ({plan.RELEASE_CELLS.name}): "
               f"{shape['cases']} cases, one cell a case")

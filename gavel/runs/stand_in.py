@@ -2,19 +2,19 @@
 ``gavel evaluate`` and the notebooks (``gavel.runs.pipeline.provider("mock")``).
 
 The default stand-in's judge has no noise and no order bias: every repeat and every order answers alike.
-``--mock-judge noisy:seed=S,flip=F,first_bias=P,a_bias=Q`` (:func:`judge_spec`, :func:`mock_options`) asks
+``--mock-judge noisy:seed=S,flip=F,first_bias=P,a_bias=Q`` (``gavel.core.options.judge_spec``, :func:`mock_options`) asks
 for a seeded noisy, order-biased judge instead, so that ``--repeats``, ``--orders both`` and
 ``--label-orders K`` have something to find (docs/orders.md).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
 import re
 
+from gavel.core.options import NOISY_KNOBS
 from gavel.core.vocab import STYLE_ASPECTS
 from gavel.llm.records import Request
 
@@ -29,38 +29,6 @@ def _section(text: str, head: str, stop: str) -> str:
     start += len(head)
     end = text.find(stop, start)
     return text[start: end if end >= 0 else len(text)].strip()
-
-
-#: the knobs of a noisy stand-in judge, each a probability per single-value judgment (their sum at most 1)
-NOISY_KNOBS = ("flip", "first_bias", "a_bias")
-
-
-def judge_spec(text: str) -> dict:
-    """``--mock-judge``: ``default`` (no noise, no bias) or ``noisy:seed=S,flip=F,first_bias=P,a_bias=Q``
-    (any of the knobs; a missing one is 0) as a dict; an argparse error naming what is wrong otherwise."""
-    if text.strip() in ("", "default"):
-        return {}
-    kind, _, rest = text.partition(":")
-    if kind.strip() != "noisy":
-        raise argparse.ArgumentTypeError(f"{text!r}: expected 'default' or 'noisy:seed=S,flip=F,first_bias=P,"
-                                         f"a_bias=Q'")
-    spec = {"seed": 0, **dict.fromkeys(NOISY_KNOBS, 0.0)}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        key = key.strip()
-        if not eq or key not in spec:
-            raise argparse.ArgumentTypeError(f"{part!r}: expected seed=S or one of {', '.join(NOISY_KNOBS)}=P")
-        try:
-            spec[key] = int(value) if key == "seed" else float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r}: {key} must be a {'whole number' if key == 'seed' else 'number'}") \
-                from None
-        if key == "seed" and not 0 <= spec[key] < 2**32 or key != "seed" and not 0 <= spec[key] <= 1:
-            raise argparse.ArgumentTypeError(f"{part!r}: {key} must be in "
-                                             f"{'[0, 4294967295]' if key == 'seed' else '[0, 1]'}")
-    if sum(spec[k] for k in NOISY_KNOBS) > 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: flip + first_bias + a_bias must be at most 1")
-    return spec
 
 
 def spec_text(spec: dict) -> str:
