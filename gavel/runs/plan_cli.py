@@ -79,9 +79,12 @@ def show(table, args, shape, pairs, cells, cost, cost_note) -> None:
     for a, b in pairs:
         pv = plan.pair_variance(cells, a, b)
         rows = table[(table["model_a"] == a) & (table["model_b"] == b)]
+        if pv.cases < 2:
+            print(f"{a} vs {b}: {pv.cases} common case(s): no variance to plan from")
+            continue
         judge = (f"judge variance {pv.within_a:.1f} / {pv.within_b:.1f} (cells of a case)" if pv.judge_measured else
-                 "judge noise not measured (one cell a case): only the pilot's own cells can be planned")
-        print(f"{a} vs {b}: pilot difference {pv.difference:+.2f} on {pv.cases} cases; between-case variance of "
+                 f"judge noise not measured (one cell a case): only {round(pv.cells_a)} cell(s) a case can be planned")
+        print(f"{a} vs {b}: measured difference {pv.difference:+.2f} on {pv.cases} cases; between-case variance of "
               f"the difference {pv.between:.1f}; {judge}")
         for rec in rows.to_dict("records"):
             n = rec["cases_needed"]
