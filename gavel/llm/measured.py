@@ -86,16 +86,21 @@ def of_cache(folder: str | Path, stage: str) -> Measured:
                 or data["custom_id"].rsplit("-", 1)[0] != stage[:23]:
             continue
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        out = _whole(data.get("output_tokens"))
-        if out is None or prices.implausible({"output": out}):
-            continue
-        m.requests += 1
-        m.output += out
-        thought = _whole(usage.get("reasoning"))
-        if thought is not None and thought <= out:
-            m.reasoning += thought
-            m.reasoning_requests += 1
+        _add(m, _whole(data.get("output_tokens")), usage)
     return m
+
+
+def _add(m: Measured, out: int | None, usage: dict) -> bool:
+    """Count one answer's output (a count, or nothing is counted) and its reasoning (where it is a part of it)."""
+    if out is None:
+        return False
+    m.requests += 1
+    m.output += out
+    thought = _whole(usage.get("reasoning"))
+    if thought is not None and thought <= out:
+        m.reasoning += thought
+        m.reasoning_requests += 1
+    return True
 
 
 def ledger_files(paths) -> list[Path]:
@@ -180,14 +185,8 @@ def count(m: Measured, request, response, provider: str) -> None:
     """Add one answer to ``m``: its reported output and reasoning, and its price (gavel.core.prices)."""
     usage = response.usage if isinstance(response.usage, dict) else {}
     out = _whole(usage.get("output", response.output_tokens))
-    if out is None:
+    if not _add(m, out, usage):
         return
-    m.requests += 1
-    m.output += out
-    thought = _whole(usage.get("reasoning"))
-    if thought is not None and thought <= out:
-        m.reasoning += thought
-        m.reasoning_requests += 1
     priced = prices.cost(request.model, usage or {"input": response.input_tokens, "output": out},
                          usage.get("mode") or "batch", usage.get("answered_at"), provider=response.provider or provider)
     if priced.usd is not None:
