@@ -281,9 +281,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = pipeline.Settings(extractor=args.extractor or roles["extractor"], judge=args.judge or roles["judge"],
                                  items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
-                                 label_orders=args.label_orders,
+                                 label_orders=args.label_orders, usage_from=tuple(args.usage_from),
                                  allow_unserved=args.allow_unserved)
-    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}))
+    if args.mock_judge and args.provider != "mock":
+        raise pipeline.InputError(f"--mock-judge sets the mock's judge, not --provider {args.provider}'s")
+    from gavel.runs.stand_in import mock_options
+
+    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}),
+                                 **mock_options(args.mock_judge))
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
@@ -327,6 +332,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(scrub(pipeline.failure_report(failed)), file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """The cases x repeats x orders a difference needs, and their price (gavel.runs.plan_cli, docs/plan.md)."""
+    from gavel.runs.plan_cli import run
+
+    return run(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -456,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
     p.add_argument("--provider", required=True, choices=EVALUATE_PROVIDERS,
                    help="mock: the stand-in model (no model, scores mean nothing); vllm: a server at --base-url")
+    p.add_argument("--mock-judge", type=options.judge_spec, default=None, metavar="SPEC",
+                   help="--provider mock: 'noisy:seed=S,flip=F,first_bias=P,a_bias=Q', a seeded noisy, order-biased "
+                        "judge (default: none, every repeat and order answers alike; docs/orders.md)")
     p.add_argument("--base-url", default=None)
     p.add_argument("--gguf", default=None,
                    help="--provider local: serve this GGUF file instead of the packaged model (its settings stay "
@@ -482,6 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
     p.add_argument("--allow-unserved", action="store_true",
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
+    p.add_argument("--usage-from", action="append", default=[], metavar="RUN",
+                   help="dry run: an earlier run's folder or cost.csv whose measured usage gives a reasoning model's "
+                        "central estimate (repeatable; docs/cost.md)")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
@@ -504,6 +522,25 @@ def main(argv: list[str] | None = None) -> int:
     # the wings add their own commands to the same parser
     documents_cli.add_parser(sub)
     annotation_cli.add_parser(sub)
+    p = sub.add_parser("plan", help="before paying: the cases x repeats x orders a difference between two models "
+                                    "needs, and their price (docs/plan.md)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pilot", metavar="RUN", help="a run folder: its cells' variances, its ledger's costs")
+    source.add_argument("--release", action="store_true", help="the release's case scores (one cell a case)")
+    p.add_argument("--pair", nargs=2, action="append", metavar=("MODEL_A", "MODEL_B"),
+                   help="a pair to compare (repeatable: the family Holm adjusts over); default: every pair")
+    p.add_argument("--difference", type=options.positive_float, help="the smallest difference worth detecting")
+    p.add_argument("--cases", type=options.positive_int, help="instead: what N cases detect")
+    p.add_argument("--alpha", type=options.fraction, default=0.05)
+    p.add_argument("--power", type=options.fraction, default=0.8)
+    p.add_argument("--repeats", type=options.positive_int, nargs="+", default=[1, 2, 3])
+    p.add_argument("--orders", type=int, nargs="+", choices=[1, 2], default=[1, 2])
+    p.add_argument("--mode", default="batch", choices=["batch", "online"])
+    p.add_argument("--cost-from", metavar="RUN", help="price from this run's ledger (default: the pilot's)")
+    p.add_argument("--price-as", metavar="MODEL", help="price every stage of the ledger as this registry model")
+    for flag in ("--provider", "--extractor", "--judge"):  # --release: the dry run that prices its summaries
+        p.add_argument(flag, help="--release without --cost-from: the dry run's (docs/plan.md)")
+    p.set_defaults(func=cmd_plan)
     args = parser.parse_args(argv)
     label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),
                                       getattr(args, "cmd", None)) if x)

@@ -59,3 +59,35 @@ def check_fraction(name: str, value) -> None:
     """ValueError naming ``name`` unless ``value`` is a number in [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+
+
+#: the knobs of a noisy stand-in judge, each a probability per single-value judgment (their sum at most 1)
+NOISY_KNOBS = ("flip", "first_bias", "a_bias")
+
+
+def judge_spec(text: str) -> dict:
+    """``--mock-judge``: ``default`` (no noise, no bias) or ``noisy:seed=S,flip=F,first_bias=P,a_bias=Q``
+    (any of the knobs; a missing one is 0) as a dict; an argparse error naming what is wrong otherwise."""
+    if text.strip() in ("", "default"):
+        return {}
+    kind, _, rest = text.partition(":")
+    if kind.strip() != "noisy":
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 'default' or 'noisy:seed=S,flip=F,first_bias=P,"
+                                         f"a_bias=Q'")
+    spec = {"seed": 0, **dict.fromkeys(NOISY_KNOBS, 0.0)}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or key not in spec:
+            raise argparse.ArgumentTypeError(f"{part!r}: expected seed=S or one of {', '.join(NOISY_KNOBS)}=P")
+        try:
+            spec[key] = int(value) if key == "seed" else float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: {key} must be a {'whole number' if key == 'seed' else 'number'}") \
+                from None
+        if key == "seed" and not 0 <= spec[key] < 2**32 or key != "seed" and not 0 <= spec[key] <= 1:
+            raise argparse.ArgumentTypeError(f"{part!r}: {key} must be in "
+                                             f"{'[0, 4294967295]' if key == 'seed' else '[0, 1]'}")
+    if sum(spec[k] for k in NOISY_KNOBS) > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: flip + first_bias + a_bias must be at most 1")
+    return spec

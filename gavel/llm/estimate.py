@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gavel.core import prices
 
+from . import measured
 from .providers.base import ProviderError
 
 
@@ -108,20 +109,8 @@ def unserved(provider, model: str) -> str | None:
 
 def measured_output(runner) -> tuple[float | None, int]:
     """Mean output tokens of this stage's earlier answers in the runner's cache, and how many."""
-    total, n = 0, 0
-    for path in Path(runner.cache.folder).glob("*/*.json"):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str) \
-                or data["custom_id"].rsplit("-", 1)[0] != runner.stage[:23]:
-            continue
-        if prices.implausible({"output": data.get("output_tokens")}) or data.get("output_tokens") is None:
-            continue  # not a count, or not a plausible one (a damaged cache file): not a measurement
-        total += data["output_tokens"]
-        n += 1
-    return (total / n if n else None), n
+    m = measured.of_cache(runner.cache.folder, runner.stage)
+    return m.output_mean, m.requests
 
 
 def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, cached_prefix_tokens: int = 0,

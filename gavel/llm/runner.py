@@ -41,6 +41,7 @@ import platform
 import queue
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -51,7 +52,7 @@ from pathlib import Path
 
 from gavel.core import config, options, prices
 
-from . import ledger
+from . import ledger, measured
 from . import usage as usage_of
 from .lock import WorkdirBusyError, hold  # noqa: F401 (WorkdirBusyError: the runner's error)
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
@@ -142,6 +143,7 @@ class StageRunner:
         self.progress = progress
         self.concurrency = concurrency
         self.lock_timeout = lock_timeout
+        self.forecasts: list[str] = []  # a running batch's re-forecasts, one as each batch ends (measured.reforecast)
 
     # ---------------- cache keys ----------------
     def _registry_model(self, name: str):
@@ -430,6 +432,7 @@ class StageRunner:
         cached_at_start = sum(1 for cid in by_id if keys[cid] in self.cache)
         sent = 0
         bar = self._bar(len(by_id) - cached_at_start, f"{self.stage}: batch")
+        seen = measured.Measured(source="this run")  # the re-forecast's
         while True:
             mine = {tag: s for tag, s in subs.items() if s.get("identity") == ident}
             done = {k for k in wanted if k in self.cache}
@@ -458,12 +461,20 @@ class StageRunner:
                     if resp.ok and key not in self.cache:
                         self.cache.put(self._stamped(resp, "batch"), key)
                         bar.update(1)
+                        if resp.custom_id in by_id:
+                            measured.count(seen, by_id[resp.custom_id], resp, self.provider.name)
                     elif not resp.ok:
                         state["failed"][key] = resp.error
                 sub["status"] = "fetched"
                 sub["final_state"] = status.state
                 self.save_state(state)
                 progressed = True
+                waiting = sum(len(s["keys"]) for s in subs.values()
+                              if s.get("identity") == ident and s["status"] == "submitted")
+                if seen.requests and waiting:  # a running batch: the rest forecast from what has come back
+                    self.forecasts.append(measured.reforecast(self.stage, seen, waiting))
+                    if self.progress:
+                        bar.write(self.forecasts[-1], file=sys.stderr)
             if timeout is not None and time.monotonic() - started > timeout:
                 break
             if not progressed:

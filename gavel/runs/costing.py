@@ -238,14 +238,89 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
         columns=RANGE_COLUMNS)
     fixed = float(table["cost_usd_est"].sum())
     total = (fixed, fixed + float(ranges["usd_high"].sum()))
+    reasoning = reasoning_stages(table, ranges, s, runners, provider, mode)
     out.mkdir(parents=True, exist_ok=True)
     (out / "estimate.json").write_text(json.dumps({"usd_low": total[0], "usd_high": total[1], "mode": mode,
                                                    "written_at": ledger.stamp_time()}, indent=1))
     table.attrs.update(too_long=pd.DataFrame(too_long, columns=["stage", "subject", "case_id", "item", "custom_id",
                                                                  "why"]), range=ranges, total=total, mode=mode,
                        compare_max=len(compare_inputs), residual_match_max=len(match_inputs),
-                       fact_max=len(fact_inputs), orders=s.orders, label_orders=s.label_orders)
+                       fact_max=len(fact_inputs), orders=s.orders, label_orders=s.label_orders, reasoning=reasoning)
     return table
+
+
+#: the --max-tokens caps the dry run prices a reasoning stage at when nothing of it is measured
+SUGGESTED_CAPS = (2_000, 8_000, 32_000)
+
+
+def _output_rate(model: str, input_tokens: float, mode: str, provider) -> float:
+    """USD a further output token of ``model`` costs at the tier of a prompt of ``input_tokens``."""
+    one = prices.cost(model, {"input": input_tokens, "output": 1_000_000}, mode, provider=provider.name).usd
+    none = prices.cost(model, {"input": input_tokens, "output": 0}, mode, provider=provider.name).usd
+    return 0.0 if one is None or none is None else (one - none) / 1_000_000
+
+
+def reasoning_stages(table: pd.DataFrame, ranges: pd.DataFrame, s, runners: dict, provider, mode: str) -> dict:
+    """For each stage whose model bills hidden reasoning (``estimate.reasoning_allowance``): the line saying
+    it, and a central estimate from measured usage -- this stage's own answers in the run folder (the run's
+    first round), else the ledgers of ``s.usage_from`` for the same stage and model -- or, where nothing is
+    measured, what ``--max-tokens N`` would bound the stage to. ``central``: the total's (low, high) with every
+    reasoning stage at its measured output, None when one of them has no measurement (or none reasons)."""
+    from gavel.llm import measured
+    from gavel.llm.registry import llm_model
+
+    lines, unmeasured, skipped = [], [], []
+    shift = {"fixed": 0.0, "range": 0.0}  # central minus bound, of the fixed part and of the range's top
+    rows = [("extract", s.extractor, "fixed"), ("style", s.judge, "fixed"), ("compare", s.judge, "range"),
+            ("residual", s.extractor, "range"), ("residual_match", s.judge, "range")]
+    reasons = False
+    for stage, model, part in rows:
+        m = llm_model(model)
+        cap = s.cap(stage, model) or m.max_output_tokens
+        if estimate.reasoning_allowance(m, cap, 0.0, False) is None:
+            continue
+        reasons = True
+        if part == "fixed":
+            t = table[(table["stage"] == stage) & (table["model"] == model)]
+            n, usd = int(t["requests"].sum()), float(t["cost_usd_est"].sum())
+            n_in, n_out = float(t["input_tokens"].sum()), float(t["output_tokens_est"].sum())
+        else:
+            t = ranges[ranges["stage"] == stage]
+            n, usd = int(t["requests_high"].sum()), float(t["usd_high"].sum())
+            n_in, n_out = float(t["input_tokens_high"].sum()), float(t["output_tokens_est"].sum())
+        if not n:
+            continue
+        bound_out, rate = n_out / n, _output_rate(model, n_in / n, mode, provider)
+        allowance = estimate.reasoning_allowance(m, cap, None, False)[1].split(":")[0]
+        own = measured.of_cache(runners[stage].cache.folder, stage)
+        found = own if own.requests else measured.of_ledgers(s.usage_from, stage, model) if s.usage_from else None
+        skipped += found.skipped if found is not None else []
+        if found is not None and found.requests:
+            central_out = min(float(cap), found.output_mean)
+            central = usd - n * (bound_out - central_out) * rate
+            shift[part] += central - usd
+            lines.append(f"{model} bills hidden reasoning tokens ({stage}): {allowance}: measured "
+                         f"{found.words()}; central estimate ${central:,.2f} beside the bound ${usd:,.2f}")
+            continue
+        answer, _ = output_for(runners[stage], recorded_lengths(), stage)
+        hidden = bound_out - answer if answer is not None else None
+        lines.append(f"{model} bills hidden reasoning tokens ({stage}): {allowance}: " + (
+            f"the bound allows {hidden:,.0f} of its {bound_out:,.0f} output tokens a request as hidden reasoning "
+            f"({hidden / bound_out:.1%}), ${n * hidden * rate:,.2f} of its ${usd:,.2f}" if hidden is not None else
+            f"the bound is the output cap of {cap:,} a request, hidden reasoning and answer together (${usd:,.2f})"))
+        caps = [c for c in SUGGESTED_CAPS if c < bound_out]
+        unmeasured.append(
+            f"{model} {stage}: no measured usage (no answers of this stage in the run folder"
+            + (", none in the --usage-from ledgers" if s.usage_from else "; --usage-from RUN reads an earlier run's "
+               "ledger") + "): the bound allows the whole output cap" + (
+                "; --max-tokens N bounds it at " + ", ".join(
+                    f"${usd - n * (bound_out - c) * rate:,.2f} (N = {c:,})" for c in caps)
+                + " (an answer cut off at N is unusable)" if caps else ""))
+    central = None
+    if reasons and not unmeasured and lines:
+        low = float(table["cost_usd_est"].sum()) + shift["fixed"]
+        central = (low, low + float(ranges["usd_high"].sum()) + shift["range"])
+    return {"lines": lines, "unmeasured": unmeasured, "central": central, "skipped": skipped}
 
 
 def show(table: pd.DataFrame) -> None:
@@ -264,6 +339,19 @@ def show(table: pd.DataFrame) -> None:
     low, high = table.attrs["total"]
     print(f"total: ${low:.2f} to ${high:.2f}, priced as {table.attrs['mode']} (the mode the run will use) at the "
           f"price table's list prices; nothing was sent")
+    r = a.get("reasoning") or {}
+    for line in r.get("lines", []):
+        print(f"  {line}")
+    if r.get("central"):
+        c_low, c_high = r["central"]
+        print(f"central estimate: ${c_low:.2f} to ${c_high:.2f}, every reasoning stage at its measured output (above); "
+              f"the total above is the bound")
+    for line in r.get("unmeasured", []):
+        print(f"  {line}")
+    if r.get("unmeasured"):
+        print("  no central estimate: a reasoning stage has no measured usage (the total above is a bound)")
+    for line in r.get("skipped", []):
+        print(f"  skipped {line}")
     too_long = table.attrs["too_long"]
     if len(too_long):
         print(f"{len(too_long)} request(s) too long for the model's context window (not priced; a run would not "

@@ -88,6 +88,7 @@ class Settings:
     allow_unserved: bool = False  # dry run: price a model the provider does not serve instead of refusing
     pace: object = None  # a gavel.llm.pace.Pace, or a function giving one: each stage says its duration first
     checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
+    usage_from: tuple = ()  # dry run: earlier runs' folders or ledgers measuring usage (gavel.llm.measured)
 
     def cap(self, stage: str, model: str) -> int | None:
         """The output cap of a stage's requests: ``max_tokens`` when set, else the model's cap for the stage

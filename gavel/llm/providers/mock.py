@@ -24,8 +24,11 @@ class MockProvider(Provider):
     max_batch_requests = 1000
     max_batch_bytes = 10 * 1024 * 1024
 
-    def __init__(self, answer=None, polls_to_end: int = 1, fail=None):
+    def __init__(self, answer=None, polls_to_end: int = 1, fail=None, variant: str | None = None):
         self.answer = answer or (lambda r: json.dumps({"echo": r.custom_id}))
+        # what answers, when it is not the default stand-in (a seeded noisy judge, gavel.runs.stand_in): it
+        # enters the cache key, so that its answers and the default's are never served as each other's
+        self.variant = variant
         self.fail = fail or (lambda r, attempt: False)
         self.polls_to_end = polls_to_end
         self.batches: dict[str, dict] = {}
@@ -33,6 +36,10 @@ class MockProvider(Provider):
         self.attempts: Counter = Counter()  # custom id -> times submitted
         self._ids = itertools.count(1)
         self._lock = threading.Lock()  # online mode calls complete() from several threads
+
+    def identity(self) -> dict:
+        """The default identity; a ``variant`` adds itself (the default mock's cache keys do not change)."""
+        return {**super().identity(), **({"variant": self.variant} if self.variant else {})}
 
     def body(self, request: Request) -> dict:
         return {"messages": request.messages, **request.params}
