@@ -27,10 +27,9 @@ def cmd_data(args: argparse.Namespace) -> int:
         root = config.release_root()
         print(f"GAVEL release found: {root}")
         return 0
-    except config.ReleaseNotFoundError as err:
+    except config.ReleaseNotFoundError:
         if config.env("GAVEL_RELEASE"):
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+            raise  # one line from ``main`` (exit 2), its trace under --traceback
     target = config.DEFAULT_RELEASE_DIR
     target.parent.mkdir(parents=True, exist_ok=True)
     print(f"Cloning {config.RELEASE_URL} into {target} ...")

@@ -96,7 +96,7 @@ def test_every_checklist_ends_with_scores_on_the_mock(name, tmp_path, capsys):
     assert manifest["checklist"]["name"] == gitems.load(_checklist(name, tmp_path)).name
 
 
-def test_traceback_shows_where_every_error_came_from(tmp_path, capsys):
+def test_traceback_shows_where_every_error_came_from(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.yaml"
     bad.write_text(OWN.replace("Each person or group that brought the case.", "''"), encoding="utf-8")
     argv = ["evaluate", "--checklist", str(bad), "--summaries", str(_one_summary(tmp_path)), "--provider", "mock",
@@ -115,6 +115,13 @@ def test_traceback_shows_where_every_error_came_from(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "Traceback (most recent call last):" and "UnknownItemError" in err[-2], err
     assert err[-1].startswith("error: unknown checklist item 'filing_date': not one of the 4 items of checklist "), err
+    # a release that is not there (``gavel data``), once as one line, then with its trace
+    monkeypatch.setenv("GAVEL_RELEASE", str(tmp_path / "no_release"))
+    assert main(["data"]) == 2
+    assert capsys.readouterr().err.splitlines()[0].startswith("error: GAVEL release not found at ")
+    assert main(["--traceback", "data"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Traceback (most recent call last):" and err[-1].startswith("error: GAVEL release not found at ")
 
 
 LOCAL = [("court_outcome", ["Court", "Outcome"]), ("legal", ["Filing Date"]), ("research_paper", ["Title"]),
