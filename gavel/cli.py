@@ -27,10 +27,9 @@ def cmd_data(args: argparse.Namespace) -> int:
         root = config.release_root()
         print(f"GAVEL release found: {root}")
         return 0
-    except config.ReleaseNotFoundError as err:
+    except config.ReleaseNotFoundError:
         if config.env("GAVEL_RELEASE"):
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+            raise  # one line from ``main`` (exit 2), its trace under --traceback
     target = config.DEFAULT_RELEASE_DIR
     target.parent.mkdir(parents=True, exist_ok=True)
     print(f"Cloning {config.RELEASE_URL} into {target} ...")
@@ -112,7 +111,7 @@ def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = Fal
     """``run()``, with every error as one line on stderr instead of a traceback (API keys removed): the
     errors of :func:`user_errors` (and ``expected``, the command's own) as ``error: ...``, exit status 2;
     Ctrl-C as one line, exit status 130; anything else as ``error: LABEL: TYPE: message``, exit status 1
-    (``traceback``: ``gavel --traceback ...`` shows it as well). Every command reports through here once
+    (``traceback``: ``gavel --traceback ...`` shows every error's trace before its line). Every command reports through here once
     (``main``)."""
     from .llm.secrets import scrub
 
@@ -123,14 +122,17 @@ def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = Fal
         print(INTERRUPTED, file=sys.stderr)
         return 130
     except config.SettingsFileError as err:  # .env itself cannot be read: nothing to scrub with
+        _trace(err, traceback, scrubbed=False)
         print(f"error: {err}", file=sys.stderr)
         return 2
     except (*user_errors(), *expected) as err:
+        _trace(err, traceback)
         print(scrub(f"error: {err}"), file=sys.stderr)
         return 2
     except KeyError as err:  # a model the registry does not know; any other KeyError is a bug: below
         if not str(err.args[0] if err.args else "").startswith(("unknown model", "model ")):
             return _unexpected(label, err, traceback)
+        _trace(err, traceback)
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
     except Exception as err:  # a provider's error may quote the key ("Incorrect API key provided: sk-...")
@@ -148,13 +150,22 @@ def _close_progress_bars() -> None:
     sys.stderr.flush()
 
 
-def _unexpected(label: str, err: Exception, traceback: bool) -> int:
-    from .llm.secrets import scrub
-
+def _trace(err: BaseException, traceback: bool, scrubbed: bool = True) -> None:
+    """``gavel --traceback``: where ``err`` came from, on stderr (API keys removed unless ``scrubbed`` is
+    False: .env itself could not be read), before its one line."""
     if traceback:
         import traceback as tb
 
-        print(scrub("".join(tb.format_exception(err))), file=sys.stderr, end="")
+        from .llm.secrets import scrub
+
+        text = "".join(tb.format_exception(err))
+        print(scrub(text) if scrubbed else text, file=sys.stderr, end="")
+
+
+def _unexpected(label: str, err: Exception, traceback: bool) -> int:
+    from .llm.secrets import scrub
+
+    _trace(err, traceback)
     print(scrub(f"error: {label}: {type(err).__name__}: {err}"
                 + ("" if traceback else " (gavel --traceback ... shows where)")), file=sys.stderr)
     return 1
@@ -423,7 +434,7 @@ class OneLineParser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = OneLineParser(prog="gavel", description=__doc__)
-    parser.add_argument("--traceback", action="store_true", help="show the traceback of an unexpected error")
+    parser.add_argument("--traceback", action="store_true", help="show the traceback of every error")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="find the release, or clone it into data/external/gavel")
     p.add_argument("--timeout", type=options.positive_int, default=600)

@@ -205,10 +205,10 @@ def test_paper_models_get_the_plain_schemas_unchanged_and_local_models_the_bound
     """The paper's requests (and their cache keys) do not move: every provider is sent a plain schema as the
     same object; only a model whose registry entry asks for bounds gets them."""
     from gavel.answers import schemas
-    from gavel.llm.schema_subset import LEFT_OUT, for_provider
+    from gavel.llm.schema_subset import TAKES, for_provider
 
     for plain in schemas.PLAIN.values():
-        for provider in LEFT_OUT:
+        for provider in set(TAKES) - {"anthropic-json"}:  # JSON outputs: no paper model sends them
             assert for_provider(plain["schema"], provider) is plain["schema"]
     s = extract.Summary("m", "1", "The summary.")
     assert extract.build_requests([s], "gpt-4.1-2025-04-14")[0].schema is schemas.PLAIN["extract"]
@@ -234,3 +234,147 @@ def test_an_answer_at_every_bound_is_read_whole():
     jsonschema.validate(answer, schemas.bounded("extract")["schema"])
     reading = read("extract", json.dumps(answer), "stop", summary=summary)
     assert len(reading["extracted"]) == b["values"] and not reading["dropped"]
+
+
+# ---------------------------------------------------------------- issue 45 §2: each provider's documented keywords
+#: the fake's rules each provider's requests are held to (vLLM: as a server started with backend=xgrammar)
+RULES = {"openai": "openai", "gemini": "gemini", "anthropic": "anthropic", "anthropic-json": "anthropic-json",
+         "vllm": "vllm-xgrammar", "vllm-batch": "vllm-xgrammar", "local": "vllm"}
+BOUNDS_KEYS = ("minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum", "pattern")
+
+
+def _every_schema():
+    """Every answer schema gavel can send: each stage's plain and bounded form, the list matching's bounded
+    form held to its two list sizes."""
+    from gavel.answers import schemas
+
+    out = {f"{k}/plain": v["schema"] for k, v in schemas.PLAIN.items()}
+    out |= {f"{k}/bounded": schemas.bounded(k)["schema"] for k in schemas.PLAIN}
+    out["compare_multi/bounded 2x3"] = schemas.for_model("compare_multi", LOCAL, 2, 3)["schema"]
+    return out
+
+
+def _nodes(schema, where=""):
+    """(path, node) of every value schema in ``schema``."""
+    yield where or "/", schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from _nodes(sub, f"{where}/{name}")
+    if isinstance(schema.get("items"), dict):
+        yield from _nodes(schema["items"], f"{where}/items")
+
+
+@pytest.mark.parametrize("provider", list(RULES))
+def test_every_request_stays_inside_its_providers_table_and_says_what_it_cannot_send(provider):
+    """Every schema gavel can send, plain and bounded, holds only keywords its provider documents
+    (schema_subset.TAKES, checked by the fakes' own rules); a bound the provider does not take is in the
+    field's description (or, on OpenAI, a string length is a pattern), never dropped silently; no string
+    carries both a pattern and a length for vLLM."""
+    from fakes.schema_rules import problems
+
+    from gavel.llm.schema_subset import for_provider, takes
+
+    for name, schema in _every_schema().items():
+        sent = for_provider(schema, provider)
+        assert problems(sent, RULES[provider]) == [], (name, problems(sent, RULES[provider]))
+        sent_nodes = dict(_nodes(sent))
+        for where, node in _nodes(schema):
+            out = sent_nodes[where]
+            for key in BOUNDS_KEYS:
+                if key not in node or out.get(key) == node[key]:
+                    continue
+                if provider == "openai" and key in ("minLength", "maxLength") and "pattern" not in node:
+                    bound = f"{{{node.get('minLength', 0)},{node.get('maxLength', '')}}}"
+                    assert out["pattern"] == f"^[\\s\\S]{bound}$", (name, where)
+                else:
+                    assert key not in takes(provider) or provider in ("vllm", "vllm-batch", "anthropic-json"), (name, where, key)
+                    assert str(node[key]) in out["description"] and out["description"].startswith("Bounds: "), (name, where, key, out)
+
+
+def test_the_golden_requests_pass_the_per_provider_tables():
+    """The golden requests (the bounded ones of tests/golden, and the paper's plain schemas, the same objects
+    as before) hold only what their provider takes; the fakes refuse what their service refuses."""
+    from fakes.schema_rules import problems
+
+    from gavel.answers import schemas
+
+    golden = json.loads(GOLDEN.read_text())
+    for provider, sent in golden.items():
+        rules = {"local": "vllm", "vllm": "vllm-xgrammar"}.get(provider, provider)
+        assert all(problems(s, rules) == [] for s in sent.values()), provider
+    whole = schemas.bounded("extract")["schema"]  # unfiltered: refused where the service refuses it
+    assert any("pattern with a length" in p for p in problems(whole, "vllm-xgrammar"))
+    assert any("minimum" in p for p in problems(schemas.PLAIN["style"]["schema"], "anthropic-json"))
+    assert any("minItems 5" in p for p in problems({"type": "array", "minItems": 5}, "anthropic-json"))
+
+
+def test_the_strict_xgrammar_vllm_fake_answers_every_bounded_stage():
+    """A vLLM server started with backend=xgrammar answers 400 to a string with a pattern and a length (the
+    fake does too, below); every bounded stage gavel sends it is answered."""
+    from fakes.vllm_fake_server import FakeVLLM
+
+    from gavel.answers import schemas
+
+    with FakeVLLM(strict_xgrammar=True) as srv:
+        p = get_provider("vllm", base_url=srv.url + "/v1")
+        for kind, request in _bounded_requests("Qwen3-32B").items():
+            resp = p.complete(request)
+            assert resp.ok, (kind, resp.error)
+        bad = schema_request("Qwen3-32B", schemas.bounded("extract"))
+        import openai
+
+        client = openai.OpenAI(base_url=srv.url + "/v1", api_key=KEY, max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="pattern with a length"):
+            client.chat.completions.create(model="m", messages=bad.messages,
+                                           extra_body={"structured_outputs": {"json": bad.schema["schema"]}})
+    assert len(_bounded_requests("Qwen3-32B")) == 5
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_anthropic_json_outputs_decode_the_answer_under_the_schema_thinking_and_batches_included(thinking):
+    """A model whose registry entry sets ``json_outputs`` (Claude 4.5 and later) is sent the schema as JSON
+    outputs (``output_config.format``), thinking included, in a batch and online, in the subset strict mode
+    takes: the fake, which refuses minimum/maximum there, answers every stage, plain and bounded."""
+    from fakes.anthropic_fake import schema_refusal
+
+    from gavel.answers import schemas
+
+    model = "claude-sonnet-4-20250514-thinking"
+    params = {"json_outputs": True, **({} if thinking else {"thinking_budget_tokens": 0})}
+    reqs = [replace(schema_request(model, s), params=params, item=f"{kind}-{form}")
+            for kind in schemas.PLAIN for form, s in (("plain", schemas.PLAIN[kind]), ("bounded", schemas.bounded(kind)))]
+    with FakeAnthropic() as srv:
+        p = get_provider("anthropic", base_url=srv.url, api_key=KEY)
+        batch = p.submit(reqs, "t")
+        for _ in range(10):
+            if p.poll(batch).ended:
+                break
+        assert all(r.ok for r in p.fetch(batch, [r.custom_id for r in reqs]))
+        sent = next(iter(srv.batches.values()))["_requests"]
+        assert all(r.ok for r in (p.complete(q) for q in reqs[:2]))
+    for req in sent:
+        body = req["params"]
+        assert ("thinking" in body) is thinking and "tools" not in body and "tool_choice" not in body
+        assert body["output_config"]["format"]["type"] == "json_schema" and schema_refusal(body) is None
+    plain_style = next(q.custom_id for q in reqs if q.item == "style-plain")
+    style = next(r["params"] for r in sent if r["custom_id"] == plain_style)
+    rating = next(iter(style["output_config"]["format"]["schema"]["properties"].values()))
+    assert "minimum" not in rating and rating["description"] == "Bounds: at least 1; at most 5."
+    # the unfiltered schema is refused as the service refuses it
+    assert "minimum" in schema_refusal({"output_config": {"format": {"type": "json_schema",
+                                                                     "schema": schemas.PLAIN["style"]["schema"]}}})
+
+
+def test_openai_is_sent_the_length_bounds_as_patterns():
+    """OpenAI's strict schemas take a pattern, not a length: the bounded reasoning's 200 characters travel as
+    a pattern its grammar enforces; the evidence snippet's too."""
+    from gavel.answers import schemas
+    from gavel.llm.schema_subset import for_provider
+
+    sent = for_provider(schemas.bounded("extract")["schema"], "openai")
+    assert sent["properties"]["reasoning"] == {"type": "string", "pattern": "^[\\s\\S]{0,200}$"}
+    evidence = sent["properties"]["extracted"]["items"]["properties"]["evidence"]["items"]
+    assert evidence == {"type": "string", "pattern": "^[\\s\\S]{0,160}$"}
+    import re
+
+    assert re.fullmatch(sent["properties"]["reasoning"]["pattern"][1:-1], "x\n" * 100)
+    assert not re.fullmatch(sent["properties"]["reasoning"]["pattern"][1:-1], "x" * 201)

@@ -41,7 +41,9 @@ def _str(limit: str | None = None, b: dict | None = None, text: bool = False) ->
     """A string; bounded, at most ``b[limit]`` characters, and (``text``: a value or a fact, what is
     scored) not beginning with ``<``: a small model copies the prompt's ``<placeholder>`` otherwise, which
     the reader then drops. The pattern also keeps out quotes and backslashes (a grammar then never has to
-    write an escape) and bounds the length for a backend that enforces a pattern before a length."""
+    write an escape; llama.cpp enforces it as written, vLLM's guidance backend lets an escaped quote pass)
+    and bounds the length itself: vLLM's xgrammar declines a string with both, so that backend is sent the
+    pattern alone (``gavel.llm.schema_subset``)."""
     if not b:
         return {"type": "string"}
     out = {"type": "string", "maxLength": b[limit]}

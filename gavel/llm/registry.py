@@ -42,7 +42,7 @@ def body_params(model: LLMModel, max_tokens: int | None = None) -> dict:
     """Sampling parameters and quirks in a provider-neutral form that each provider module maps."""
     q = model.quirks
     out = {"max_tokens": max_tokens or model.max_output_tokens, **model.sampling}
-    for key in ("reasoning_effort", "thinking_budget", "thinking_budget_tokens", "enable_thinking"):
+    for key in ("reasoning_effort", "thinking_budget", "thinking_budget_tokens", "enable_thinking", "json_outputs"):
         if key in q:
             out[key] = q[key]
     return out

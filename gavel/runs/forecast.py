@@ -40,7 +40,8 @@ def forecast(summaries, references, settings, speed: pace.Pace, provider=None, o
 
 
 def requests(summaries, references, settings) -> list:
-    """Every request the forecast counts (see the module's docstring)."""
+    """Every request the forecast counts (see the module's docstring), built with the run's checklist (its
+    items' names in every prompt, as the run sends them)."""
     s = settings
     kept = [(subj, c, t) for subj, c, t in summaries if c in references]
     texts = kept + [("human", c, references[c]) for c in sorted({c for _, c, _ in kept})]
@@ -48,14 +49,15 @@ def requests(summaries, references, settings) -> list:
                                   s.cap("extract", s.extractor), s.structured)
     one = ("a value",)
     pairs = [compare.Pair(subj, c, it.key, one, ("another value",)) for subj, c, _ in kept for it in s.items]
-    reqs += [r for r, _ in compare.build_requests(pairs, s.judge, s.seed, s.cap("compare", s.judge), s.structured)[0]]
+    reqs += [r for r, _ in compare.build_requests(pairs, s.judge, s.seed, s.cap("compare", s.judge), s.structured,
+                                                  checklist=s.checklist)[0]]
     reqs += residual.build_requests([(subj, c, [t]) for subj, c, t in texts], s.extractor,
                                     s.cap("residual", s.extractor), s.structured)
     rpairs = [compare.Pair(subj, c, compare.RESIDUAL_ITEM, one * 3, ("another value",) * 3) for subj, c, _ in kept]
     reqs += [r for r, _ in compare.build_requests(rpairs, s.judge, s.seed, s.cap("residual_match", s.judge),
-                                                  s.structured, stage="residual_match")[0]]
+                                                  s.structured, stage="residual_match", checklist=s.checklist)[0]]
     reqs += [r for r, _ in style.build_requests([(subj, c, t, references[c]) for subj, c, t in kept], s.judge,
-                                                s.seed, s.cap("style", s.judge), s.structured)]
+                                                s.seed, s.cap("style", s.judge), s.structured, checklist=s.checklist)]
     return reqs
 
 

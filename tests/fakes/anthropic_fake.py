@@ -22,6 +22,18 @@ def message(custom_id: str, model: str, thinking: bool, text: str | None = None)
             "usage": {"input_tokens": 13, "output_tokens": 9}}
 
 
+def schema_refusal(params: dict) -> str | None:
+    """Why the service would refuse these message params' schemas, or None: a forced tool's ``input_schema``
+    (strict tools and JSON outputs, ``output_config.format``, by their strict rules)."""
+    found = [refusal(t.get("input_schema"), "anthropic-json" if t.get("strict") else "anthropic")
+             for t in params.get("tools") or []]
+    fmt = (params.get("output_config") or {}).get("format")
+    if fmt is not None:
+        found.append(refusal(fmt.get("schema"), "anthropic-json") if fmt.get("type") == "json_schema"
+                     else f"output_config.format.type: {fmt.get('type')!r} is not 'json_schema'")
+    return next((f for f in found if f), None)
+
+
 def now_iso(offset: int = 0) -> str:
     return (datetime.now(UTC) + timedelta(hours=offset)).isoformat().replace("+00:00", "Z")
 
@@ -42,12 +54,12 @@ class FakeAnthropic(FakeServer):
         out = []
         for req in b["_requests"]:
             cid = req["custom_id"]
-            refused = [refusal(t.get("input_schema"), "anthropic") for t in req["params"].get("tools") or []]
+            refused = schema_refusal(req["params"])
             if cid in self.expire_ids:
                 result = {"type": "expired"}
-            elif any(refused):  # a tool schema the service does not take: that request errors
+            elif refused:  # a schema the service does not take: that request errors
                 result = {"type": "errored", "error": {"type": "error", "error": {
-                    "type": "invalid_request_error", "message": next(r for r in refused if r)}}}
+                    "type": "invalid_request_error", "message": refused}}}
             elif self.should_fail(cid, b["_attempts"][cid]):
                 result = {"type": "errored", "error": {"type": "error", "error": {
                     "type": "api_error", "message": self.echo("overloaded")}}}
@@ -104,6 +116,9 @@ class FakeAnthropic(FakeServer):
                 text = content if isinstance(content, str) else \
                     " ".join(b.get("text", "") for b in content if isinstance(b, dict))
                 cid = text.split("id=")[-1] if "id=" in text else "online"
+                if schema_refusal(body):
+                    return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                            "message": schema_refusal(body)}}, "application/json"
                 if self.should_fail(cid, self.count_submission(cid)):
                     return 500, {"type": "error", "error": {"type": "api_error",
                                                             "message": self.echo(f"server error for {cid}")}}, \

@@ -21,14 +21,15 @@ def completion(custom_id: str, model: str, reasoning: bool = False, text: str | 
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
 
 
-def schema_refusal(body: dict) -> str | None:
+def schema_refusal(body: dict, vllm_rules: str = "vllm") -> str | None:
     """Why the service would refuse this chat body's answer schema (``schema_rules``), or None: OpenAI's
-    strict ``response_format``, or vLLM's ``structured_outputs``."""
+    strict ``response_format``, or vLLM's ``structured_outputs`` (by ``vllm_rules``: ``vllm-xgrammar`` for a
+    server started with ``backend=xgrammar``)."""
     fmt = (body.get("response_format") or {}).get("json_schema")
     if fmt is not None:
         return refusal(fmt.get("schema"), "openai") if fmt.get("strict") else None
     guided = body.get("structured_outputs")
-    return refusal(guided.get("json"), "vllm") if isinstance(guided, dict) and "json" in guided else None
+    return refusal(guided.get("json"), vllm_rules) if isinstance(guided, dict) and "json" in guided else None
 
 
 def parse_multipart(raw: bytes, content_type: str) -> bytes:
@@ -41,6 +42,8 @@ def parse_multipart(raw: bytes, content_type: str) -> bytes:
 
 
 class FakeOpenAI(FakeServer):
+    vllm_rules = "vllm"  # the structured-output rules of a vLLM server (``schema_rules``)
+
     def __init__(self, expire_after: int | None = None, no_output_file: bool = False, shuffle: bool = True,
                  reasoning: bool = False):
         super().__init__()
@@ -148,8 +151,9 @@ class FakeOpenAI(FakeServer):
                 body = json.loads(raw)
                 self.chat_calls += 1
                 self.chat_bodies.append(body)
-                if schema_refusal(body):
-                    return 400, {"error": {"message": schema_refusal(body), "type": "invalid_request_error"}}, \
+                if schema_refusal(body, self.vllm_rules):
+                    return 400, {"error": {"message": schema_refusal(body, self.vllm_rules),
+                                           "type": "invalid_request_error"}}, \
                         "application/json"
                 cid = body["messages"][-1]["content"].split("id=")[-1] if "id=" in body["messages"][-1]["content"] else f"call{self.chat_calls}"
                 if self.should_fail(cid, self.count_submission(cid)):

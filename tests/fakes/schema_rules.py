@@ -8,9 +8,13 @@ errored result naming the keyword), so a test sees a request the real service wo
 - Gemini ``responseJsonSchema``: types, ``properties``/``required``/``additionalProperties``, ``items``,
   ``prefixItems``, ``enum``, ``anyOf``, ``minItems``/``maxItems``, ``minimum``/``maximum``, ``format``,
   ``title``/``description``; not string lengths.
-- Anthropic forced tool (``input_schema``): an object schema; kept to what its strict mode takes (no
-  length, count or range bounds beyond those the paper's requests always carried: ``minimum``/``maximum``).
-- vLLM guided decoding and llama.cpp: the lot, including lengths and counts.
+- Anthropic forced tool (``input_schema``) without ``strict``: an object schema; kept to what gavel always
+  sent (no length or count bounds; the paper's ``minimum``/``maximum`` stay).
+- Anthropic JSON outputs (``output_config.format``) and strict tools (``anthropic-json``): no
+  ``minimum``/``maximum``, string lengths or ``maxItems``; ``minItems`` only 0 or 1; ``pattern`` taken;
+  every object closed (``additionalProperties: false``).
+- vLLM guided decoding and llama.cpp: the lot, including lengths and counts; ``vllm-xgrammar`` (a server
+  started with ``backend=xgrammar``) declines a string with both a ``pattern`` and a length.
 """
 
 COMMON = {"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf", "description",
@@ -20,8 +24,10 @@ ALLOWED = {
                         "multipleOf", "pattern", "format"},
     "gemini": COMMON | {"minItems", "maxItems", "minimum", "maximum", "format", "prefixItems"},
     "anthropic": COMMON | {"minimum", "maximum", "format"},
+    "anthropic-json": COMMON | {"allOf", "default", "format", "pattern", "minItems"},
     "vllm": COMMON | {"minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "format"},
 }
+ALLOWED["vllm-xgrammar"] = ALLOWED["vllm"]
 
 
 def problems(schema, provider: str, where: str = "") -> list[str]:
@@ -41,10 +47,14 @@ def problems(schema, provider: str, where: str = "") -> list[str]:
         elif key in ("anyOf", "prefixItems"):
             for n, sub in enumerate(value):
                 out += problems(sub, provider, f"{where}/{key}/{n}")
-    if provider == "openai" and schema.get("type") == "object":
+    if provider == "anthropic-json" and schema.get("minItems", 0) not in (0, 1):
+        out.append(f"{where or '/'}: minItems {schema['minItems']} (only 0 or 1 are supported)")
+    if provider == "vllm-xgrammar" and "pattern" in schema and {"minLength", "maxLength"} & set(schema):
+        out.append(f"{where or '/'}: pattern with a length (xgrammar does not support this string schema)")
+    if provider in ("openai", "anthropic-json") and schema.get("type") == "object":
         if schema.get("additionalProperties") is not False:
             out.append(f"{where or '/'}: additionalProperties must be false")
-        if set(schema.get("required", [])) != set(schema.get("properties", {})):
+        if provider == "openai" and set(schema.get("required", [])) != set(schema.get("properties", {})):
             out.append(f"{where or '/'}: every property must be required")
     return out
 

@@ -12,6 +12,15 @@ from fakes.openai_fake import FakeOpenAI  # noqa: E402
 
 
 class FakeVLLM(FakeOpenAI):
+    """``strict_xgrammar``: as a server started with ``--structured-outputs-config.backend xgrammar``, which
+    answers 400 to a schema xgrammar declines (a string with both a pattern and a length) instead of
+    falling back to another backend."""
+
+    def __init__(self, *args, strict_xgrammar: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if strict_xgrammar:
+            self.vllm_rules = "vllm-xgrammar"
+
     def route(self, method, path, raw, headers, full_path):
         if path == "/health":
             return 200, b"", "text/plain"

@@ -54,7 +54,13 @@ def message_params(request: Request, model_id: str, params: dict) -> dict:
     for key in ("temperature", "top_p"):
         if key in p:
             out[key] = p.pop(key)
-    if request.schema and not budget:
+    json_outputs = p.pop("json_outputs", False)
+    if request.schema and json_outputs:
+        # JSON outputs (Claude 4.5 and later; registry quirk ``json_outputs``): the answer's text is decoded
+        # under the schema, thinking and batches included; sent the subset its strict mode takes
+        out["output_config"] = {"format": {"type": "json_schema",
+                                           "schema": for_provider(request.schema["schema"], "anthropic-json")}}
+    elif request.schema and not budget:
         # structured output as a forced tool call whose input must follow the schema; extended thinking
         # does not allow a forced tool, so thinking requests rely on the prompt and the tolerant parser
         out["tools"] = [{"name": request.schema["name"], "description": "Record the answer in this structure.",
