@@ -117,3 +117,18 @@ def test_an_echoed_example_is_never_a_value(example, case, around, kind):
     residual = case(around + EXAMPLES[f"example_residual_{kind}"].strip("<>") + around)
     got = read("residual_facts", json.dumps({"extracted": [{"fact": residual, "evidence_spans": [1]}]}), n_spans=1)
     assert got["extracted"] == []  # the stage's own examples: an extract example is no echo of residual's prompt
+
+
+def test_an_unknown_key_beside_an_empty_matching_is_no_lost_index():
+    """``dropped`` now lists unknown keys: the compare stage's ``indices`` status (every index dropped) counts
+    dropped indices only, so a key beside an empty matching leaves it a matching (F1 0), as before."""
+    from gavel.ref.stages import compare
+
+    meta = {"model_is_a": True, "n_model": 2, "n_reference": 2, "gate": "multi", "order": 1}
+    text = json.dumps({"common": [], "only_in_A": [], "only_in_B": [], "confidence": "high"})
+    row = compare.parse_response(meta, Response(custom_id="x", status="succeeded", text=text, finish_reason="stop"))
+    assert (row["status"], row["score"]) == ("ok", 0.0), row
+    assert row["problems"] == "confidence 'high': unknown key"
+    lost = json.dumps({"common": [{"A_index": 7, "B_index": 9}], "only_in_A": [], "only_in_B": []})
+    row = compare.parse_response(meta, Response(custom_id="x", status="succeeded", text=lost, finish_reason="stop"))
+    assert row["status"] == "indices"

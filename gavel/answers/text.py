@@ -82,9 +82,15 @@ def _first_outside(pattern: re.Pattern, text: str, start: int, stop: int, spans:
 
 def harmony_messages(text: str) -> list[tuple[str, str | None, str, bool]]:
     """gpt-oss Harmony messages of ``text``: (channel, recipient tool or None, content, closed). A token inside
-    a complete JSON object (in one of its strings) is text, never a token: it splits nothing."""
-    spans = [(s, e) for s, e, _ in scan(text)[0]]
+    a JSON object (in one of its strings) is text, never a token: it splits nothing. That object is a complete
+    one, a closed ``{...}`` that is not JSON, or one that never closes and starts before every token (the
+    answer begins as JSON and was cut: the tokens in its strings split nothing either)."""
+    found, broken, unclosed, _ = scan(text)
+    spans = sorted([(s, e) for s, e, _ in found] + broken)
     ends = [s for s, _ in spans]
+    if unclosed is not None and _first_outside(_HARMONY, text, 0, unclosed, spans, ends) is None:
+        spans.append((unclosed, len(text)))
+        ends.append(unclosed)
     cuts, at = [0], 0
     while (m := _first_outside(_H_START, text, at, len(text), spans, ends)) is not None:
         cuts.append(m.end())
