@@ -128,17 +128,17 @@ def echoes(label: str, outs: list[Path]) -> None:
 
     values, compared = [], []
     for out in outs:
-        if (out / "values.csv").exists():
-            values.append(pd.read_csv(out / "values.csv", keep_default_na=False))
-        if (out / "compare.csv").exists():
-            compared.append(pd.read_csv(out / "compare.csv", keep_default_na=False))
-    if not values:
-        print(f"{label}: no values.csv")
-        return
-    v = pd.concat(values, ignore_index=True)
+        for name, frames in (("values.csv", values), ("compare.csv", compared)):
+            try:
+                frames.append(pd.read_csv(out / name, keep_default_na=False))
+            except pd.errors.EmptyDataError:  # no row at all (every value dropped): no columns either
+                pass
+    v = pd.concat(values, ignore_index=True) if values else pd.DataFrame(columns=["subject", "case_id", "item",
+                                                                                  "value"])
     v["echo"] = [placeholder_why(str(x), "extract") is not None for x in v["value"]]
     all_echo = v.groupby(["subject", "case_id", "item"])["echo"].all()
-    c = pd.concat(compared, ignore_index=True) if compared else pd.DataFrame(columns=["gate"])
+    c = pd.concat(compared, ignore_index=True) if compared else pd.DataFrame(columns=["subject", "case_id", "item",
+                                                                                    "gate"])
     same = c[c["gate"] == "identical"]
     from_echo = sum(bool(all_echo.get((r.subject, r.case_id, r.item), False)) for r in same.itertuples())
     print(f"{label}: {len(v)} values, {int(v['echo'].sum())} echo the prompt; {len(c)} pairs, "
