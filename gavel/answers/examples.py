@@ -5,13 +5,16 @@ The templates (``prompts/*.txt``, rendered by ``gavel.ref.prompts``) name each f
 rendered prompts are what they were when the texts stood in the files. The reader uses the same texts, and
 the stage's template itself, to tell an echo from a value (docs/ANSWERS.md, "Echoes of the prompt"):
 
-- a text whose words are the words of one example (``the information, stated briefly``, ``One atomic
-  fact.``: case, punctuation and the angle brackets aside) is an echo;
-- so is a text of at least four words more than half of which are one run of consecutive words of the stage's
-  own template text (its instructions, rules and examples; never the summary, item or spans filled in), when
-  the run holds at least three words that are not among ``FUNCTION_WORDS`` (``The items are copied character
-  for character...`` echoes "is copied character for character"; ``Settlement of a legal case`` shares only
-  "of a legal case" and is a value).
+- a text (a value, a fact, an evidence quote) whose words are the words of one example (``the information,
+  stated briefly``, ``One atomic fact.``: case, punctuation and the angle brackets aside) is an echo;
+- so is a value or a fact of at least four words more than half of which are one run of consecutive words of
+  the stage's own template text (its instructions, rules and examples; never the summary, item or spans filled
+  in), when the run holds at least three words that are not among ``FUNCTION_WORDS`` (``The items are copied
+  character for character...`` echoes "is copied character for character"; ``Settlement of a legal case``
+  shares only "of a legal case" and is a value).
+
+Each text is split into words once (one regular expression) and each word looked up in sets: linear in the
+text. The template is read once per process.
 """
 
 from __future__ import annotations
@@ -54,27 +57,32 @@ def words(text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8)
-def _own_text(stage: str) -> tuple[frozenset, frozenset]:
-    """(word tuples of the stage's examples, the runs of RUN consecutive words of its template's own text)."""
+def _own_text(stage: str) -> tuple[frozenset, int, frozenset, frozenset]:
+    """(word tuples of the stage's examples, the longest example's length, the runs of RUN consecutive words of
+    its template's own text, every word of that text)."""
     name = TEMPLATES[stage]
-    examples = frozenset(words(t) for k, t in EXAMPLES.items() if k.startswith(f"example_{name}_"))
+    mine = [t for k, t in EXAMPLES.items() if k.startswith(f"example_{name}_")]
     text = expand((PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8"))
-    runs = set()
+    runs, vocabulary = set(), set()
     for piece in _FIELD.split(text):  # a run never reaches across a field filled in per request
         w = words(piece)
+        vocabulary.update(w)
         runs.update(w[i:i + RUN] for i in range(len(w) - RUN + 1))
-    return examples, frozenset(runs)
+    return frozenset(words(t) for t in mine), max(map(len, mine)), frozenset(runs), frozenset(vocabulary)
 
 
-def echo(stage: str, text: str) -> bool:
-    """Whether ``text`` (a value, a fact or an evidence quote of ``stage``) echoes the stage's own prompt."""
+def echo(stage: str, text: str, rules: bool = True) -> bool:
+    """Whether ``text`` (a value or a fact of ``stage``; an evidence quote with ``rules=False``: its examples
+    only) echoes the stage's own prompt."""
     if stage not in TEMPLATES:
         return False
-    w = words(text)
-    examples, runs = _own_text(stage)
-    if w in examples:
+    examples, longest, runs, vocabulary = _own_text(stage)
+    w = words(text) if rules or len(text) <= longest + 8 else ()
+    if w in examples:  # an example, give or take its brackets, case and punctuation
         return True
-    if len(w) < RUN:
+    if not rules or len(w) < RUN:
+        return False
+    if 2 * sum(map(vocabulary.__contains__, w)) <= len(w):  # most values hold words no template has
         return False
     content = [0]  # content[i]: the words of w[:i] that are not function words (each text looked at once)
     for x in w:

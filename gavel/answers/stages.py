@@ -36,13 +36,18 @@ REASONING_KEYS = frozenset({"reasoning", "reason", "explanation", "rationale", "
                             "thought", "justification"})
 
 
-def _unknown(obj: dict, known, field: str, dropped: list) -> None:
-    """Lists in ``dropped`` (``unknown_key``) each key of ``obj`` that is neither read (``known``, lower case)
-    nor reasoning."""
-    if len(obj) <= len(known) and all(k in known for k in obj):  # the common case: the prompt's own keys
+def _known(*keys: str) -> frozenset:
+    """The keys a stage reads (lower case) and the reasoning keys: an object's keys not among them are unknown."""
+    return frozenset(keys) | REASONING_KEYS
+
+
+def _unknown(obj: dict, known: frozenset, field: str, dropped: list) -> None:
+    """Lists in ``dropped`` (``unknown_key``) each key of ``obj`` that is neither read nor reasoning (``known``,
+    from :func:`_known`; any case)."""
+    if obj.keys() <= known:  # the common case: the prompt's own keys, in the prompt's case
         return
     for k, v in obj.items():
-        if k.lower() not in known and k.lower() not in REASONING_KEYS:
+        if k.lower() not in known:
             _drop(dropped, f"{field}{k}", v, "unknown_key")
 
 
@@ -95,13 +100,14 @@ def _kept_text(x) -> tuple[str | None, str | None]:
     return t, None
 
 
-_ENTRY_KEYS = frozenset({"value", "evidence", "evidences"})
+_TOP_KEYS = _known("extracted")
+_ENTRY_KEYS = _known("value", "evidence", "evidences")
 
 
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
     out, dropped, seen, quotes, shared = [], [], set(), {}, 0
-    _unknown(obj, {"extracted"}, "", dropped)
+    _unknown(obj, _TOP_KEYS, "", dropped)
     for n, raw in enumerate(entries):
         if not isinstance(raw, dict):
             _drop(dropped, f"extracted[{n}]", raw, "not_an_object")
@@ -112,7 +118,7 @@ def _extract(obj: dict, summary: str | None) -> dict:
         ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
         evidence = []
         for e in ev:
-            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026" and not echo("extract", t):
+            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026" and not echo("extract", t, False):
                 evidence.append(e)  # a plain quote: kept as it is
                 continue
             t = _text_of(e.get("text") if isinstance(e, dict) else e)
@@ -120,7 +126,7 @@ def _extract(obj: dict, summary: str | None) -> dict:
                 _drop(dropped, f"extracted[{n}].evidence", e, "not_text")
             elif _ECHO.match(t.strip()):
                 _drop(dropped, f"extracted[{n}].evidence", e, "prompt_placeholder")
-            elif echo("extract", t):
+            elif echo("extract", t, False):
                 _drop(dropped, f"extracted[{n}].evidence", e, "prompt_echo")
             else:
                 evidence.append(t)
@@ -302,6 +308,11 @@ def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
     return out
 
 
+_MULTI_KEYS = _known("common", "only_in_a", "only_in_b")
+_PAIR_KEYS = _known("a_index", "b_index")
+_FACT_KEYS = _known("fact", "evidence_spans")
+
+
 def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
     obj = _lower(obj)
     common = obj.get("common")
@@ -310,7 +321,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
     if not isinstance(common, list):
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
     dropped, pairs, seen, size = [], [], set(), 0
-    _unknown(obj, {"common", "only_in_a", "only_in_b"}, "", dropped)
+    _unknown(obj, _MULTI_KEYS, "", dropped)
     for k, raw in enumerate(common):
         if raw.__class__ is dict and len(raw) == 2:  # the prompt's own pair of two good indices: the common case
             a, b = raw.get("A_index"), raw.get("B_index")
@@ -332,7 +343,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         if "a_index" not in p or "b_index" not in p:
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
             continue
-        _unknown(p, {"a_index", "b_index"}, f"common[{k}].", dropped)
+        _unknown(p, _PAIR_KEYS, f"common[{k}].", dropped)
         side_a = _side(p["a_index"], f"common[{k}].a_index", n_a, dropped)
         side_b = _side(p["b_index"], f"common[{k}].b_index", n_b, dropped)
         size += len(side_a) * len(side_b)
@@ -376,14 +387,14 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
 def _residual(obj: dict, n_spans: int | None) -> dict:
     entries = _entries(obj)
     out, dropped, facts = [], [], set()
-    _unknown(obj, {"extracted"}, "", dropped)
+    _unknown(obj, _TOP_KEYS, "", dropped)
     for k, raw in enumerate(entries):
         entry = _lower(raw) if isinstance(raw, dict) else {}
         fact = entry.get("fact")
         if not isinstance(fact, str) or not fact.strip():
             _drop(dropped, f"extracted[{k}]", raw, "no_fact")
             continue
-        _unknown(entry, {"fact", "evidence_spans"}, f"extracted[{k}].", dropped)
+        _unknown(entry, _FACT_KEYS, f"extracted[{k}].", dropped)
         why = placeholder_why(fact, "residual_facts")
         if why:
             _drop(dropped, f"extracted[{k}].fact", fact, why)
