@@ -16,6 +16,11 @@ measurement goes on where it stopped. The issue-39 measurement (20 cases, every 
 
     benchmarks/local_unusable.py --cases 20 --before bfdd558 --shards 4 --folder /somewhere/kept
 
+The issue-45 measurement (echoes of the prompt; the base model Gemma 3 270M, and the packaged SmolLM2):
+
+    benchmarks/local_unusable.py --cases 1 --items 6 --before 306ab37 --gguf gemma-3-270m-q4_k_m.gguf
+    benchmarks/local_unusable.py --cases 1 --items 6 --before 306ab37
+
 The machine's load average is printed: on shared cores the speed moves with it.
 """
 
