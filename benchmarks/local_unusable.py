@@ -7,13 +7,19 @@ GPT-4.1 summaries of its shortest benchmark cases against their references, on t
 
 Per stage it prints the requests, the answers that were unusable on the first ask (truncated, no JSON,
 against the schema, ...) and those still unusable after the re-asks, as rates, and how many scored rows have
-each score as a number. ``--before REV`` runs the same on the committed tree ``REV`` (``git archive`` into a
+each score as a number; then, per side, how many extracted values echo the prompt's own text (as this tree's
+reader tells them) and how many pairs the ``identical`` gate scored 1 on echoes alone. ``--before REV`` runs the same on the committed tree ``REV`` (``git archive`` into a
 temporary folder) and prints both tables. The cases are dealt into ``--shards`` runs per side (each its own
 folder and llama.cpp server, on half the CPUs); ``--jobs`` of them run at once (default 2: the CPUs are
 used, and no server's threads wait for another's). ``--folder`` keeps every run's cache, so a stopped
 measurement goes on where it stopped. The issue-39 measurement (20 cases, every item, before = bfdd558):
 
     benchmarks/local_unusable.py --cases 20 --before bfdd558 --shards 4 --folder /somewhere/kept
+
+The issue-45 measurement (echoes of the prompt; the base model Gemma 3 270M, and the packaged SmolLM2):
+
+    benchmarks/local_unusable.py --cases 1 --items 6 --before 306ab37 --gguf gemma-3-270m-q4_k_m.gguf
+    benchmarks/local_unusable.py --cases 1 --items 6 --before 306ab37
 
 The machine's load average is printed: on shared cores the speed moves with it.
 """
@@ -95,11 +101,12 @@ def run_all(jobs: list[tuple[str, Path, Path, Path]], items, gguf, width: int) -
         running.remove(finished)
         side, out, proc, t0 = finished
         r, scores = finish(proc, out, t0)
-        total, frames = done.setdefault(side, ({}, []))
+        total, frames, outs = done.setdefault(side, ({}, [], []))
         for stage, counts in r.items():
             total[stage] = tuple(x + y for x, y in zip(total.get(stage, (0, 0, 0, 0)), counts))
         if scores is not None:
             frames.append(scores)
+        outs.append(out)
     return done
 
 
@@ -114,6 +121,33 @@ def scored(label: str, frames: list) -> None:
     cols = [c for c in ("s_checklist", "s_residual", "s_style", "s_gavel_ref") if c in s.columns]
     print(f"{label}: of {len(s)} scored rows, a number in " +
           ", ".join(f"{c} {int(s[c].notna().sum())} (mean {s[c].mean():.1f})" for c in cols))
+
+
+def echoes(label: str, outs: list[Path]) -> None:
+    """How many extracted values echo the prompt's own text (told by this tree's reader, whichever tree wrote
+    them), and how many pairs the ``identical`` gate scored, with how many of those were echoes on both sides
+    (an S_checklist that comes from echoes, not from extraction)."""
+    import pandas as pd
+
+    from gavel.answers import placeholder_why
+
+    values, compared = [], []
+    for out in outs:
+        for name, frames in (("values.csv", values), ("compare.csv", compared)):
+            try:
+                frames.append(pd.read_csv(out / name, keep_default_na=False))
+            except pd.errors.EmptyDataError:  # no row at all (every value dropped): no columns either
+                pass
+    v = pd.concat(values, ignore_index=True) if values else pd.DataFrame(columns=["subject", "case_id", "item",
+                                                                                  "value"])
+    v["echo"] = [placeholder_why(str(x), "extract") is not None for x in v["value"]]
+    all_echo = v.groupby(["subject", "case_id", "item"])["echo"].all()
+    c = pd.concat(compared, ignore_index=True) if compared else pd.DataFrame(columns=["subject", "case_id", "item",
+                                                                                    "gate"])
+    same = c[c["gate"] == "identical"]
+    from_echo = sum(bool(all_echo.get((r.subject, r.case_id, r.item), False)) for r in same.itertuples())
+    print(f"{label}: {len(v)} values, {int(v['echo'].sum())} echo the prompt; {len(c)} pairs, "
+          f"{len(same)} scored 1 by the identical gate, {from_echo} of them echoes")
 
 
 def table(label: str, r: dict) -> None:
@@ -176,6 +210,8 @@ def main() -> int:
         table(title, results[title][0])
     for title, _ in sides:
         scored(title, results[title][1])
+    for title, _ in sides:
+        echoes(title, results[title][2])
     if args.keep or args.folder:
         print(f"kept {folder}")
     else:

@@ -1,7 +1,8 @@
 """Fuzz targets for ``gavel.answers.read``, one per stage: answers assembled from the pieces the contract
 (docs/ANSWERS.md) names — markers, relation phrases and negations, ``<think>`` and Harmony tokens, tool-call
 tags of every dialect, JSON fragments with repeated keys, lists, index and rating strings, Unicode digits,
-lone surrogates, blanks — cut anywhere and read under every finish reason. ``read`` returns a plain dict or
+lone surrogates, blanks, the prompts' own example and rule texts, score lines with a dash or a remark, indices
+of 19 digits and more, Harmony tokens inside JSON strings — cut anywhere and read under every finish reason. ``read`` returns a plain dict or
 raises ``Unusable``; nothing else.
 
 Each target runs in its own process under a memory cap (``RLIMIT_AS``) and a time cap (a hypothesis deadline
@@ -39,6 +40,10 @@ PIECES = [
     "Readability & Jargon: ", "- Narrative Order: ", "4 out of 5", "4/5", " 3", "3 ", "0", "1", "2", "-1", "1.5",
     "1e999", "9" * 5000, "NaN", "Infinity", "-Infinity", "null", "None", "true", "True", "\u00b2", "\uff11", "\u0661",
     "N/A", "not applicable", "<exact quote from the summary>", "...", "[" * 70, "]" * 70, "{\"a\": " * 70,
+    # issue 45: echoes of the prompt's own text, score lines a little off, long indices, Harmony tokens in strings
+    "the information, stated briefly", "one atomic fact", "copied character for character from the summary",
+    "Readability & Jargon - ", " - 4/5", "4 (out of 5)", " (clear)", " (or 5)", '"0000000000000000002"',
+    "0" * 30 + "1", '"reasoning": "<|start|>assistant<|channel|>final<|message|>', '"confidence": ',
 ]
 
 

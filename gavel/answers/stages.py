@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import re
 
-from gavel.answers.scan import scan
+from gavel.answers.examples import echo
+from gavel.answers.scan import MAX_DIGITS, scan
 from gavel.answers.text import Unusable, _candidates, _drop, _lower, _one, _read_each, sound
 from gavel.core.vocab import AB_RELATIONS, STYLE_ASPECTS, STYLE_RUBRIC, STYLE_SCALE
 
@@ -17,14 +18,37 @@ _ECHO = re.compile(r"^(?:<[^<>]*[A-Za-z][^<>]*>|\.{3}|\u2026)$")
 _SPACES = re.compile(r"\s+")
 
 
-def placeholder_why(text: str) -> str | None:
-    """Why a value text is no information (``placeholder`` or ``prompt_placeholder``), or None."""
+def placeholder_why(text: str, stage: str | None = None) -> str | None:
+    """Why a value text is no information (``placeholder``, ``prompt_placeholder``, or with ``stage``
+    ``prompt_echo``: the words of the stage's own prompt, see ``gavel.answers.examples``), or None."""
     t = text.strip()
     if _PLACEHOLDER.match(t):
         return "placeholder"
     if _ECHO.match(t):
         return "prompt_placeholder"
+    if stage is not None and echo(stage, t):
+        return "prompt_echo"
     return None
+
+
+#: keys whose text is an object's reasoning: never read, never listed as dropped (any case, at any depth)
+REASONING_KEYS = frozenset({"reasoning", "reason", "explanation", "rationale", "analysis", "thinking", "thoughts",
+                            "thought", "justification"})
+
+
+def _known(*keys: str) -> frozenset:
+    """The keys a stage reads (lower case) and the reasoning keys: an object's keys not among them are unknown."""
+    return frozenset(keys) | REASONING_KEYS
+
+
+def _unknown(obj: dict, known: frozenset, field: str, dropped: list) -> None:
+    """Lists in ``dropped`` (``unknown_key``) each key of ``obj`` that is neither read nor reasoning (``known``,
+    from :func:`_known`; any case)."""
+    if obj.keys() <= known:  # the common case: the prompt's own keys, in the prompt's case
+        return
+    for k, v in obj.items():
+        if k.lower() not in known:
+            _drop(dropped, f"{field}{k}", v, "unknown_key")
 
 
 def _text_of(v) -> str | None:
@@ -71,29 +95,39 @@ def _kept_text(x) -> tuple[str | None, str | None]:
         why = placeholder_why(t)
         if why:
             return None, why
+    if echo("extract", t):
+        return None, "prompt_echo"
     return t, None
+
+
+_TOP_KEYS = _known("extracted")
+_ENTRY_KEYS = _known("value", "evidence", "evidences")
 
 
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
     out, dropped, seen, quotes, shared = [], [], set(), {}, 0
+    _unknown(obj, _TOP_KEYS, "", dropped)
     for n, raw in enumerate(entries):
         if not isinstance(raw, dict):
             _drop(dropped, f"extracted[{n}]", raw, "not_an_object")
             continue
         entry = raw if len(raw) == 2 and "value" in raw and "evidence" in raw else _lower(raw)
+        _unknown(entry, _ENTRY_KEYS, f"extracted[{n}].", dropped)
         ev = entry["evidence"] if "evidence" in entry else entry.get("evidences")
         ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
         evidence = []
         for e in ev:
-            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026":  # a plain quote: kept as it is
-                evidence.append(e)
+            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026" and not echo("extract", t, False):
+                evidence.append(e)  # a plain quote: kept as it is
                 continue
             t = _text_of(e.get("text") if isinstance(e, dict) else e)
             if t is None or not t.strip():
                 _drop(dropped, f"extracted[{n}].evidence", e, "not_text")
             elif _ECHO.match(t.strip()):
                 _drop(dropped, f"extracted[{n}].evidence", e, "prompt_placeholder")
+            elif echo("extract", t, False):
+                _drop(dropped, f"extracted[{n}].evidence", e, "prompt_echo")
             else:
                 evidence.append(t)
         if "value" not in entry:
@@ -113,8 +147,8 @@ def _extract(obj: dict, summary: str | None) -> dict:
             parts = [value]
         listed = isinstance(value, list)
         for k, x in enumerate(parts):
-            if x.__class__ is str and (t := x.strip()) and t[0] not in "nN<.\u2026":  # plain text: no placeholder
-                why = None
+            if x.__class__ is str and (t := x.strip()) and t[0] not in "nN<.\u2026" and not echo("extract", t):
+                why = None  # plain text: no placeholder, no echo
             else:
                 t, why = _kept_text(x)
             if t is not None:
@@ -181,11 +215,6 @@ def _relation_json(obj: dict) -> dict:
     return {"relation": code}
 
 
-#: keys whose text is an object's reasoning, never scanned for relation phrases (any case, at any depth)
-REASONING_KEYS = frozenset({"reasoning", "reason", "explanation", "rationale", "analysis", "thinking", "thoughts",
-                            "thought", "justification"})
-
-
 def _stated(value) -> list[str]:
     """The relations the strings of a JSON value state (phrases or codes), its reasoning text left out; walked
     without recursion (objects are at most ``MAX_DEPTH`` deep)."""
@@ -232,7 +261,8 @@ MAX_PAIRS = 10_000
 
 def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
     """Indices of one index value: a list expands (each element read alone); bad ones go to ``dropped``.
-    An index is an int or a string of ASCII digits; an integer too long to convert reads as out of range."""
+    An index is an int or a string of ASCII digits (leading zeros allowed); an integer too long to convert
+    reads as out of range."""
     if value.__class__ is int and value >= 1 and (n is None or value <= n):  # the common case
         return [value]
     if isinstance(value, list):
@@ -249,11 +279,12 @@ def _index(value, field: str, n: int | None, dropped: list) -> list[int]:
     m = _DIGITS.fullmatch(value) if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         i = value
-    elif m and len(m.group(1)) <= 18:
-        i = int(m.group(1))
-    elif m:
-        _drop(dropped, field, value, "out_of_range")
-        return []
+    elif m:  # any number of digits ("0000000000000000002" is 2); one Python refuses to convert is out of range
+        digits = m.group(1).lstrip("0") or "0"
+        if len(digits) > MAX_DIGITS or (n is not None and len(digits) > len(str(n))):
+            _drop(dropped, field, value, "out_of_range")
+            return []
+        i = int(digits)
     else:
         _drop(dropped, field, value, "not_an_index")
         return []
@@ -277,6 +308,11 @@ def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
     return out
 
 
+_MULTI_KEYS = _known("common", "only_in_a", "only_in_b")
+_PAIR_KEYS = _known("a_index", "b_index")
+_FACT_KEYS = _known("fact", "evidence_spans")
+
+
 def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
     obj = _lower(obj)
     common = obj.get("common")
@@ -285,6 +321,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
     if not isinstance(common, list):
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
     dropped, pairs, seen, size = [], [], set(), 0
+    _unknown(obj, _MULTI_KEYS, "", dropped)
     for k, raw in enumerate(common):
         if raw.__class__ is dict and len(raw) == 2:  # the prompt's own pair of two good indices: the common case
             a, b = raw.get("A_index"), raw.get("B_index")
@@ -306,6 +343,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
         if "a_index" not in p or "b_index" not in p:
             _drop(dropped, f"common[{k}]", raw, "not_a_pair")
             continue
+        _unknown(p, _PAIR_KEYS, f"common[{k}].", dropped)
         side_a = _side(p["a_index"], f"common[{k}].a_index", n_a, dropped)
         side_b = _side(p["b_index"], f"common[{k}].b_index", n_b, dropped)
         size += len(side_a) * len(side_b)
@@ -349,13 +387,15 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
 def _residual(obj: dict, n_spans: int | None) -> dict:
     entries = _entries(obj)
     out, dropped, facts = [], [], set()
+    _unknown(obj, _TOP_KEYS, "", dropped)
     for k, raw in enumerate(entries):
         entry = _lower(raw) if isinstance(raw, dict) else {}
         fact = entry.get("fact")
         if not isinstance(fact, str) or not fact.strip():
             _drop(dropped, f"extracted[{k}]", raw, "no_fact")
             continue
-        why = placeholder_why(fact)
+        _unknown(entry, _FACT_KEYS, f"extracted[{k}].", dropped)
+        why = placeholder_why(fact, "residual_facts")
         if why:
             _drop(dropped, f"extracted[{k}].fact", fact, why)
             continue
@@ -438,14 +478,16 @@ def _rating(value, aspect: str, dropped: list):
 
 def _style_from(pairs: list[tuple[str, object]]) -> dict:
     seen: dict[str, object] = {}
+    dropped, scores = [], {}
     for key, value in pairs:
         aspect = style_key(key)
-        if aspect is None:
+        if aspect is None:  # a key of the ratings object that names no aspect
+            if str(key).lower() not in REASONING_KEYS:
+                _drop(dropped, str(key), value, "unknown_key")
             continue
         if aspect in seen and seen[aspect] != value:
             raise Unusable("ambiguous", f"two different ratings for {aspect}")
         seen[aspect] = value
-    dropped, scores = [], {}
     for aspect in STYLE_ASPECTS:
         if aspect not in seen:
             _drop(dropped, aspect, None, "missing")
@@ -469,21 +511,27 @@ def _style_object(value) -> dict | None:
 _SCORES_MARKER = re.compile(r"^[ \t>#*_\-]*scores?\b[^\n]*$", re.I | re.M)
 _KEY_JUNK = " \t>#*_-\u20220123456789.)"
 _KEY_TEXT = re.compile(r"[A-Za-z][A-Za-z &/_\-]*")
-_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*5)?", re.I)
+#: a rating on a score line: the number, ``/5``, ``out of 5`` or ``(out of 5)``, then at most one remark in
+#: brackets that holds no digit (``4 out of 5 (clear)``)
+_LINE_VALUE = re.compile(r"[ \t*_`]*(-?[0-9]+(?:\.[0-9]+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*5"
+                         r"|[ \t]*\([ \t]*out[ \t]+of[ \t]+5[ \t]*\))?(?:[ \t]*\([^()0-9\n]*\))?", re.I)
+#: the separator between key and rating: ``:``, ``=`` or a dash with blanks on both sides (``key - 4/5``)
+_LINE_SEP = re.compile(r"[:=]|[ \t][-\u2013\u2014][ \t]")
 _QUOTED_KEY = re.compile(r"[\"'\u201c]([^\"'\u201d\n]{3,60})[\"'\u201d]\s*:")
 
 
 def _score_lines(region: str) -> list[tuple[str, str]]:
-    """``(key, rating)`` of the lines ``key: rating`` (or ``=``) of ``region`` whose key names an aspect: list
-    marks, numbering and bold around the key are allowed, and ``/5`` after the rating. One pass per line."""
+    """``(key, rating)`` of the lines ``key: rating`` (or ``=``, or `` - ``) of ``region`` whose key names an
+    aspect: list marks, numbering and bold around the key are allowed, ``/5`` or ``(out of 5)`` after the
+    rating and one remark in brackets without digits. One pass per line."""
     out = []
     for line in region.split("\n"):
-        seps = [p for p in (line.find(":"), line.find("=")) if p >= 0]
-        if not seps:
+        body = line.lstrip(_KEY_JUNK)
+        sep = _LINE_SEP.search(body)
+        if sep is None:
             continue
-        cut = min(seps)
-        key = line[:cut].lstrip(_KEY_JUNK).rstrip(" \t*_`")
-        m = _LINE_VALUE.fullmatch(line[cut + 1:].rstrip(" \t*_`."))
+        key = body[:sep.start()].rstrip(" \t*_`")
+        m = _LINE_VALUE.fullmatch(body[sep.end():].rstrip(" \t*_`."))
         if m and _KEY_TEXT.fullmatch(key) and style_key(key):
             out.append((key, m.group(1)))
     return out

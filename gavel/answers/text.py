@@ -5,6 +5,7 @@ signature keys, one candidate or ambiguous. Also the reasons and :class:`Unusabl
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from gavel.answers.scan import Conflicted, has_lone_surrogate, scan, scan_objects
 
@@ -40,6 +41,8 @@ class Unusable(ValueError):
 _THINK_OPEN = re.compile(r"<think>", re.I)
 _THINK_CLOSE = re.compile(r"</think>", re.I)
 _HARMONY = re.compile(r"<\|(?:channel|message|start)\|>")
+_H_START = re.compile(r"<\|start\|>")
+_H_MESSAGE = re.compile(r"<\|message\|>")
 _H_END = re.compile(r"<\|(?:end|return|call)\|>")
 _H_RECIPIENT = re.compile(r"\bto=functions\.([A-Za-z0-9_.\-]+)")
 
@@ -63,18 +66,47 @@ def _drop_thinking(text: str, truncated: bool) -> str:
     return text
 
 
+def _first_outside(pattern: re.Pattern, text: str, start: int, stop: int, spans: list, ends: list):
+    """The first match of ``pattern`` in ``text[start:stop]`` that lies outside every span (complete JSON
+    objects, ``ends`` their starts), or None."""
+    while start < stop:
+        m = pattern.search(text, start, stop)
+        if m is None:
+            return None
+        k = bisect_right(ends, m.start()) - 1
+        if k < 0 or m.start() >= spans[k][1]:
+            return m
+        start = spans[k][1]  # inside an object: look on after it
+    return None
+
+
 def harmony_messages(text: str) -> list[tuple[str, str | None, str, bool]]:
-    """gpt-oss Harmony messages of ``text``: (channel, recipient tool or None, content, closed)."""
+    """gpt-oss Harmony messages of ``text``: (channel, recipient tool or None, content, closed). A token inside
+    a JSON object (in one of its strings) is text, never a token: it splits nothing. That object is a complete
+    one, a closed ``{...}`` that is not JSON, or one that never closes and starts before every token (the
+    answer begins as JSON and was cut: the tokens in its strings split nothing either)."""
+    found, broken, unclosed, _ = scan(text)
+    spans = sorted([(s, e) for s, e, _ in found] + broken)
+    ends = [s for s, _ in spans]
+    if unclosed is not None and _first_outside(_HARMONY, text, 0, unclosed, spans, ends) is None:
+        spans.append((unclosed, len(text)))
+        ends.append(unclosed)
+    cuts, at = [0], 0
+    while (m := _first_outside(_H_START, text, at, len(text), spans, ends)) is not None:
+        cuts.append(m.end())
+        at = m.end()
     out = []
-    for segment in text.split("<|start|>"):
-        if "<|message|>" not in segment:
+    for start, stop in zip(cuts, cuts[1:] + [len(text) + len("<|start|>")]):
+        stop -= len("<|start|>")  # the segment ends where the next <|start|> begins
+        msg = _first_outside(_H_MESSAGE, text, start, stop, spans, ends)
+        if msg is None:
             continue
-        header, _, body = segment.partition("<|message|>")
+        header = text[start:msg.start()]
         role, _, channel_part = header.partition("<|channel|>")
         channel = (channel_part.split() or [""])[0].strip().lower()
         to = _H_RECIPIENT.search(header)
-        end = _H_END.search(body)
-        out.append((channel, to.group(1) if to else None, body[:end.start()] if end else body, bool(end)))
+        end = _first_outside(_H_END, text, msg.end(), stop, spans, ends)
+        out.append((channel, to.group(1) if to else None, text[msg.end():end.start() if end else stop], bool(end)))
     return out
 
 
@@ -84,8 +116,7 @@ def _prepare(text: str | None, truncated: bool) -> tuple[str, list | None]:
     messages = None
     if "<" not in text:  # no Harmony, no <think>: the common case
         return text, messages
-    if _HARMONY.search(text):
-        messages = harmony_messages(text)
+    if _HARMONY.search(text) and (messages := harmony_messages(text) or None):
         finals = [m for m in messages if m[0] == "final"]
         text = "\n".join(m[2] for m in finals)
         if truncated and finals and not finals[-1][3] and not text.strip():

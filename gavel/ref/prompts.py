@@ -3,7 +3,8 @@
 A template is plain text with ``$field`` / ``${field}`` placeholders (``string.Template``; a literal dollar
 sign is ``$$``), so JSON examples with braces need no escaping. It is split into chat messages by lines that
 hold only a role in brackets: ``[system]``, ``[user]`` or ``[assistant]``; text before the first such line
-belongs to a ``user`` message. Lay a template out for provider prompt caching: what many requests share
+belongs to a ``user`` message. A format example is named as ``${example_NAME}`` and written in when the
+template is read (its text is in ``gavel.answers.examples``, where the answer reader finds it too). Lay a template out for provider prompt caching: what many requests share
 (instructions, the summary or the documents) first, what differs per request (the item) last.
 
 Every request built from a template records the template's hash (``template_hash``) so the run manifest
@@ -18,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from string import Template
 
+from gavel.answers.examples import expand
 from gavel.core import tokens
 from gavel.core.config import PROMPTS_DIR
 
@@ -38,7 +40,9 @@ def template_path(name: str, prompts_dir: Path | None = None) -> Path:
 
 @lru_cache(maxsize=64)
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    """The template's text with its format examples (``${example_NAME}``) written in: their one definition is
+    ``gavel.answers.examples.EXAMPLES``, which the reader uses too; a template's hash is of this text."""
+    return expand(path.read_text(encoding="utf-8"))
 
 
 def template_text(name: str, prompts_dir: Path | None = None) -> str:

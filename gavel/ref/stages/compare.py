@@ -222,7 +222,8 @@ def parse_response(meta: dict, response: Response | None) -> dict:
     mapped = matching_of(reading["common"], reading["only_in_a"], reading["only_in_b"], a_is_model)
     pairs = [tuple(p) for p in mapped["pairs"]]
     problems = "; ".join(f"{d['field']} {d['value']!r}: {d['why'].replace('_', ' ')}" for d in reading["dropped"])
-    if not pairs and reading["dropped"] and not (reading["only_in_a"] or reading["only_in_b"]):
+    lost = [d for d in reading["dropped"] if d["why"] != "unknown_key"]  # indices dropped, not keys beside them
+    if not pairs and lost and not (reading["only_in_a"] or reading["only_in_b"]):
         return {**row, "status": "indices", "detail": problems}
     score = scoring.matching_f1(pairs, meta["n_model"], meta["n_reference"])
     answer = {"common": [list(p) for p in reading["common"]], "only_in_A": reading["only_in_a"],

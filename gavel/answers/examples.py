@@ -1,0 +1,99 @@
+"""The prompts' own example texts, written once, and how an answer that echoes its prompt is told.
+
+The templates (``prompts/*.txt``, rendered by ``gavel.ref.prompts``) name each format example by a placeholder
+``${example_NAME}``; :func:`expand` puts the text of ``EXAMPLES`` in its place when a template is read, so the
+rendered prompts are what they were when the texts stood in the files. The reader uses the same texts, and
+the stage's template itself, to tell an echo from a value (docs/ANSWERS.md, "Echoes of the prompt"):
+
+- a text (a value, a fact, an evidence quote) whose words are the words of one example (``the information,
+  stated briefly``, ``One atomic fact.``: case, punctuation and the angle brackets aside) is an echo;
+- so is a value or a fact of at least four words more than half of which are one run of consecutive words of
+  the stage's own template text (its instructions, rules and examples; never the summary, item or spans filled
+  in), when the run holds at least three words that are not among ``FUNCTION_WORDS`` (``The items are copied
+  character for character...`` echoes "is copied character for character"; ``Settlement of a legal case``
+  shares only "of a legal case" and is a value).
+
+Each text is split into words once (one regular expression) and each word looked up in sets: linear in the
+text. The template is read once per process.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from gavel.core.config import PROMPTS_DIR
+
+#: the format examples of the templates, by the name they are given there (``${example_extract_value}``)
+EXAMPLES = {
+    "example_extract_reasoning": "<a short account of where the summary speaks to the item, or why it does not>",
+    "example_extract_evidence": "<exact quote from the summary>",
+    "example_extract_value": "<the information, stated briefly>",
+    "example_residual_reasoning": "<which spans carry facts, briefly>",
+    "example_residual_fact": "<one atomic fact>",
+    "example_residual_spans": "<numbers of the spans it comes from>",
+}
+#: the template whose own text an answer of each reader stage may echo
+TEMPLATES = {"extract": "extract", "residual_facts": "residual"}
+#: words that do not make a shared run of words an echo by themselves
+FUNCTION_WORDS = frozenset("a an the of to in on at for and or is are was be it its that this with from by as not no"
+                           .split())
+#: the shortest run of template words (and text) that can be an echo of a rule
+RUN = 4
+
+_EXAMPLE = re.compile(r"\$\{(example_[a-z_]+)\}")
+_FIELD = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|^\[(?:system|user|assistant)\][ \t]*$", re.M)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def expand(template: str) -> str:
+    """``template`` with each ``${example_NAME}`` of ``EXAMPLES`` replaced by its text (others left as they are)."""
+    return _EXAMPLE.sub(lambda m: EXAMPLES.get(m.group(1), m.group(0)), template)
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The words of ``text``, lower case, punctuation and blanks between them dropped."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+@lru_cache(maxsize=8)
+def _own_text(stage: str) -> tuple[frozenset, int, frozenset, frozenset]:
+    """(word tuples of the stage's examples, the longest example's length, the runs of RUN consecutive words of
+    its template's own text, every word of that text)."""
+    name = TEMPLATES[stage]
+    mine = [t for k, t in EXAMPLES.items() if k.startswith(f"example_{name}_")]
+    text = expand((PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8"))
+    runs, vocabulary = set(), set()
+    for piece in _FIELD.split(text):  # a run never reaches across a field filled in per request
+        w = words(piece)
+        vocabulary.update(w)
+        runs.update(w[i:i + RUN] for i in range(len(w) - RUN + 1))
+    return frozenset(words(t) for t in mine), max(map(len, mine)), frozenset(runs), frozenset(vocabulary)
+
+
+def echo(stage: str, text: str, rules: bool = True) -> bool:
+    """Whether ``text`` (a value or a fact of ``stage``; an evidence quote with ``rules=False``: its examples
+    only) echoes the stage's own prompt."""
+    if stage not in TEMPLATES:
+        return False
+    examples, longest, runs, vocabulary = _own_text(stage)
+    w = words(text) if rules or len(text) <= longest + 8 else ()
+    if w in examples:  # an example, give or take its brackets, case and punctuation
+        return True
+    if not rules or len(w) < RUN:
+        return False
+    if 2 * sum(map(vocabulary.__contains__, w)) <= len(w):  # most values hold words no template has
+        return False
+    content = [0]  # content[i]: the words of w[:i] that are not function words (each text looked at once)
+    for x in w:
+        content.append(content[-1] + (x not in FUNCTION_WORDS))
+    run = 0  # consecutive windows of RUN words found in the template: a run of run + RUN - 1 words
+    for i in range(len(w) - RUN + 1):
+        if w[i:i + RUN] in runs:
+            run += 1
+            start, end = i - run + 1, i + RUN
+            if 2 * (end - start) > len(w) and content[end] - content[start] >= 3:
+                return True
+        else:
+            run = 0
+    return False
