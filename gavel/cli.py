@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
-from gavel.core import config, options
+from gavel.core import config, options, shards
 from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
+from gavel.llm import slurm as slurm_cli
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
 #: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
@@ -170,7 +171,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from .llm import estimate, ledger
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
-    from .llm.runner import StageRunner
+    from .llm.runner import DEFAULT_RUNS_DIR, StageRunner
     from .llm.secrets import scrub
 
     checklist = load_checklist(args.checklist)
@@ -192,14 +193,22 @@ def cmd_stage(args: argparse.Namespace) -> int:
               f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
     stage = args.stage or requests[0].stage
     kwargs = {"base_url": args.base_url} if args.base_url else {}
-    if args.provider == "vllm-batch":
-        from .llm.runner import DEFAULT_RUNS_DIR
+    if args.served_as:
+        kwargs["served_as"] = args.served_as
+    workdir, cache_dir = args.workdir, None
+    if args.shard:  # one shard of the stage (a SLURM array task): its own state, the stage's cache
+        from .llm import slurm
 
-        kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
+        workdir = slurm.shard_workdir(args.workdir or DEFAULT_RUNS_DIR / stage, args.shard)
+        cache_dir = Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "cache"
+        requests = slurm.shard_requests(requests, args.shard)
+        print(f"stage {stage}: shard {args.shard[0]}/{args.shard[1]}: {len(requests)} requests", flush=True)
+    if args.provider == "vllm-batch":
+        kwargs = {"folder": Path(workdir or DEFAULT_RUNS_DIR / stage) / "batches",
                   "command": args.vllm_command}
     if args.provider == "local":  # llama.cpp server started here, stopped at exit
         kwargs = {"model_path": args.gguf} if args.gguf else {}
-    runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
+    runner = StageRunner(stage, get_provider(args.provider, **kwargs), workdir, cache_dir=cache_dir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts, lock_timeout=args.lock_timeout,
                          namespace=checklist.cache_tag)  # a non-default checklist's answers are cached apart
@@ -434,6 +443,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
+    p.add_argument("--shard", type=shards.option, default=None, help="I/N: only the requests of shard I of N (by case "
+                   "id), state in WORKDIR/shards/I-of-N, answers in WORKDIR/cache (a task of `gavel stage-array`)")
+    p.add_argument("--served-as", default=None, help="vllm: the name the server answers under in the cache key "
+                   "instead of its address (the servers of a `gavel stage-array` job)")
     documents_cli.add_checklist_option(p)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
@@ -504,6 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     # the wings add their own commands to the same parser
     documents_cli.add_parser(sub)
     annotation_cli.add_parser(sub)
+    slurm_cli.add_parser(sub)
     args = parser.parse_args(argv)
     label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),
                                       getattr(args, "cmd", None)) if x)

@@ -122,7 +122,7 @@ class RunReport:
 class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
                  max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
-                 namespace: str | None = None, since: dt.datetime | None = None):
+                 namespace: str | None = None, since: dt.datetime | None = None, cache_dir: str | os.PathLike | None = None):
         options.check_positive("concurrency", concurrency)
         options.check_positive("max_attempts", max_attempts)
         self.stage = stage
@@ -134,7 +134,9 @@ class StageRunner:
         self.namespace = namespace
         self.provider = provider
         self.workdir = Path(workdir) if workdir else DEFAULT_RUNS_DIR / stage
-        self.cache = ResponseCache(self.workdir / "cache")
+        # a shard of a stage (an array task) keeps its own state, lock and ledger in its workdir and answers into
+        # the stage's cache (one file per key, written atomically: shards never write the same key)
+        self.cache = ResponseCache(Path(cache_dir) if cache_dir else self.workdir / "cache")
         self.state_path = self.workdir / "state.json"
         self.lock_path = self.workdir / "runner.lock"
         self.poll_interval = poll_interval
