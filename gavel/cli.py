@@ -15,6 +15,7 @@ from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 from gavel.llm import slurm as slurm_cli
+from gavel.runs import sharding
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
 #: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
@@ -251,7 +252,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from gavel.core.items import load as load_checklist
     from gavel.ref import tables as tables_mod
-    from gavel.runs import costing, pipeline, stability
+    from gavel.runs import costing, pipeline, sharding, stability
     from gavel.runs import repeats as repeated
 
     from .llm.secrets import scrub
@@ -278,6 +279,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"skipped {message}", file=sys.stderr)
     if not summaries:
         raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
+    summaries = sharding.select(summaries, args)  # --shard I/N: its cases only
     if args.references:
         references = {c: t for _, c, t in
                       pipeline.read_summaries(args.references, pipeline.REFERENCE, reference=True)}
@@ -496,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow-unserved", action="store_true",
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
-    p.set_defaults(func=cmd_evaluate)
+    sharding.add_shard_option(p)
+    p.set_defaults(func=lambda args: sharding.run_shard(cmd_evaluate, args))
+    sharding.add_parser(sub, cmd_evaluate)
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
                                       "changed between two runs)")
     p.add_argument("run", nargs="?", default=None, help="an evaluation folder (the --out of `gavel evaluate`)")
