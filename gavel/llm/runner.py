@@ -374,12 +374,13 @@ class StageRunner:
         finally:
             cancelled.set()
 
-    def _submit(self, state: dict, chunk: list[Request], keys: dict[str, str]) -> None:
+    def _submit(self, state: dict, chunk: list[Request], keys: dict[str, str], tokens: int = 0) -> None:
         """Record an intent, submit, record the batch id. A submission that raises leaves no intent behind
         unless the provider may have the batch (then the next run adopts it)."""
         subs = state["submissions"]
         tag = f"gavel-{self.stage[:20]}-{uuid.uuid4().hex[:12]}"
         subs[tag] = {"status": "intent", "created": time.time(), "batch_id": None, "identity": self.identity_key(),
+                     **({"tokens": tokens} if tokens else {}),
                      "custom_ids": [r.custom_id for r in chunk], "keys": {r.custom_id: keys[r.custom_id] for r in chunk}}
         self.save_state(state)
         try:
@@ -439,9 +440,16 @@ class StageRunner:
             exhausted = {k for k in wanted if state["attempts"].get(k, 0) >= self.max_attempts} - done
             settled = done | in_flight | exhausted  # once, not per request (that was quadratic)
             pending = [r for cid, r in by_id.items() if keys[cid] not in settled]
-            # 2. submit what is pending, in batches within the provider's limits
+            # 2. submit what is pending, in batches within the provider's limits; with an enqueued-token limit
+            # (OpenAI's batch queue), only while the batches not yet ended leave room (the rest waits its turn)
+            queued = sum(s.get("tokens", 0) for s in mine.values() if s["status"] == "submitted")
             for chunk in self.provider.split(pending) if pending else []:
-                self._submit(state, chunk, keys)
+                limit = self.provider.queue_limit(chunk)
+                tokens = sum(map(self.provider.enqueued_tokens, chunk)) if limit else 0
+                if limit and queued and queued + tokens > limit:
+                    break
+                self._submit(state, chunk, keys, tokens)
+                queued += tokens
                 sent += len(chunk)
             active = [(tag, s) for tag, s in subs.items() if s.get("identity") == ident and s["status"] == "submitted"]
             if not active:

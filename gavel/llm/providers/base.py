@@ -114,6 +114,15 @@ class Provider:
         if size > self.max_batch_bytes:
             raise BatchTooLargeError(f"{self.name}: batch of {size} bytes > {self.max_batch_bytes}")
 
+    def queue_limit(self, requests: list[Request]) -> int | None:
+        """The provider's limit on the input tokens of all its unfinished batches of these requests' model, or
+        None (no such limit: every batch is submitted at once)."""
+        return None
+
+    def enqueued_tokens(self, request: Request) -> int:
+        """What a request counts against ``queue_limit``."""
+        return 0
+
     def split(self, requests: list[Request]) -> list[list[Request]]:
         """Split requests into batches within the provider's count and size limits."""
         chunks, current, size = [], [], 0
