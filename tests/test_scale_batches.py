@@ -2,6 +2,7 @@
 it as well as by count and bytes, and queued one after another while the queue is full), against the fake
 that fails a batch over the queue as OpenAI does."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -81,3 +82,67 @@ def test_the_fake_fails_a_batch_over_the_queue_as_openai_does(tmp_path, monkeypa
         first, second = p.submit(rq[:3], "t1"), p.submit(rq[3:], "t2")
         assert not p.poll(first).ended
         assert p.poll(second).ended and p.poll(second).state == "failed" and srv.over_queue == 1
+
+
+# ---------------- Gemini: JSONL files past the inline limit ----------------
+
+from fakes.gemini_fake import FakeGemini  # noqa: E402
+
+GEMINI = "gemini-2.5-pro"
+
+
+def gemini_reqs(n: int) -> list[Request]:
+    return [Request(stage="judge", model=GEMINI, case_id=f"c{i}", item="filing_date",
+                    messages=[{"role": "system", "content": "Be terse."},
+                              {"role": "user", "content": f"case {i}: " + "the court ruled " * 20}])
+            for i in range(n)]
+
+
+def test_gemini_file_batches_past_the_inline_limit(tmp_path):
+    rq = gemini_reqs(12)
+    with FakeGemini() as srv:
+        srv.polls_to_end = 2
+        srv.fail_ids = {rq[3].custom_id: 1}  # fails once: asked again (in a batch of its own)
+        p = get_provider("gemini", base_url=srv.url, api_key=KEY)
+        each = p.request_size(rq[0])
+        p.max_batch_bytes = 3 * each  # inline would take 4 batches of 3 or more
+        p.max_file_bytes = 5 * each  # files of 5 requests
+        assert [len(c) for c in p.split(rq)] == [5, 5, 2]
+        report = StageRunner("judge", p, tmp_path / "run", poll_interval=0.01, progress=False).run(rq)
+        assert report.failed == []
+        for r in rq:
+            got = report.responses[r.custom_id]
+            assert got.ok and got.text == f"answer:{r.custom_id}" and got.input_tokens == 17
+        # two files of 5; the last 2 requests (and the retry) fit the inline limit and go inline
+        assert srv.file_batches == 2 and srv.largest_upload <= 5 * each and len(report.batches) == 4
+        assert srv.submissions[rq[3].custom_id] == 2 and srv.submissions[rq[0].custom_id] == 1
+        # the file's lines ask what an inline batch asks: the same generation config, system text first
+        line = json.loads(next(iter(v for k, v in srv.files.items() if k.startswith("files/in-"))).splitlines()[0])
+        assert line["request"]["systemInstruction"]["parts"][0]["text"] == "Be terse."
+        assert line["request"]["generationConfig"]["maxOutputTokens"] > 0
+
+
+def test_gemini_small_stage_stays_inline(tmp_path):
+    rq = gemini_reqs(4)
+    with FakeGemini() as srv:
+        srv.polls_to_end = 1
+        p = get_provider("gemini", base_url=srv.url, api_key=KEY)
+        report = StageRunner("judge", p, tmp_path / "run", poll_interval=0.01, progress=False).run(rq)
+        assert report.failed == [] and srv.file_batches == 0 and len(report.batches) == 1
+
+
+def test_gemini_damaged_answers_file_costs_only_its_lines(tmp_path):
+    rq = gemini_reqs(6)
+    with FakeGemini() as srv:
+        srv.polls_to_end = 1
+        p = get_provider("gemini", base_url=srv.url, api_key=KEY)
+        p.max_batch_bytes = 2 * p.request_size(rq[0])
+        name = p.submit(rq, "t1")
+        p.poll(name)
+        out = next(k for k in srv.files if k.startswith("files/batch-out"))
+        lines = srv.files[out].decode().splitlines()
+        srv.files[out] = ("\n".join(["not json", *lines[1:]]) + "\n").encode()
+        got = {r.custom_id: r for r in p.fetch(name, [r.custom_id for r in rq])}
+        assert sum(r.ok for r in got.values()) == 5
+        bad = [r for r in got.values() if not r.ok]
+        assert len(bad) == 1 and "line 1 is not a JSON object" in bad[0].error

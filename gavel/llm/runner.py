@@ -258,8 +258,12 @@ class StageRunner:
             report.too_long = list(refused)
             report.repeated = len(repeats(requests))
             self.write_manifest(list(by_id.values()), report, mode)
-            self.answered.update({cid: (by_id[cid], report.responses[cid]) for cid in by_id
-                                  if report.responses.get(cid) is not None and report.responses[cid].ok})
+            # what the ledger needs of each answer, not its prompt or text: a run of many requests would
+            # otherwise hold every prompt until it ends (the memory of a 1,000-summary run, issue 48 §3)
+            self.answered.update({cid: (Request(stage=self.stage, model=by_id[cid].model, messages=[]),
+                                        dataclasses.replace(report.responses[cid], text=None, reasoning=None))
+                                  for cid in by_id if report.responses.get(cid) is not None
+                                  and report.responses[cid].ok})
             ledger.write(self.workdir / "cost.csv", self.cost_table(mode))
         return report
 
