@@ -146,3 +146,26 @@ def test_gemini_damaged_answers_file_costs_only_its_lines(tmp_path):
         assert sum(r.ok for r in got.values()) == 5
         bad = [r for r in got.values() if not r.ok]
         assert len(bad) == 1 and "line 1 is not a JSON object" in bad[0].error
+
+
+def test_batches_a_100000_summary_run_would_submit(shared_rel):
+    """The Gemini batches of 100,000 summaries x 82 requests (26 items x summary and reference, comparisons,
+    residual facts, style), each request the size of a real one: the extraction requests of 40 of the
+    release's benchmark summaries, every item, cycled (the other stages' prompts are of the same order).
+    Inline only, it would be some 2,200 batches of 20 MB; as files, some 22 of 2 GB."""
+    from gavel.core.items import ITEMS
+    from gavel.ref.stages import extract
+
+    s = shared_rel.summaries
+    s = s[(s["set"] == "benchmark") & (s["model"] != "human")].head(40)
+    sample = [extract.Summary(m, c, t) for m, c, t in zip(s["model"], s["case_id"], s["text"])]
+    p = get_provider("gemini", base_url="http://127.0.0.1:1", api_key=KEY)
+    measured = [p.request_size(r) for r in extract.build_requests(sample, GEMINI, ITEMS)]
+    n = 100_000 * 82
+    sizes = [measured[i % len(measured)] for i in range(n)]
+    total = sum(sizes)
+    files, inline = len(p.plan(range(n), sizes)), len(p.inline_chunks(range(n), sizes))
+    assert files == -(-total // p.max_file_bytes) or files == -(-total // p.max_file_bytes) + 1
+    assert inline >= total // p.max_batch_bytes
+    assert 15 <= files <= 40 and 1_500 <= inline <= 4_000, (files, inline, total)
+    print(f"100,000 summaries: {n:,} requests, {total / 1e9:.1f} GB: {files} file batches vs {inline:,} inline")

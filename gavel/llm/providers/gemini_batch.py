@@ -143,21 +143,18 @@ class GeminiBatch(Provider):
         """Inline batches (within the count limit) when the requests fit the inline byte limit; else JSONL
         files of up to ``max_file_bytes`` each (no count limit): 100,000 summaries are some 22 file batches, not
         some 2,200 inline ones."""
-        sizes = [self.request_size(r) for r in requests]
+        return self.plan(requests, [self.request_size(r) for r in requests])
+
+    def plan(self, requests: list, sizes: list[int]) -> list[list]:
+        """``split`` on sizes alone (what a dry run counts with): inline chunks when they all fit the inline
+        byte limit, else file chunks."""
         if sum(sizes) <= self.max_batch_bytes:
-            return super().split(requests)
-        chunks, current, size = [], [], 0
-        for r, n in zip(requests, sizes):
-            if n > self.max_file_bytes:
-                raise BatchTooLargeError(f"{self.name}: request {r.custom_id} alone is {n} bytes")
-            if current and size + n > self.max_file_bytes:
-                chunks.append(current)
-                current, size = [], 0
-            current.append(r)
-            size += n
-        if current:
-            chunks.append(current)
-        return chunks
+            return self.chunks(requests, sizes, self.max_batch_requests, self.max_batch_bytes)
+        return self.chunks(requests, sizes, None, self.max_file_bytes)
+
+    def inline_chunks(self, requests: list, sizes: list[int]) -> list[list]:
+        """What inline batches alone (the SDK's inlined requests, no files) would make of them."""
+        return self.chunks(requests, sizes, self.max_batch_requests, self.max_batch_bytes)
 
     def jsonl_line(self, request: Request) -> bytes:
         """One line of a batch input file: ``{"key", "request"}``, the request in the API's own JSON (the SDK's
