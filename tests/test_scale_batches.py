@@ -55,7 +55,7 @@ def test_split_by_enqueued_tokens_as_well_as_count_and_bytes(tmp_path, monkeypat
     p.max_batch_requests = 2  # the count limit still holds inside
     assert [len(c) for c in p.split(rq)] == [2] * 5
     queue_limit(tmp_path, monkeypatch, each - 1)
-    with pytest.raises(BatchTooLargeError, match=r"alone is .* enqueued tokens > .*batch_queue_tokens"):
+    with pytest.raises(BatchTooLargeError, match=r"alone is .* enqueued tokens, over .*batch_queue_tokens"):
         p.split(rq)
 
 

@@ -128,14 +128,16 @@ class Provider:
         return self.chunks(requests, [self.request_size(r) for r in requests], self.max_batch_requests,
                            self.max_batch_bytes)
 
-    def chunks(self, requests: list, sizes: list[int], max_count: int | None, max_bytes: int) -> list[list]:
-        """``requests`` in order, cut where the next would pass ``max_count`` requests or ``max_bytes`` bytes
-        (``sizes``: each one's); one alone over ``max_bytes`` is refused, naming it. Works on any items (a
-        dry run counts batches from sizes alone)."""
+    def chunks(self, requests: list, sizes: list[int], max_count: int | None, max_bytes: int,
+               unit: str = "bytes") -> list[list]:
+        """``requests`` in order, cut where the next would pass ``max_count`` requests or ``max_bytes`` (``sizes``:
+        each one's, in ``unit``); one alone over ``max_bytes`` is refused, naming it. Works on any items (a dry
+        run counts batches from sizes alone)."""
         out, current, size = [], [], 0
         for r, s in zip(requests, sizes):
             if s > max_bytes:
-                raise BatchTooLargeError(f"{self.name}: request {getattr(r, 'custom_id', r)} alone is {s} bytes")
+                raise BatchTooLargeError(f"{self.name}: request {getattr(r, 'custom_id', r)} alone is {s:,} {unit} > "
+                                         f"{max_bytes:,}")
             if current and ((max_count and len(current) >= max_count) or size + s > max_bytes):
                 out.append(current)
                 current, size = [], 0

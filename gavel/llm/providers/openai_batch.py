@@ -19,7 +19,6 @@ from ..schema_subset import for_provider
 from ..secrets import register
 from .base import (
     BatchStatus,
-    BatchTooLargeError,
     Provider,
     error_response,
     field_state,
@@ -200,23 +199,10 @@ class OpenAIBatch(Provider):
         limit = self.queue_limit(requests) if requests else None
         if not limit:
             return chunks
-        out = []
-        for chunk in chunks:
-            current, tokens = [], 0
-            for r in chunk:
-                t = self.enqueued_tokens(r)
-                if t > limit:
-                    raise BatchTooLargeError(f"{self.name}: request {r.custom_id} alone is {t:,} enqueued tokens > "
-                                             f"{r.model}'s batch_queue_tokens {limit:,} (your tier's limit goes in "
-                                             "your models file, docs/scale.md; or --mode online)")
-                if current and tokens + t > limit:
-                    out.append(current)
-                    current, tokens = [], 0
-                current.append(r)
-                tokens += t
-            if current:
-                out.append(current)
-        return out
+        unit = (f"enqueued tokens, over {requests[0].model}'s batch_queue_tokens (your tier's limit goes in your "
+                "models file, docs/scale.md; or --mode online)")
+        return [part for chunk in chunks
+                for part in self.chunks(chunk, [self.enqueued_tokens(r) for r in chunk], None, limit, unit)]
 
     def jsonl(self, requests: list[Request]) -> bytes:
         lines = [json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": self.body(r)})
