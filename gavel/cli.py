@@ -294,7 +294,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
                                  label_orders=args.label_orders,
                                  allow_unserved=args.allow_unserved)
-    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}))
+    provider = sharding.guard(pipeline.provider(args.provider, args.base_url,
+                                                **({"model_path": args.gguf} if args.gguf else {})), args)
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:

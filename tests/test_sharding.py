@@ -104,6 +104,21 @@ def test_missing_partial_and_foreign_shards_are_named(shard_runs, tmp_path, caps
     assert not any((tmp_path / m).exists() for m in ("m2", "m3", "m4"))
 
 
+def test_a_shard_missing_answers_sends_nothing(shard_runs, tmp_path, capsys):
+    """A shard that says complete but lacks a cached answer: the merge stops before sending anything."""
+    tmp, s, r = shard_runs
+    copies = []
+    for i in (1, 2, 3):
+        shutil.copytree(tmp / f"s{i}", tmp_path / f"s{i}")
+        copies.append(str(tmp_path / f"s{i}"))
+    victim = sorted((tmp_path / "s2" / "runs" / "style" / "cache").rglob("*.json"))[0]
+    victim.unlink()
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    assert "the shards lack answers this run needs" in capsys.readouterr().err
+    assert not (tmp_path / "m" / "model_scores.csv").exists()
+
+
 def test_a_killed_shard_is_partial(tmp_path, capsys, monkeypatch):
     """A shard whose run stops (here: a provider error) leaves shard.json saying complete: false."""
     s, r = inputs(tmp_path, 4)

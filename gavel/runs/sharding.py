@@ -95,6 +95,18 @@ def run_shard(evaluate, args: argparse.Namespace) -> int:
     return rc
 
 
+def guard(provider, args: argparse.Namespace):
+    """In a merge, the provider never sends: the runner asks ``check_ready`` before it sends anything, and here
+    that refuses (a shard folder's settings, address included, are someone else's: nothing reaches them)."""
+    if getattr(args, "merging", False):
+        def refuse():
+            raise InputError("not merged: the shards lack answers this run needs (a shard's cache was emptied or "
+                             "changed); nothing was sent")
+
+        provider.check_ready = refuse
+    return provider
+
+
 def read_shard(folder: Path) -> dict:
     """A shard folder's ``shard.json``, checked field by field (untrusted input); InputError naming it."""
     path = Path(folder) / SHARD_FILE
@@ -203,7 +215,7 @@ def merge(folders: list[str], out: str, evaluate) -> int:
     n = records[0]["shard"][1]
     print(f"merge: {n} shards complete, {sum(len(r['cases']) for r in records)} cases, {copied} answers copied "
           f"into {out}", flush=True)
-    args = argparse.Namespace(**{**settings, "out": str(out_path), "shard": None})
+    args = argparse.Namespace(**{**settings, "out": str(out_path), "shard": None, "merging": True})
     rc = evaluate(args)
     sent = 0
     manifests = sorted(out_path.rglob("evaluation.json"))
