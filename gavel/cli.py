@@ -15,7 +15,6 @@ from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 from gavel.llm import slurm as slurm_cli
-from gavel.runs import sharding
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
 #: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
@@ -242,6 +241,12 @@ def cmd_stage(args: argparse.Namespace) -> int:
     for cid in report.failed[:20]:
         print(scrub(f"  failed {cid}: {report.responses[cid].error}"))  # this output goes to SLURM job logs
     return 1 if report.failed else 0
+
+
+def _sharding():
+    from gavel.runs import sharding  # gavel.runs.sharding: evaluate --shard and merge (loaded when they run)
+
+    return sharding
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -499,9 +504,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow-unserved", action="store_true",
                    help="dry run: price a model the provider does not serve (with a warning) instead of refusing")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
-    sharding.add_shard_option(p)
-    p.set_defaults(func=lambda args: sharding.run_shard(cmd_evaluate, args))
-    sharding.add_parser(sub, cmd_evaluate)
+    shards.add_option(p)
+    p.set_defaults(func=lambda args: _sharding().run_shard(cmd_evaluate, args))
+    p = sub.add_parser("merge", help="join the N shard folders of `gavel evaluate --shard I/N` into one run folder")
+    p.add_argument("shards", nargs="+", help="the shard folders (the --out of each `gavel evaluate --shard I/N`)")
+    p.add_argument("--out", required=True, help="the merged run folder (new or empty)")
+    p.set_defaults(func=lambda args: _sharding().merge(args.shards, args.out, cmd_evaluate))
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
                                       "changed between two runs)")
     p.add_argument("run", nargs="?", default=None, help="an evaluation folder (the --out of `gavel evaluate`)")

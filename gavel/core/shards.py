@@ -39,3 +39,10 @@ def option(text: str) -> tuple[int, int]:
         return parse(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_option(p) -> None:
+    """``--shard I/N`` of ``gavel evaluate`` (what it does: gavel.runs.sharding)."""
+    p.add_argument("--shard", type=option, default=None,
+                   help="I/N: evaluate only the cases of shard I of N (by case id) and write shard.json; "
+                        "`gavel merge` joins the N shard folders")

@@ -36,12 +36,6 @@ CACHE_NAME = re.compile(r"[A-Za-z0-9_.:=+-]{1,64}\.json")
 CACHE_DIR = re.compile(r"[0-9a-f]{2}")
 
 
-def add_shard_option(p) -> None:
-    p.add_argument("--shard", type=shards.option, default=None,
-                   help="I/N: evaluate only the cases of shard I of N (by case id) and write shard.json; "
-                        "`gavel merge` joins the N shard folders")
-
-
 def _sha256(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
@@ -254,11 +248,3 @@ def _counts(path: Path, field: str) -> dict[str, int]:
     if not isinstance(counts, dict) or not all(isinstance(k, str) and type(v) is int for k, v in counts.items()):
         raise InputError(f"{path}: {field} is not a count per stage")
     return counts
-
-
-def add_parser(sub, evaluate) -> None:
-    """``gavel merge``; ``evaluate`` is the command line's own evaluate function (run over the merged answers)."""
-    p = sub.add_parser("merge", help="join the N shard folders of `gavel evaluate --shard I/N` into one run folder")
-    p.add_argument("shards", nargs="+", help="the shard folders (the --out of each `gavel evaluate --shard I/N`)")
-    p.add_argument("--out", required=True, help="the merged run folder (new or empty)")
-    p.set_defaults(func=lambda args: merge(args.shards, args.out, evaluate))
