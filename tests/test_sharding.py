@@ -104,13 +104,17 @@ def test_missing_partial_and_foreign_shards_are_named(shard_runs, tmp_path, caps
     assert not any((tmp_path / m).exists() for m in ("m2", "m3", "m4"))
 
 
+def copy_shards(tmp: Path, to: Path) -> list[str]:
+    """Copies of the three shard folders (a test spoils its own)."""
+    for i in (1, 2, 3):
+        shutil.copytree(tmp / f"s{i}", to / f"s{i}")
+    return [str(to / f"s{i}") for i in (1, 2, 3)]
+
+
 def test_a_shard_missing_answers_sends_nothing(shard_runs, tmp_path, capsys):
     """A shard that says complete but lacks a cached answer: the merge stops before sending anything."""
     tmp, s, r = shard_runs
-    copies = []
-    for i in (1, 2, 3):
-        shutil.copytree(tmp / f"s{i}", tmp_path / f"s{i}")
-        copies.append(str(tmp_path / f"s{i}"))
+    copies = copy_shards(tmp, tmp_path)
     victim = sorted((tmp_path / "s2" / "runs" / "style" / "cache").rglob("*.json"))[0]
     victim.unlink()
     capsys.readouterr()
@@ -135,10 +139,7 @@ def test_a_killed_shard_is_partial(tmp_path, capsys, monkeypatch):
 
 def test_changed_input_is_named(shard_runs, tmp_path, capsys):
     tmp, s, r = shard_runs
-    copies = []
-    for i in (1, 2, 3):
-        shutil.copytree(tmp / f"s{i}", tmp_path / f"s{i}")
-        copies.append(str(tmp_path / f"s{i}"))
+    copies = copy_shards(tmp, tmp_path)
     other = tmp_path / "summaries.jsonl"
     other.write_text("{}\n")
     for c in copies:
