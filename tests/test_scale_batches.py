@@ -169,3 +169,10 @@ def test_batches_a_100000_summary_run_would_submit(shared_rel):
     assert inline >= total // p.max_batch_bytes
     assert 15 <= files <= 40 and 1_500 <= inline <= 4_000, (files, inline, total)
     print(f"100,000 summaries: {n:,} requests, {total / 1e9:.1f} GB: {files} file batches vs {inline:,} inline")
+    # OpenAI, GPT-5 at the registry's tier-1 queue limit: batches of at most 1.5M enqueued tokens, one at a time
+    o = get_provider("openai", base_url="http://127.0.0.1:1/v1", api_key=KEY)
+    toks = [o.enqueued_tokens(r) for r in extract.build_requests(sample, "gpt-5-2025-08-07", ITEMS)]
+    limit = 1_500_000
+    queued = len(o.chunks(range(n), [toks[i % len(toks)] for i in range(n)], o.max_batch_requests, limit, "tokens"))
+    assert queued >= -(-sum(toks[i % len(toks)] for i in range(n)) // limit) > 1_000
+    print(f"  OpenAI GPT-5 at tier 1: {queued:,} batches of at most {limit:,} enqueued tokens")
