@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
-from gavel.core import config, options
+from gavel.core import config, options, shards
 from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
+from gavel.llm import slurm as slurm_cli
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
 #: evaluate not vllm-batch either (evaluate runs its stages one after another online or in provider batches)
@@ -181,7 +182,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from .llm import estimate, ledger
     from .llm.providers import get_provider
     from .llm.records import read_requests, repeats
-    from .llm.runner import StageRunner
+    from .llm.runner import DEFAULT_RUNS_DIR, StageRunner
     from .llm.secrets import scrub
 
     checklist = load_checklist(args.checklist)
@@ -203,14 +204,22 @@ def cmd_stage(args: argparse.Namespace) -> int:
               f"{requests[i].custom_id}); sent once, answered for both", file=sys.stderr)
     stage = args.stage or requests[0].stage
     kwargs = {"base_url": args.base_url} if args.base_url else {}
-    if args.provider == "vllm-batch":
-        from .llm.runner import DEFAULT_RUNS_DIR
+    if args.served_as:
+        kwargs["served_as"] = args.served_as
+    workdir, cache_dir = args.workdir, None
+    if args.shard:  # one shard of the stage (a SLURM array task): its own state, the stage's cache
+        from .llm import slurm
 
-        kwargs = {"folder": Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "batches",
+        workdir = slurm.shard_workdir(args.workdir or DEFAULT_RUNS_DIR / stage, args.shard)
+        cache_dir = Path(args.workdir or DEFAULT_RUNS_DIR / stage) / "cache"
+        requests = slurm.shard_requests(requests, args.shard)
+        print(f"stage {stage}: shard {args.shard[0]}/{args.shard[1]}: {len(requests)} requests", flush=True)
+    if args.provider == "vllm-batch":
+        kwargs = {"folder": Path(workdir or DEFAULT_RUNS_DIR / stage) / "batches",
                   "command": args.vllm_command}
     if args.provider == "local":  # llama.cpp server started here, stopped at exit
         kwargs = {"model_path": args.gguf} if args.gguf else {}
-    runner = StageRunner(stage, get_provider(args.provider, **kwargs), args.workdir,
+    runner = StageRunner(stage, get_provider(args.provider, **kwargs), workdir, cache_dir=cache_dir,
                          poll_interval=args.poll_interval, concurrency=args.concurrency,
                          max_attempts=args.max_attempts, lock_timeout=args.lock_timeout,
                          namespace=checklist.cache_tag)  # a non-default checklist's answers are cached apart
@@ -245,6 +254,12 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def _sharding():
+    from gavel.runs import sharding  # gavel.runs.sharding: evaluate --shard and merge (loaded when they run)
+
+    return sharding
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """GAVEL-REF for summaries in files: extract, compare, residual, style, scores (gavel.runs.pipeline).
     Exit status 0 when every request was answered, 1 when some failed (how many, by stage, and why are
@@ -253,7 +268,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from gavel.core.items import load as load_checklist
     from gavel.ref import tables as tables_mod
-    from gavel.runs import costing, pipeline, stability
+    from gavel.runs import costing, pipeline, sharding, stability
     from gavel.runs import repeats as repeated
 
     from .llm.secrets import scrub
@@ -280,6 +295,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"skipped {message}", file=sys.stderr)
     if not summaries:
         raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
+    summaries = sharding.select(summaries, args)  # --shard I/N: its cases only
     if args.references:
         references = {c: t for _, c, t in
                       pipeline.read_summaries(args.references, pipeline.REFERENCE, reference=True)}
@@ -298,8 +314,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise pipeline.InputError(f"--mock-judge sets the mock's judge, not --provider {args.provider}'s")
     from gavel.runs.stand_in import mock_options
 
-    provider = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}),
-                                 **mock_options(args.mock_judge))
+    provider = sharding.guard(pipeline.provider(args.provider, args.base_url,
+                                                **({"model_path": args.gguf} if args.gguf else {}),
+                                                **mock_options(args.mock_judge)), args)
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:
@@ -457,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", default=None, help="--provider local: serve this GGUF file instead of the packaged model")
     p.add_argument("--workdir", default=None, help="cache, state and manifest folder (default data/interim/runs/STAGE)")
     p.add_argument("--stage", default=None)
+    p.add_argument("--shard", type=shards.option, default=None, help="I/N: only the requests of shard I of N (by case "
+                   "id), state in WORKDIR/shards/I-of-N, answers in WORKDIR/cache (a task of `gavel stage-array`)")
+    p.add_argument("--served-as", default=None, help="vllm: the name the server answers under in the cache key "
+                   "instead of its address (the servers of a `gavel stage-array` job)")
     documents_cli.add_checklist_option(p)
     p.add_argument("--mode", default="batch", choices=["batch", "online"])
     p.add_argument("--dry-run", action="store_true", help="print requests, tokens and estimated cost; send nothing")
@@ -512,7 +533,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="dry run: an earlier run's folder or cost.csv whose measured usage gives a reasoning model's "
                         "central estimate (repeatable; docs/cost.md)")
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
-    p.set_defaults(func=cmd_evaluate)
+    shards.add_option(p)
+    p.set_defaults(func=lambda args: _sharding().run_shard(cmd_evaluate, args))
+    p = sub.add_parser("merge", help="join the N shard folders of `gavel evaluate --shard I/N` into one run folder")
+    p.add_argument("shards", nargs="+", help="the shard folders (the --out of each `gavel evaluate --shard I/N`)")
+    p.add_argument("--out", required=True, help="the merged run folder (new or empty)")
+    p.set_defaults(func=lambda args: _sharding().merge(args.shards, args.out, cmd_evaluate))
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
                                       "changed between two runs)")
     p.add_argument("run", nargs="?", default=None, help="an evaluation folder (the --out of `gavel evaluate`)")
@@ -552,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     for flag in ("--provider", "--extractor", "--judge"):  # --release: the dry run that prices its summaries
         p.add_argument(flag, help="--release without --cost-from: the dry run's (docs/plan.md)")
     p.set_defaults(func=cmd_plan)
+    slurm_cli.add_parser(sub)
     args = parser.parse_args(argv)
     label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),
                                       getattr(args, "cmd", None)) if x)

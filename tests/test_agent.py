@@ -273,6 +273,25 @@ def test_cli_agent_array_and_methods(tmp_path, capsys):
     assert (out / MODEL / "fake-1" / "merge_log.jsonl").read_text().count('"error"') >= 3
 
 
+def test_agent_array_leaves_out_runs_that_ended(tmp_path, capsys):
+    """A rerun of `agent-array` submits only the runs that have not ended (issue 48 §1)."""
+    from gavel.cli import main
+    from gavel.documents.corpus import write_folder
+
+    write_folder(corpus(), tmp_path / "cases" / "fake-1")
+    out, script = tmp_path / "out", tmp_path / "job" / "agent.sbatch"
+    argv = ["documents", "agent-array", str(tmp_path / "cases"), "--config", "individual", "--provider", "vllm",
+            "--model", MODEL, "--out", str(out), "--script", str(script), "--max-steps", "3"]
+    assert main(["documents", "agent", str(tmp_path / "cases" / "fake-1"), "--provider", "mock", "--model", MODEL,
+                 "--out", str(out), "--config", "individual/01_filing_date", "--max-steps", "3"]) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "1 of 26 runs have ended and are left out" in capsys.readouterr().out
+    tasks = (tmp_path / "job" / "agent_tasks.tsv").read_text().splitlines()
+    assert len(tasks) == 25 and not any(t.endswith("individual/01_filing_date") for t in tasks)
+    assert "#SBATCH --array=1-25%32" in script.read_text()
+
+
 def test_native_tool_calls(tmp_path):
     """The OpenAI-compatible tool-call API: tools go out as functions, the call comes back as the answer's
     tool call (parse_chat keeps it as JSON text), and the loop runs on it."""

@@ -154,7 +154,7 @@ class Model:
 #: environment variable (or .env entry) naming the user's own models file, merged over gavel/core/models.yaml
 MODELS_ENV = "GAVEL_MODELS"
 MODEL_FIELDS = ("release_name", "label", "provider", "open_weights", "settings", "llm")
-LLM_FIELDS = ("model_id", "context_window", "max_output_tokens", "sampling", "quirks", "price")
+LLM_FIELDS = ("model_id", "context_window", "max_output_tokens", "sampling", "quirks", "price", "batch_queue_tokens")
 _REQUIRED_LLM = ("model_id", "context_window", "max_output_tokens")
 
 
@@ -247,7 +247,7 @@ def _read_user_models(path: Path) -> tuple[list[dict], list, dict]:
         unknown = sorted(set(llm) - set(LLM_FIELDS))
         if unknown:
             raise ModelsFileError(f"{where}: unknown field 'llm.{unknown[0]}'; known: {', '.join(LLM_FIELDS)}")
-        for key in ("context_window", "max_output_tokens"):
+        for key in ("context_window", "max_output_tokens", "batch_queue_tokens"):
             if key in llm and (not isinstance(llm[key], int) or isinstance(llm[key], bool) or llm[key] <= 0):
                 raise ModelsFileError(f"{where}: field 'llm.{key}' must be a positive whole number of tokens, "
                                       f"got {llm[key]!r}")

@@ -305,6 +305,29 @@ def write_agent_tasks(corpora: list[str], configs_spec: str, path: Path, case_id
     return len(lines)
 
 
+def unfinished_tasks(tasks: Path, runs: Path, max_steps: int) -> tuple[int, int]:
+    """Keep in the tasks file only the runs that have not ended (a rerun of `agent-array` submits only what is
+    missing; a task resumes its run from state.json): a run under ``runs/CASE/CONFIG`` ended when its
+    ``state.json`` says it stopped, or used ``max_steps``. Returns (tasks kept, tasks left out)."""
+    from .corpus import load_folder
+
+    keep, done = [], 0
+    for line in tasks.read_text(encoding="utf-8").splitlines():
+        corpus, case_id, cfg = line.split("\t")
+        state = runs / (case_id or load_folder(corpus).case_id) / cfg / "state.json"
+        try:
+            rec = json.loads(state.read_text(encoding="utf-8"))
+            ended = rec.get("ended") == "stop" or (rec.get("ended") == "max_steps" and rec.get("step", 0) >= max_steps)
+        except (OSError, ValueError, AttributeError):  # no run yet, or one that cannot be read: it runs
+            ended = False
+        if ended:
+            done += 1
+        else:
+            keep.append(line)
+    tasks.write_text("".join(x + "\n" for x in keep), encoding="utf-8")
+    return len(keep), done
+
+
 def cmd_agent_array(args) -> int:
     import sys as _sys
     from string import Template
@@ -314,7 +337,11 @@ def cmd_agent_array(args) -> int:
 
     out_dir = Path(args.script).resolve().parent
     tasks = out_dir / "agent_tasks.tsv"
-    n = write_agent_tasks(args.corpus, args.config, tasks, args.case_id, args.checklist)
+    total = write_agent_tasks(args.corpus, args.config, tasks, args.case_id, args.checklist)
+    n, done = unfinished_tasks(tasks, Path(args.out) / args.model, _max_steps(args))
+    if not n:
+        print(f"all {total} agent runs under {Path(args.out) / args.model} have ended; nothing to submit")
+        return 0
     checklist = load_checklist(args.checklist)
     directives = [f"#SBATCH --partition={args.partition}"] if args.partition else []
     script = Template((config.SLURM_DIR / "agent_array.sbatch.in").read_text()).substitute(
@@ -327,7 +354,9 @@ def cmd_agent_array(args) -> int:
         checklist_arg="" if checklist.is_default else f"--checklist {checklist.source}")
     (out_dir / "logs").mkdir(parents=True, exist_ok=True)
     Path(args.script).write_text(script, encoding="utf-8")
-    print(f"wrote {args.script} ({n} array tasks, listed in {tasks}); submit with: sbatch {args.script}")
+    print(f"wrote {args.script} ({n} array tasks, listed in {tasks}"
+          + (f"; {done} of {total} runs have ended and are left out" if done else "")
+          + f"); submit with: sbatch {args.script}")
     return 0
 
 

@@ -112,6 +112,36 @@ def table(rows: list[dict]):
     return pd.DataFrame(out, columns=COLUMNS)
 
 
+def combine(tables) -> object:
+    """Ledgers of parts of one run (the shards of ``gavel merge``) as the run's one ledger: their lines summed
+    per (stage, model, provider, mode, cached, price row), as ``table`` sums requests (a sum empty where every
+    part's is); stages in the order the parts list them (a run's ledger is its stages' in turn), each stage's
+    lines sorted as ``table`` sorts them."""
+    import pandas as pd
+
+    frames = [t for t in tables if t is not None and len(t)]
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    frame = pd.concat(frames, ignore_index=True)
+    order = {stage: i for i, stage in reversed(list(enumerate(frame["stage"])))}
+    out = []
+    for key, g in frame.groupby(GROUP, sort=True, dropna=False):
+        rec = dict(zip(GROUP, key))
+        rec["requests"] = int(g["requests"].sum())
+        for c in [f"{c}_tokens" for c in TOKEN_COLUMNS]:
+            known = g[c].dropna()
+            rec[c] = int(known.sum()) if len(known) else None
+        for c in ("gpu_hours", "usd", "usd_when_answered"):
+            known = g[c].dropna()
+            rec[c] = float(known.sum()) if len(known) else None
+        rec["unknown"] = int(g["unknown"].sum())
+        rec["unknown_fields"] = ";".join(sorted({f for v in g["unknown_fields"].dropna() for f in str(v).split(";")
+                                                 if f}))
+        out.append(rec)
+    out.sort(key=lambda rec: order[rec["stage"]])  # stable: within a stage, groupby's order
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
 def write(path: str | Path, cost_table) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

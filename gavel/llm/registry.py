@@ -19,6 +19,9 @@ class LLMModel:
     sampling: dict = field(default_factory=dict)
     quirks: dict = field(default_factory=dict)
     price: dict = field(default_factory=dict)
+    # the provider's enqueued-token limit for the model's batches (OpenAI's "batch queue limit": input tokens of
+    # all batches not yet ended, per organisation and usage tier); None: no such limit
+    batch_queue_tokens: int | None = None
 
     def input_budget(self, prompt_tokens: int, reserve_output: int | None = None) -> int:
         """Tokens left for case documents once the prompt and the output reserve are taken."""

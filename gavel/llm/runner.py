@@ -123,7 +123,7 @@ class RunReport:
 class StageRunner:
     def __init__(self, stage: str, provider, workdir: str | os.PathLike | None = None, poll_interval: float = 30.0,
                  max_attempts: int = 3, progress: bool = True, concurrency: int = 8, lock_timeout: float = 60.0,
-                 namespace: str | None = None, since: dt.datetime | None = None):
+                 namespace: str | None = None, since: dt.datetime | None = None, cache_dir: str | os.PathLike | None = None):
         options.check_positive("concurrency", concurrency)
         options.check_positive("max_attempts", max_attempts)
         self.stage = stage
@@ -135,7 +135,9 @@ class StageRunner:
         self.namespace = namespace
         self.provider = provider
         self.workdir = Path(workdir) if workdir else DEFAULT_RUNS_DIR / stage
-        self.cache = ResponseCache(self.workdir / "cache")
+        # a shard of a stage (an array task) keeps its own state, lock and ledger in its workdir and answers into
+        # the stage's cache (one file per key, written atomically: shards never write the same key)
+        self.cache = ResponseCache(Path(cache_dir) if cache_dir else self.workdir / "cache")
         self.state_path = self.workdir / "state.json"
         self.lock_path = self.workdir / "runner.lock"
         self.poll_interval = poll_interval
@@ -258,8 +260,12 @@ class StageRunner:
             report.too_long = list(refused)
             report.repeated = len(repeats(requests))
             self.write_manifest(list(by_id.values()), report, mode)
-            self.answered.update({cid: (by_id[cid], report.responses[cid]) for cid in by_id
-                                  if report.responses.get(cid) is not None and report.responses[cid].ok})
+            # what the ledger needs of each answer, not its prompt or text: a run of many requests would
+            # otherwise hold every prompt until it ends (the memory of a 1,000-summary run, issue 48 §3)
+            self.answered.update({cid: (Request(stage=self.stage, model=by_id[cid].model, messages=[]),
+                                        dataclasses.replace(report.responses[cid], text=None, reasoning=None))
+                                  for cid in by_id if report.responses.get(cid) is not None
+                                  and report.responses[cid].ok})
             ledger.write(self.workdir / "cost.csv", self.cost_table(mode))
         return report
 
@@ -374,12 +380,13 @@ class StageRunner:
         finally:
             cancelled.set()
 
-    def _submit(self, state: dict, chunk: list[Request], keys: dict[str, str]) -> None:
+    def _submit(self, state: dict, chunk: list[Request], keys: dict[str, str], tokens: int = 0) -> None:
         """Record an intent, submit, record the batch id. A submission that raises leaves no intent behind
         unless the provider may have the batch (then the next run adopts it)."""
         subs = state["submissions"]
         tag = f"gavel-{self.stage[:20]}-{uuid.uuid4().hex[:12]}"
         subs[tag] = {"status": "intent", "created": time.time(), "batch_id": None, "identity": self.identity_key(),
+                     **({"tokens": tokens} if tokens else {}),
                      "custom_ids": [r.custom_id for r in chunk], "keys": {r.custom_id: keys[r.custom_id] for r in chunk}}
         self.save_state(state)
         try:
@@ -440,9 +447,16 @@ class StageRunner:
             exhausted = {k for k in wanted if state["attempts"].get(k, 0) >= self.max_attempts} - done
             settled = done | in_flight | exhausted  # once, not per request (that was quadratic)
             pending = [r for cid, r in by_id.items() if keys[cid] not in settled]
-            # 2. submit what is pending, in batches within the provider's limits
+            # 2. submit what is pending, in batches within the provider's limits; with an enqueued-token limit
+            # (OpenAI's batch queue), only while the batches not yet ended leave room (the rest waits its turn)
+            queued = sum(s.get("tokens", 0) for s in mine.values() if s["status"] == "submitted")
             for chunk in self.provider.split(pending) if pending else []:
-                self._submit(state, chunk, keys)
+                limit = self.provider.queue_limit(chunk)
+                tokens = sum(map(self.provider.enqueued_tokens, chunk)) if limit else 0
+                if limit and queued and queued + tokens > limit:
+                    break
+                self._submit(state, chunk, keys, tokens)
+                queued += tokens
                 sent += len(chunk)
             active = [(tag, s) for tag, s in subs.items() if s.get("identity") == ident and s["status"] == "submitted"]
             if not active:

@@ -293,6 +293,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         rows, status = extract.parse_response(req, resp, texts[(req.subject, req.case_id)])
         return (rows, status), status["status"], status["detail"]
     extracted = st.run("extract", [(r, r) for r in ex_reqs], parse_extract)
+    del ex_reqs  # every prompt of the stage: not held through the later ones (issue 48 §3)
     value_rows = [v for rows, _ in extracted for v in rows]
     item_status = {(st_["subject"], st_["case_id"], st_["item"]): st_["status"] for _, st_ in extracted}
     values: dict = {}
@@ -323,6 +324,7 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         rows, status = residual.parse_response(req, resp, len(span_texts[(req.subject, req.case_id)]))
         return (rows, status), status["status"], status["detail"]
     fact_results = st.run("residual", [(r, r) for r in fact_reqs], parse_facts)
+    del fact_reqs
     facts: dict = {k: () for k in texts}
     fact_ok = {k: True for k in texts}
     for rows, status in fact_results:

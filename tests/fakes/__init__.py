@@ -46,10 +46,12 @@ class FakeServer:
             def log_message(self, *args):
                 pass
 
-            def _send(self, code, payload, content_type="application/json"):
+            def _send(self, code, payload, content_type="application/json", headers=None):
                 body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(code)
+                    for name, value in (headers or {}).items():  # a route may add its own (upload sessions)
+                        self.send_header(name, value)
                     self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
@@ -87,11 +89,13 @@ class FakeServer:
                         "code": 401, "type": "authentication_error", "status": "UNAUTHENTICATED",
                         "message": f"Incorrect API key provided: {server.current_key}"}})
                     return
+                extra = {}
                 try:
-                    code, payload, ctype = server.route(method, path, raw, dict(self.headers), self.path)
+                    code, payload, ctype, *more = server.route(method, path, raw, dict(self.headers), self.path)
+                    extra = more[0] if more else {}
                 except KeyError as err:
                     code, payload, ctype = 404, {"error": {"message": f"not found: {err}"}}, "application/json"
-                self._send(code, payload, ctype)
+                self._send(code, payload, ctype, extra)
 
             def do_GET(self):
                 self._handle("GET")

@@ -1,4 +1,5 @@
-"""Fake Gemini Developer API: batchGenerateContent with inlined requests, batches.get/list, generateContent."""
+"""Fake Gemini Developer API: batchGenerateContent with inlined requests or an uploaded JSONL file (the Files
+API's resumable upload, and the answers file's download), batches.get/list, generateContent."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ class FakeGemini(FakeServer):
         self.batches: dict[str, dict] = {}
         self.ids = itertools.count(1)
         self.expire = expire
+        self.files: dict[str, bytes] = {}  # files/<id> -> content (uploaded inputs, written answers)
+        self.sessions: dict[str, dict] = {}  # open resumable uploads
+        self.file_batches = 0  # batches created from a file
+        self.largest_upload = 0
 
     def _op(self, b):
         meta = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
@@ -61,11 +66,59 @@ class FakeGemini(FakeServer):
                 responses.append({"response": answer, "metadata": {"key": key}})
                 self.mark_succeeded(key)
         b["state"] = "BATCH_STATE_EXPIRED" if self.expire else "BATCH_STATE_SUCCEEDED"
-        b["output"] = {"inlinedResponses": {"inlinedResponses": list(reversed(responses))}}
+        if b.get("file"):  # answers as a JSONL file of {"key", "response" | "error"} lines, out of order
+            name = f"files/batch-out-{next(self.ids)}"
+            lines = [{"key": r["metadata"].get("key"), **{k: v for k, v in r.items() if k != "metadata"}}
+                     for r in reversed(responses)]
+            self.files[name] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            b["output"] = {"responsesFile": name}
+        else:
+            b["output"] = {"inlinedResponses": {"inlinedResponses": list(reversed(responses))}}
 
     def route(self, method, path, raw, headers, full_path):
         with self.lock:
+            if method == "POST" and re.fullmatch(r"/upload/v1(?:beta)?/files", path):  # a resumable upload starts
+                lower = {k.lower(): v for k, v in headers.items()}
+                if lower.get("x-goog-upload-protocol") != "resumable" or lower.get("x-goog-upload-command") != "start":
+                    return 400, {"error": {"code": 400, "message": "resumable start expected"}}, "application/json"
+                sid = f"s{next(self.ids)}"
+                self.sessions[sid] = {"file": json.loads(raw or b"{}").get("file") or {}, "data": b""}
+                return 200, {}, "application/json", {"x-goog-upload-url": f"{self.url}/upload-session/{sid}",
+                                                     "x-goog-upload-status": "active"}
+            m = re.fullmatch(r"/upload-session/([^/]+)", path)
+            if method == "POST" and m:
+                lower = {k.lower(): v for k, v in headers.items()}
+                session = self.sessions[m.group(1)]
+                if int(lower.get("x-goog-upload-offset", -1)) != len(session["data"]):
+                    return 400, {"error": {"code": 400, "message": "wrong offset"}}, "application/json"
+                session["data"] += raw
+                if "finalize" not in lower.get("x-goog-upload-command", ""):
+                    return 200, b"", "text/plain", {"x-goog-upload-status": "active"}
+                name = f"files/in-{next(self.ids)}"
+                self.files[name] = session.pop("data")
+                self.largest_upload = max(self.largest_upload, len(self.files[name]))
+                meta = {"name": name, "displayName": session["file"].get("displayName"), "mimeType": "jsonl",
+                        "sizeBytes": str(len(self.files[name])), "state": "ACTIVE", "source": "UPLOADED",
+                        "uri": f"{self.url}/v1beta/{name}"}
+                return 200, {"file": meta}, "application/json", {"x-goog-upload-status": "final"}
+            m = re.fullmatch(r"/(?:download/)?v1(?:beta)?/(files/[^/:]+):download", path)
+            if method == "GET" and m:
+                return 200, self.files[m.group(1)], "application/octet-stream"
             m = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):batchGenerateContent", path)
+            if method == "POST" and m and "fileName" in json.loads(raw)["batch"]["inputConfig"]:
+                body = json.loads(raw)["batch"]
+                reqs = []
+                for line in self.files[body["inputConfig"]["fileName"]].decode().splitlines():
+                    rec = json.loads(line)
+                    reqs.append({"request": rec["request"], "metadata": {"key": rec["key"]}})
+                self.file_batches += 1
+                name = f"batches/fake{next(self.ids)}"
+                attempts = {r["metadata"]["key"]: self.count_submission(r["metadata"]["key"]) for r in reqs}
+                self.batches[name] = {"name": name, "model": f"models/{m.group(1)}", "state": "BATCH_STATE_PENDING",
+                                      "displayName": body.get("displayName"), "requests": reqs, "attempts": attempts,
+                                      "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "polls": 0,
+                                      "file": True}
+                return 200, self._op(self.batches[name]), "application/json"
             if method == "POST" and m:
                 body = json.loads(raw)["batch"]
                 reqs = body["inputConfig"]["requests"]["requests"]

@@ -41,6 +41,14 @@ def parse_multipart(raw: bytes, content_type: str) -> bytes:
     raise KeyError("no file part")
 
 
+def queue_tokens(body: dict) -> int:
+    """A request's input tokens as OpenAI's batch queue counts them (here: o200k per message, 4 per message)."""
+    import tiktoken
+
+    enc = tiktoken.get_encoding("o200k_base")
+    return sum(len(enc.encode(m["content"], disallowed_special=())) + 4 for m in body["messages"])
+
+
 class FakeOpenAI(FakeServer):
     vllm_rules = "vllm"  # the structured-output rules of a vLLM server (``schema_rules``)
 
@@ -57,6 +65,11 @@ class FakeOpenAI(FakeServer):
         self.chat_calls = 0
         self.chat_bodies: list[dict] = []  # every chat-completions body received (online calls)
         self.rate_limit_next = 0  # answer this many batch creations with 429 before accepting
+        # OpenAI's batch queue limit: a batch whose input tokens (o200k, as the client counts them) would take the
+        # unfinished batches' total over it fails at once with token_limit_exceeded; None: no limit
+        self.queue_limit: int | None = None
+        self.queue_peak = 0  # the most enqueued tokens at once
+        self.over_queue = 0  # batches failed for the queue limit
 
     @staticmethod
     def with_tier(body: dict) -> dict:
@@ -123,8 +136,22 @@ class FakeOpenAI(FakeServer):
                 body = json.loads(raw)
                 bid = f"batch_{next(self.ids)}"
                 lines = [json.loads(x) for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+                tokens = sum(queue_tokens(rec["body"]) for rec in lines)
+                queued = sum(b["_tokens"] for b in self.batches.values() if b["status"] in ("validating", "in_progress"))
+                if self.queue_limit is not None and queued + tokens > self.queue_limit:
+                    self.over_queue += 1
+                    self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"], "status": "failed",
+                                         "errors": {"object": "list", "data": [{"code": "token_limit_exceeded",
+                                                    "message": f"Enqueued token limit reached ({queued + tokens} > "
+                                                               f"{self.queue_limit})", "param": None, "line": None}]},
+                                         "input_file_id": body["input_file_id"], "completion_window": "24h",
+                                         "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
+                                         "metadata": body.get("metadata"), "_tokens": 0,
+                                         "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
+                    return 200, self._batch_view(self.batches[bid]), "application/json"
+                self.queue_peak = max(self.queue_peak, queued + tokens)
                 attempts = {rec["custom_id"]: self.count_submission(rec["custom_id"]) for rec in lines}
-                self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                self.batches[bid] = {"_tokens": tokens, "id": bid, "object": "batch", "endpoint": body["endpoint"], "errors": None,
                                      "input_file_id": body["input_file_id"], "completion_window": "24h",
                                      "status": "validating", "output_file_id": None, "error_file_id": None,
                                      "created_at": int(time.time()), "metadata": body.get("metadata"),

@@ -114,21 +114,38 @@ class Provider:
         if size > self.max_batch_bytes:
             raise BatchTooLargeError(f"{self.name}: batch of {size} bytes > {self.max_batch_bytes}")
 
+    def queue_limit(self, requests: list[Request]) -> int | None:
+        """The provider's limit on the input tokens of all its unfinished batches of these requests' model, or
+        None (no such limit: every batch is submitted at once)."""
+        return None
+
+    def enqueued_tokens(self, request: Request) -> int:
+        """What a request counts against ``queue_limit``."""
+        return 0
+
     def split(self, requests: list[Request]) -> list[list[Request]]:
         """Split requests into batches within the provider's count and size limits."""
-        chunks, current, size = [], [], 0
-        for r in requests:
-            s = self.request_size(r)
-            if s > self.max_batch_bytes:
-                raise BatchTooLargeError(f"{self.name}: request {r.custom_id} alone is {s} bytes")
-            if current and (len(current) >= self.max_batch_requests or size + s > self.max_batch_bytes):
-                chunks.append(current)
+        return self.chunks(requests, [self.request_size(r) for r in requests], self.max_batch_requests,
+                           self.max_batch_bytes)
+
+    def chunks(self, requests: list, sizes: list[int], max_count: int | None, max_bytes: int,
+               unit: str = "bytes") -> list[list]:
+        """``requests`` in order, cut where the next would pass ``max_count`` requests or ``max_bytes`` (``sizes``:
+        each one's, in ``unit``); one alone over ``max_bytes`` is refused, naming it. Works on any items (a dry
+        run counts batches from sizes alone)."""
+        out, current, size = [], [], 0
+        for r, s in zip(requests, sizes):
+            if s > max_bytes:
+                raise BatchTooLargeError(f"{self.name}: request {getattr(r, 'custom_id', r)} alone is {s:,} {unit} > "
+                                         f"{max_bytes:,}")
+            if current and ((max_count and len(current) >= max_count) or size + s > max_bytes):
+                out.append(current)
                 current, size = [], 0
             current.append(r)
             size += s
         if current:
-            chunks.append(current)
-        return chunks
+            out.append(current)
+        return out
 
     def submit(self, requests: list[Request], tag: str) -> str:
         raise NotImplementedError

@@ -1,10 +1,12 @@
 """Gemini (Developer API) through ``google-genai``: batch jobs with inlined requests (create, poll, read
-inlined responses and per-request errors) and synchronous generate_content. Key: GEMINI_API_KEY (or
+inlined responses and per-request errors), batch jobs from an uploaded JSONL file (the Files API) where the
+requests pass the inline limit (20 MB, 10,000 requests), and synchronous generate_content. Key: GEMINI_API_KEY (or
 GOOGLE_API_KEY); ``base_url`` (or GEMINI_BASE_URL) points the SDK elsewhere (the tests' fake server)."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 
 from gavel.core import config
 
@@ -15,6 +17,7 @@ from ..schema_subset import for_provider
 from ..secrets import register, scrub
 from .base import (
     BatchStatus,
+    BatchTooLargeError,
     Provider,
     error_response,
     field_state,
@@ -106,7 +109,8 @@ class GeminiBatch(Provider):
     name = "gemini"
     base_url_env = "GEMINI_BASE_URL"
     max_batch_requests = 10_000
-    max_batch_bytes = 20 * 1024 * 1024  # inlined requests; larger runs are split
+    max_batch_bytes = 20 * 1024 * 1024  # inlined requests; larger runs go as JSONL files
+    max_file_bytes = 2 * 1024 ** 3  # one batch's JSONL input file (the Files API's limit per file)
 
     def __init__(self, client=None, base_url: str | None = None, api_key: str | None = None,
                  max_retries: int = DEFAULT_MAX_RETRIES, timeout: float = DEFAULT_TIMEOUT,
@@ -135,12 +139,51 @@ class GeminiBatch(Provider):
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return gemini_request(request, params)
 
+    def split(self, requests: list[Request]) -> list[list[Request]]:
+        """Inline batches (within the count limit) when the requests fit the inline byte limit; else JSONL
+        files of up to ``max_file_bytes`` each (no count limit): 100,000 summaries are some 22 file batches, not
+        some 2,200 inline ones."""
+        return self.plan(requests, [self.request_size(r) for r in requests])
+
+    def plan(self, requests: list, sizes: list[int]) -> list[list]:
+        """``split`` on sizes alone (what a dry run counts with): inline chunks when they all fit the inline
+        byte limit, else file chunks."""
+        if sum(sizes) <= self.max_batch_bytes:
+            return self.chunks(requests, sizes, self.max_batch_requests, self.max_batch_bytes)
+        return self.chunks(requests, sizes, None, self.max_file_bytes)
+
+    def inline_chunks(self, requests: list, sizes: list[int]) -> list[list]:
+        """What inline batches alone (the SDK's inlined requests, no files) would make of them."""
+        return self.chunks(requests, sizes, self.max_batch_requests, self.max_batch_bytes)
+
+    def jsonl_line(self, request: Request) -> bytes:
+        """One line of a batch input file: ``{"key", "request"}``, the request in the API's own JSON (the SDK's
+        converter of an inlined request, so a file batch asks exactly what an inline one asks)."""
+        from google.genai import _common, batches, types
+
+        body = self.body(request)
+        inlined = types.InlinedRequest(contents=body["contents"], config=sdk_config(body["config"]))
+        rest = batches._InlinedRequest_to_mldev(self.client._api_client, inlined)
+        rest = _common.encode_unserializable_types(_common.convert_to_dict(rest))  # as the SDK sends it
+        return json.dumps({"key": request.custom_id, "request": rest["request"]}, ensure_ascii=False).encode() + b"\n"
+
     @scrub_errors
     def submit(self, requests: list[Request], tag: str) -> str:
-        self.check_batch(requests)
         models = {llm_model(r.model).model_id for r in requests}
         if len(models) != 1:
             raise ValueError(f"gemini: one model per batch, got {sorted(models)}")
+        sizes = [self.request_size(r) for r in requests]
+        if sum(sizes) > self.max_batch_bytes:  # a JSONL file, uploaded (spooled on disk, never whole in memory)
+            if sum(sizes) > self.max_file_bytes:
+                raise BatchTooLargeError(f"{self.name}: batch file of {sum(sizes)} bytes > {self.max_file_bytes}")
+            with tempfile.TemporaryFile() as fh:
+                for r in requests:
+                    fh.write(self.jsonl_line(r))
+                fh.seek(0)
+                uploaded = self.client.files.upload(file=fh, config={"mime_type": "jsonl", "display_name": tag})
+            job = self.client.batches.create(model=models.pop(), src=uploaded.name, config={"display_name": tag})
+            return job.name
+        self.check_batch(requests)
         src = []
         for r in requests:
             body = self.body(r)
@@ -167,10 +210,15 @@ class GeminiBatch(Provider):
         job = self.client.batches.get(name=batch_id)
         state = job.state.value if hasattr(job.state, "value") else str(job.state)
         responses, unreadable = [], []
-        inlined = (job.dest.inlined_responses if job.dest else None) or []
-        for n, item in enumerate(inlined):
-            rec = item.model_dump(exclude_none=True)
-            key = (rec.get("metadata") or {}).get("key")
+        if job.dest and job.dest.file_name:  # a file batch: its answers are a JSONL file to download
+            records = self._file_records(job.dest.file_name, unreadable)
+        else:
+            records = (item.model_dump(exclude_none=True)
+                       for item in (job.dest.inlined_responses if job.dest else None) or [])
+        for n, rec in enumerate(records):
+            if rec is None:
+                continue
+            key = (rec.get("metadata") or {}).get("key") if "key" not in rec else rec["key"]
             if not isinstance(key, str):
                 unreadable.append(f"inlined response {n} has no metadata key: {str(rec)[:120]}")
                 continue
@@ -193,6 +241,25 @@ class GeminiBatch(Provider):
             filled = [Response(**{**r.to_dict(), "status": status_for_missing}) if r.error == scrub(reason) else r
                       for r in filled]
         return filled
+
+    def _file_records(self, name: str, unreadable: list[str]):
+        """The lines of a file batch's answers file, downloaded into a spooled file and read one at a time; a
+        line that is not a JSON object is named in ``unreadable`` (its request is then filled as missing)."""
+        with tempfile.TemporaryFile() as fh:
+            fh.write(self.client.files.download(file=name))
+            fh.seek(0)
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    rec = None
+                if not isinstance(rec, dict):
+                    unreadable.append(f"{name} line {n} is not a JSON object: {line[:80]!r}")
+                    yield None
+                    continue
+                yield rec
 
     def complete(self, request: Request) -> Response:
         model = llm_model(request.model)

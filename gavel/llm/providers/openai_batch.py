@@ -14,6 +14,7 @@ from gavel.core import jsonl
 
 from .. import usage as usage_of
 from ..records import Request, Response
+from ..registry import llm_model
 from ..schema_subset import for_provider
 from ..secrets import register
 from .base import (
@@ -176,6 +177,32 @@ class OpenAIBatch(Provider):
 
     def native_body(self, request: Request, model_id: str, params: dict) -> dict:
         return chat_body(request, model_id, params, vllm=self.vllm)
+
+    def queue_limit(self, requests: list[Request]) -> int | None:
+        """The registry's enqueued-token limit of these requests' model (``batch_queue_tokens``), or None."""
+        limits = {llm_model(m).batch_queue_tokens for m in {r.model for r in requests}} - {None}
+        return min(limits) if limits else None
+
+    @staticmethod
+    def enqueued_tokens(request: Request) -> int:
+        """Input tokens a request puts in the batch queue: its messages in o200k tokens, a few per message
+        (the chat format's own); a text is at most one token per byte, so a short one is not counted."""
+        from gavel.core.tokens import count_tokens
+
+        return sum(count_tokens(m["content"]) + 4 for m in request.messages)
+
+    def split(self, requests: list[Request]) -> list[list[Request]]:
+        """Within the count and byte limits (``Provider.split``) and, for a model with an enqueued-token limit,
+        each batch's input tokens within it (several such batches are queued one after another by the
+        runner). A request alone over the limit is refused, naming it."""
+        chunks = super().split(requests)
+        limit = self.queue_limit(requests) if requests else None
+        if not limit:
+            return chunks
+        unit = (f"enqueued tokens, over {requests[0].model}'s batch_queue_tokens (your tier's limit goes in your "
+                "models file, docs/scale.md; or --mode online)")
+        return [part for chunk in chunks
+                for part in self.chunks(chunk, [self.enqueued_tokens(r) for r in chunk], None, limit, unit)]
 
     def jsonl(self, requests: list[Request]) -> bytes:
         lines = [json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": self.body(r)})

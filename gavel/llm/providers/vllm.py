@@ -24,7 +24,11 @@ class VLLMServer(OpenAIBatch):
     vllm = True
     supports_batch = False  # no batch endpoint on the server: online calls, or run-batch files
 
-    def __init__(self, base_url: str | None = None, client=None, api_key: str | None = None, **kw):
+    def __init__(self, base_url: str | None = None, client=None, api_key: str | None = None,
+                 served_as: str | None = None, **kw):
+        # served_as: a name standing for the server in the cache key instead of its address and served models
+        # (a SLURM array's tasks each start a server on their own port; their answers are one server's)
+        self.served_as = served_as
         base_url = base_url or config.env("VLLM_BASE_URL")
         if client is None and not base_url:
             raise ProviderError("vllm: give base_url (or VLLM_BASE_URL), e.g. http://127.0.0.1:8000/v1")
@@ -33,7 +37,10 @@ class VLLMServer(OpenAIBatch):
 
     def identity(self) -> dict:
         """Who answers: the address, and the models the server there says it serves (one server restarted
-        with another model at the same URL is another identity, so its answers are never the old ones)."""
+        with another model at the same URL is another identity, so its answers are never the old ones); with
+        ``served_as``, that name instead (the SLURM array job names the one model its servers serve)."""
+        if self.served_as:
+            return {"provider": self.name, "kind": type(self).__name__, "served_as": self.served_as}
         return {**super().identity(), "serves": self.served_models()}
 
     def served_models(self) -> list[str] | None:

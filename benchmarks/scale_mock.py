@@ -1,0 +1,108 @@
+"""A run of many summaries with the mock (issue 48 §3): client CPU per 1,000 requests and peak memory at each
+size, each size in fresh processes (``gavel evaluate --provider mock``, every stage); from ``--shards-at`` on,
+a size runs as ``--shards`` processes of ``gavel evaluate --shard I/N`` one after another (the peak is the
+largest shard's) and is joined by ``gavel merge`` (its CPU and peak printed apart). Flat (a ratio to the
+smallest size within 1.5) is linear.
+
+    .venv/bin/python benchmarks/scale_mock.py 1000 10000 100000 --shards-at 100000 --shards 10
+    .venv/bin/python benchmarks/scale_mock.py 100 1000 --items 26          # what a 2-core machine finishes
+
+Summaries: "Case i." and a fixed paragraph, one model, references alike; 26 items unless --items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEXT = ("The plaintiffs filed the complaint on 3 March 2019 in the District Court. The court ruled for the "
+        "plaintiffs on the motion to dismiss. The parties settled; the court approved the settlement in 2021.")
+
+
+def write_inputs(folder: Path, n: int) -> tuple[Path, Path]:
+    s, r = folder / "summaries.jsonl", folder / "references.json"
+    with open(s, "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"model": "bench-model", "case_id": f"case-{i}", "summary": f"Case {i}. {TEXT}"}) + "\n")
+    r.write_text(json.dumps({f"case-{i}": f"Case {i}, the reference. {TEXT}" for i in range(n)}))
+    return s, r
+
+
+def measured(argv: list[str]) -> tuple[float, int, float]:
+    """(CPU seconds, peak resident KiB, wall seconds) of one gavel process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "gavel", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"gavel {' '.join(argv[:3])} ... failed ({proc.returncode}): {err[-600:]}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, time.perf_counter() - t0
+
+
+def requests_of(run: Path) -> int:
+    manifest = json.loads((run / "evaluation.json").read_text())
+    return sum(manifest["sent"].values()) + sum(manifest["cached"].values())
+
+
+def one_size(n: int, items: list[str], shards: int, tmp: Path) -> dict:
+    folder = tmp / f"n{n}"
+    folder.mkdir()
+    s, r = write_inputs(folder, n)
+    base = ["evaluate", "--summaries", str(s), "--references", str(r), "--provider", "mock", "--items", *items]
+    cpu, peak, wall, requests = 0.0, 0, 0.0, 0
+    outs = []
+    for i in range(1, shards + 1):
+        out = folder / (f"s{i}" if shards > 1 else "run")
+        c, p, w = measured(base + ["--out", str(out)] + (["--shard", f"{i}/{shards}"] if shards > 1 else []))
+        cpu, peak, wall = cpu + c, max(peak, p), wall + w
+        requests += requests_of(out)
+        outs.append(str(out))
+    row = {"summaries": n, "shards": shards, "requests": requests, "cpu_per_1000": 1000 * cpu / requests,
+           "peak_mib": peak / 1024, "wall_s": wall}
+    if shards > 1:
+        c, p, w = measured(["merge", *outs, "--out", str(folder / "merged")])
+        row.update(merge_cpu_s=c, merge_peak_mib=p / 1024, merge_wall_s=w)
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sizes", type=int, nargs="+", help="numbers of summaries, smallest first")
+    ap.add_argument("--items", type=int, default=26, help="the first K items of the checklist (default 26)")
+    ap.add_argument("--shards-at", type=int, default=None, help="sizes from this one on run in shards")
+    ap.add_argument("--shards", type=int, default=10)
+    args = ap.parse_args(argv)
+    from gavel.core.items import ITEMS
+
+    items = [it.key for it in ITEMS[: args.items]]
+    print(f"mock evaluate, {len(items)} items, every stage; CPU = user + system of the gavel processes")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            shards = args.shards if args.shards_at is not None and n >= args.shards_at else 1
+            row = one_size(n, items, shards, Path(tmp))
+            rows.append(row)
+            first = rows[0]
+            line = (f"  {n:>7,} summaries{f' ({shards} shards)' if shards > 1 else ''}: {row['requests']:>9,} requests, "
+                    f"{row['cpu_per_1000']:6.2f} CPU s per 1,000 requests (x{row['cpu_per_1000'] / first['cpu_per_1000']:.2f}), "
+                    f"peak {row['peak_mib']:7.1f} MiB (x{row['peak_mib'] / first['peak_mib']:.2f}), wall {row['wall_s']:.0f} s")
+            if shards > 1:
+                line += (f"; merge {row['merge_cpu_s']:.0f} CPU s, peak {row['merge_peak_mib']:.1f} MiB, "
+                         f"wall {row['merge_wall_s']:.0f} s")
+            print(line, flush=True)
+    worst_cpu = max(r["cpu_per_1000"] for r in rows) / rows[0]["cpu_per_1000"]
+    worst_mem = max(r["peak_mib"] for r in rows) / rows[0]["peak_mib"]
+    print(f"largest / smallest: CPU per 1,000 requests x{worst_cpu:.2f}, peak memory x{worst_mem:.2f} "
+          f"(flat: within 1.5: {'yes' if worst_cpu <= 1.5 and worst_mem <= 1.5 else 'NO'})")
+
+
+if __name__ == "__main__":
+    main()

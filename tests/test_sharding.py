@@ -1,0 +1,192 @@
+"""Many processes, one result (issue 48 §3): `gavel evaluate --shard I/N` in separate runs and `gavel merge`
+give the tables, comparisons and report of the single-process run, byte for byte; a missing, partial, foreign
+or tampered shard is named and nothing is merged."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gavel.cli import main
+from gavel.core import shards
+from gavel.runs import sharding
+from gavel.runs.pipeline import InputError
+
+DATA = Path(__file__).parent / "data"
+ITEMS = ["filing_date", "court_rulings"]
+
+
+def inputs(tmp_path: Path, n_cases: int = 8) -> tuple[Path, Path]:
+    """Summaries of two models on n_cases cases (the demo texts, varied per case) and their references."""
+    demo = [json.loads(x) for x in (DATA / "ref_summaries.jsonl").read_text().splitlines()]
+    refs = json.loads((DATA / "ref_references.json").read_text())
+    lines, references = [], {}
+    for i in range(n_cases):
+        base = demo[i % len(demo)]
+        case = f"case-{i}"
+        references[case] = refs[base["case_id"]] + f" Docket {i}."
+        for model in ("model-a", "model-b"):
+            text = base["summary"] + (f" Filed {i} days later." if model == "model-b" else "")
+            lines.append(json.dumps({"model": model, "case_id": case, "summary": text}))
+    s, r = tmp_path / "summaries.jsonl", tmp_path / "references.json"
+    s.write_text("\n".join(lines) + "\n")
+    r.write_text(json.dumps(references))
+    return s, r
+
+
+def evaluate(s: Path, r: Path, out: Path, *extra: str) -> int:
+    return main(["evaluate", "--summaries", str(s), "--references", str(r), "--provider", "mock",
+                 "--items", *ITEMS, "--out", str(out), *extra])
+
+
+def outputs(run: Path) -> dict[str, bytes]:
+    """Every table, comparison, text and ledger of a run folder (not its stages' caches and logs)."""
+    keep = {}
+    for p in sorted(run.rglob("*")):
+        rel = p.relative_to(run)
+        if p.is_file() and rel.parts[0] != "runs" and p.name != sharding.SHARD_FILE:
+            keep[str(rel)] = p.read_bytes()
+    return keep
+
+
+@pytest.fixture(scope="module")
+def shard_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shards")
+    s, r = inputs(tmp)
+    assert evaluate(s, r, tmp / "single" / "run") == 0
+    for i in (1, 2, 3):
+        assert evaluate(s, r, tmp / f"s{i}", "--shard", f"{i}/3") == 0
+    return tmp, s, r
+
+
+def test_merge_is_the_single_process_run(shard_runs, capsys):
+    tmp, s, r = shard_runs
+    cases = {i: json.loads((tmp / f"s{i}" / "shard.json").read_text())["cases"] for i in (1, 2, 3)}
+    assert sorted(c for v in cases.values() for c in v) == [f"case-{i}" for i in range(8)]
+    assert all(shards.shard_of(c, 3) == i for i, v in cases.items() for c in v)
+    assert all(json.loads((tmp / f"s{i}" / "shard.json").read_text())["complete"] for i in (1, 2, 3))
+    capsys.readouterr()
+    assert main(["merge", str(tmp / "s3"), str(tmp / "s1"), str(tmp / "s2"), "--out", str(tmp / "merged" / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "merge: 3 shards complete, 8 cases" in out
+    single, merged = outputs(tmp / "single" / "run"), outputs(tmp / "merged" / "run")
+    assert "model_scores.csv" in single and any(k.startswith("comparison") for k in single)
+    assert single.keys() == merged.keys()
+    assert [k for k in single if single[k] != merged[k]] == []
+    stages = [json.loads(p.read_text()) for p in (tmp / "merged" / "run" / "runs").glob("*/manifest.json")]
+    assert len(stages) == 5 and all(m["sent"] == 0 for m in stages)  # every answer came from the shards
+    # the report of each (a folder of the same name): the same page
+    for run in ("single", "merged"):
+        assert main(["report", str(tmp / run / "run"), "-o", str(tmp / f"{run}.html")]) == 0
+    assert (tmp / "single.html").read_bytes() == (tmp / "merged.html").read_bytes()
+
+
+def test_missing_partial_and_foreign_shards_are_named(shard_runs, tmp_path, capsys):
+    tmp, s, r = shard_runs
+    capsys.readouterr()
+    assert main(["merge", str(tmp / "s1"), str(tmp / "s3"), "--out", str(tmp_path / "m1")]) == 2
+    err = capsys.readouterr().err
+    assert "shard 2/3 missing" in err and not (tmp_path / "m1").exists()
+    partial = tmp_path / "s2"
+    shutil.copytree(tmp / "s2", partial)
+    rec = json.loads((partial / "shard.json").read_text())
+    (partial / "shard.json").write_text(json.dumps({**rec, "complete": False}))
+    assert main(["merge", str(tmp / "s1"), str(partial), str(tmp / "s3"), "--out", str(tmp_path / "m2")]) == 2
+    assert f"{partial} (shard 2/3) is partial" in capsys.readouterr().err
+    (partial / "shard.json").write_text(json.dumps({**rec, "settings": {**rec["settings"], "seed": 5}}))
+    assert main(["merge", str(tmp / "s1"), str(partial), str(tmp / "s3"), "--out", str(tmp_path / "m3")]) == 2
+    assert "is of another run" in capsys.readouterr().err
+    assert main(["merge", str(tmp / "s1"), str(tmp / "s1"), str(tmp / "s3"), "--out", str(tmp_path / "m4")]) == 2
+    assert "is shard 1/3 again" in capsys.readouterr().err
+    assert not any((tmp_path / m).exists() for m in ("m2", "m3", "m4"))
+
+
+def copy_shards(tmp: Path, to: Path) -> list[str]:
+    """Copies of the three shard folders (a test spoils its own)."""
+    for i in (1, 2, 3):
+        shutil.copytree(tmp / f"s{i}", to / f"s{i}")
+    return [str(to / f"s{i}") for i in (1, 2, 3)]
+
+
+def test_a_shard_missing_answers_sends_nothing(shard_runs, tmp_path, capsys):
+    """A shard that says complete but lacks a cached answer: the merge stops before sending anything."""
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    victim = sorted((tmp_path / "s2" / "runs" / "style" / "cache").rglob("*.json"))[0]
+    victim.unlink()
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    assert "the shards lack answers this run needs" in capsys.readouterr().err
+    assert not (tmp_path / "m" / "model_scores.csv").exists()
+
+
+def test_a_killed_shard_is_partial(tmp_path, capsys, monkeypatch):
+    """A shard whose run stops (here: a provider error) leaves shard.json saying complete: false."""
+    s, r = inputs(tmp_path, 4)
+    from gavel.runs import pipeline
+
+    def broken(name, base_url=None, **kw):
+        raise RuntimeError("the provider went away")
+
+    monkeypatch.setattr(pipeline, "provider", broken)
+    assert evaluate(s, r, tmp_path / "s1", "--shard", "1/2") == 1
+    rec = json.loads((tmp_path / "s1" / "shard.json").read_text())
+    assert rec["complete"] is False and rec["shard"] == [1, 2]
+
+
+def test_changed_input_is_named(shard_runs, tmp_path, capsys):
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    other = tmp_path / "summaries.jsonl"
+    other.write_text("{}\n")
+    for c in copies:
+        rec = json.loads(Path(c, "shard.json").read_text())
+        rec["settings"]["summaries"] = [str(other)]
+        rec["inputs"] = {str(other): "0" * 64, **{k: v for k, v in rec["inputs"].items() if k != str(s)}}
+        Path(c, "shard.json").write_text(json.dumps(rec))
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    assert f"input {other} changed since the shards ran" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(record=st.one_of(st.binary(max_size=200), st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(
+        ["shard", "settings", "inputs", "cases", "complete", "summaries"]), kids, max_size=6), max_leaves=12)))
+def test_fuzz_shard_record(tmp_path_factory, record):
+    """Any shard.json is a shard record or refused with InputError naming the file, never another error."""
+    folder = tmp_path_factory.mktemp("fz")
+    raw = record if isinstance(record, bytes) else json.dumps(record).encode()
+    (folder / "shard.json").write_bytes(raw)
+    try:
+        rec = sharding.read_shard(folder)
+    except InputError as err:
+        assert str(folder) in str(err)
+    else:
+        assert 1 <= rec["shard"][0] <= rec["shard"][1]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(min_size=1, max_size=20).filter(lambda x: "/" not in x and x not in (".", "..") and "\0" not in x),
+       body=st.binary(max_size=120))
+def test_fuzz_cached_answers(tmp_path_factory, name, body):
+    """A shard's cache files are copied only when they are answers gavel writes; anything else is refused
+    naming the file, and nothing is written outside the merged folder."""
+    folder, out = tmp_path_factory.mktemp("fc"), tmp_path_factory.mktemp("fo")
+    target = folder / "runs" / "extract" / "cache" / "ab" / f"{name}.json"
+    target.parent.mkdir(parents=True)
+    try:
+        target.write_bytes(body)
+    except OSError:
+        return
+    try:
+        n = sharding.copy_answers(folder, out)
+    except InputError as err:
+        assert "cache" in str(err)
+    else:
+        assert n in (0, 1)
+        written = [p for p in out.rglob("*") if p.is_file()]
+        assert len(written) == n and all(out in p.parents for p in written)
