@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from needs import need_module
 
 need_module("inspect_ai", "the inspect extra (pip install '.[inspect]') is what this file tests")
@@ -103,3 +102,59 @@ def test_scorer_scores_equal_gavel_evaluate_per_sample(tmp_path):
     model = pd.read_csv(tmp_path / "cli" / "model_scores.csv").iloc[0]
     assert (by_name["low"], by_name["high"]) == (model["s_gavel_ref_ci_low"], model["s_gavel_ref_ci_high"])
     assert 0 < by_name["mean"] < 100
+
+
+def _same(want, got) -> bool:
+    want, got = float(want), float(got)
+    return (math.isnan(want) and math.isnan(got)) or abs(want - got) <= 1e-12
+
+
+def test_a_run_exported_as_eval_logs_reads_back_with_every_score_value_and_relation(tmp_path):
+    run = cli_run(tmp_path, extra=["--orders", "both"])
+    logs = tmp_path / "exported"
+    assert main(["export", "inspect", str(run), "--out", str(logs)]) == 0
+    [path] = sorted(logs.glob("*.eval"))
+    log = read_eval_log(str(path))
+    scores = pd.read_csv(run / "scores.csv", dtype={"case_id": str}).set_index("case_id")
+    compare = pd.read_csv(run / "compare.csv", dtype={"case_id": str})
+    values = pd.read_csv(run / "values.csv", dtype={"case_id": str})
+    judgments = pd.read_csv(run / "judgments.csv", dtype={"case_id": str})
+    assert log.eval.model == SUBJECT and log.status == "success"
+    assert log.eval.metadata["gavel"]["orders"] == "both" and "items:" in log.eval.metadata["checklist_yaml"]
+    assert sorted(str(s.id) for s in log.samples) == sorted(CASES)
+    for sample in log.samples:
+        case = str(sample.id)
+        assert sample.output.completion == CASES[case][0] and sample.target == CASES[case][1]
+        score = sample.scores["gavel_ref"]
+        for key in ("s_checklist", "s_residual", "s_style", "s_gavel_ref"):
+            assert _same(scores.loc[case, key], score.value[key]), (case, key)
+        cells = compare[compare["case_id"] == case]
+        assert len(score.metadata["cells"]) == len(cells)
+        for cell, row in zip(score.metadata["cells"], cells.to_dict("records")):
+            assert cell["item"] == row["item"] and cell["status"] == row["status"]
+            assert (cell["relation"] or "") == (row["relation"] if isinstance(row["relation"], str) else "")
+            assert _same(row["score"], score.value[row["item"]])
+            assert cell["relation"] is None or f"{row['item']}: {cell['relation']}" in score.explanation
+        mine = values[(values["subject"] == SUBJECT) & (values["case_id"] == case)]
+        assert [v["value"] for v in score.metadata["values"]] == mine["value"].tolist()
+        assert len(score.metadata["judgments"]) == len(judgments[(judgments["subject"] == SUBJECT)
+                                                                 & (judgments["case_id"] == case)])
+        assert {2} <= {j["order"] for j in score.metadata["judgments"]}  # both orders kept
+        assert sum(u.input_tokens for u in sample.model_usage.values()) > 0
+    model = pd.read_csv(run / "model_scores.csv").iloc[0]
+    gref = next(e for e in log.results.scores if e.name == "s_gavel_ref")
+    assert _same(model["s_gavel_ref"], gref.metrics["mean"].value)
+    assert log.stats.model_usage[SUBJECT].input_tokens == int(pd.read_csv(run / "cost.csv")["input_tokens"].sum())
+
+
+def test_an_inspect_log_evaluates_to_the_tables_of_the_same_summaries_from_jsonl(tmp_path):
+    log = scored_log(tmp_path)  # an inspect run's log: its outputs are the summaries
+    from_jsonl = cli_run(tmp_path, "from_jsonl")
+    from_log = cli_run(tmp_path, "from_log", summaries=Path(log.location))
+    for table in ("scores", "compare", "values", "residual_match", "style", "model_scores", "judgments"):
+        a = pd.read_csv(from_jsonl / f"{table}.csv")
+        b = pd.read_csv(from_log / f"{table}.csv")
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-12)
+    # a folder of logs reads the same
+    folder = cli_run(tmp_path, "from_folder", summaries=Path(log.location).parent)
+    pd.testing.assert_frame_equal(pd.read_csv(from_jsonl / "scores.csv"), pd.read_csv(folder / "scores.csv"))
