@@ -158,3 +158,34 @@ def test_an_inspect_log_evaluates_to_the_tables_of_the_same_summaries_from_jsonl
     # a folder of logs reads the same
     folder = cli_run(tmp_path, "from_folder", summaries=Path(log.location).parent)
     pd.testing.assert_frame_equal(pd.read_csv(from_jsonl / "scores.csv"), pd.read_csv(folder / "scores.csv"))
+
+
+def test_the_benchmark_task_scores_a_released_summary_as_gavel_evaluate_does(tmp_path, monkeypatch):
+    """Real data: the release's shortest benchmark case, GPT-4.1's released summary replayed as the output."""
+    import os
+
+    from gavel.core.items import item
+    from gavel.interop.task import gavel_ref_benchmark
+    from gavel.release import load_release
+    from gavel.runs import pipeline
+
+    release = os.environ.get("GAVEL_RELEASE")
+    if not release or not Path(release).is_dir():
+        from needs import unavailable
+
+        unavailable("GAVEL_RELEASE (the public release) is not set: the benchmark task reads its cases")
+    case, replay = "46510", "gpt-4.1-2025-04-14"
+    [log] = eval(gavel_ref_benchmark(release=release, cases=case, replay=replay, items=",".join(ITEMS)),
+                 model="mockllm/model", model_roles=stand_in_roles(), log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    summaries = load_release(release).summaries
+    text = summaries[(summaries["model"] == replay) & (summaries["case_id"].astype(str) == case)]["text"].iloc[0]
+    reference = summaries[(summaries["model"] == "human") & (summaries["case_id"].astype(str) == case)]["text"].iloc[0]
+    assert sample.output.completion == text and sample.target == reference
+    settings = pipeline.Settings(extractor=SUBJECT, judge=SUBJECT, items=tuple(item(k) for k in ITEMS), structured=False)
+    tables = pipeline.evaluate([(SUBJECT, case, text)], {case: reference}, pipeline.provider("mock"), tmp_path / "run",
+                               settings)
+    row = tables["scores"].iloc[0]
+    for key in ("s_checklist", "s_residual", "s_style", "s_gavel_ref"):
+        assert _same(row[key], sample.scores["gavel_ref"].value[key]), key
