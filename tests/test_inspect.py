@@ -189,3 +189,52 @@ def test_the_benchmark_task_scores_a_released_summary_as_gavel_evaluate_does(tmp
     row = tables["scores"].iloc[0]
     for key in ("s_checklist", "s_residual", "s_style", "s_gavel_ref"):
         assert _same(row[key], sample.scores["gavel_ref"].value[key]), key
+
+
+def test_unusable_answers_are_visible_in_the_score_never_scored_as_zero(tmp_path):
+    from gavel.core.items import item
+
+    name = item("judge_name").name
+
+    def broken_judge_item(input, tools, tool_choice, config):
+        if any(f"# Checklist item: {name}" in m.text for m in input if m.role == "user"):
+            return ModelOutput.from_content(model="mockllm/model", content="I cannot answer that.")
+        return stand_in_output(input, tools, tool_choice, config)
+
+    roles = {"extractor": get_model("mockllm/model", custom_outputs=broken_judge_item, memoize=False),
+             "judge": get_model("mockllm/model", custom_outputs=stand_in_output, memoize=False)}
+    task = Task(dataset=[Sample(id=c, input="Summarize.", target=ref, metadata={"summary": text})
+                         for c, (text, ref) in CASES.items()], solver=given_summary(), scorer=gavel_ref(items=ITEMS))
+    [log] = eval(task, model=SUBJECT, model_roles=roles, log_dir=str(tmp_path / "logs"), display="none")
+    for sample in log.samples:
+        score = sample.scores["gavel_ref"]
+        assert math.isnan(score.value["judge_name"])
+        assert "judge_name: unusable" in score.explanation
+        unusable = [a for a in score.metadata["unusable_answers"] if a["item"] == "judge_name"]
+        assert unusable and {a["stage"] for a in unusable} == {"extract"}
+        # gavel's convention: S_checklist is the mean over the usable items (the unusable one is not a 0), with
+        # bounds counting it as 0 and as 1
+        low, high, best = score.metadata["s_checklist_low"], score.metadata["s_checklist_high"], score.value["s_checklist"]
+        usable = [score.value[k] for k in ITEMS if k != "judge_name" and not math.isnan(score.value[k])]
+        assert score.metadata["unusable_items"] == 1 and low <= high
+        assert _same(100 * sum(usable) / len(usable), best) if usable else math.isnan(best)
+    judge = next(e for e in log.results.scores if e.name == "judge_name")
+    assert (judge.scored_samples, judge.unscored_samples) == (0, 2)
+
+
+def test_a_file_that_is_not_an_inspect_log_is_refused_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "broken.eval"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"1": REF}), encoding="utf-8")
+    rc = main(["evaluate", "--summaries", str(bad), "--references", str(refs), "--provider", "mock",
+               "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    [line] = [x for x in err.splitlines() if "broken.eval" in x and "skipped" in x]
+    assert "not a readable inspect log" in line
+    empty = tmp_path / "no_logs"
+    empty.mkdir()
+    (empty / "x.eval").mkdir()  # a folder named like a log: no log in it
+    assert main(["evaluate", "--summaries", str(empty / "x.eval"), "--references", str(refs), "--provider", "mock",
+                 "--out", str(tmp_path / "out2")]) == 2

@@ -1,0 +1,112 @@
+"""An inspect log is untrusted input (issue 47): whatever a ``.eval`` file holds (random bytes, a zip whose
+members are any JSON, a real log with any model name, sample ids, epochs and outputs), reading it as summaries
+(``gavel.interop.logs.read_summaries``, what ``gavel evaluate --summaries LOG.eval`` does) either maps each
+sample to exactly (model, case, summary) or refuses in one line naming the file; it raises nothing else."""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from needs import need_module
+
+need_module("inspect_ai", "the inspect extra (pip install '.[inspect]') reads the logs under test")
+
+from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log  # noqa: E402
+from inspect_ai.model import ModelOutput  # noqa: E402
+
+from gavel.interop.logs import read_summaries  # noqa: E402
+from gavel.ref.inputs import InputError  # noqa: E402
+
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=10)
+SAMPLE = st.tuples(st.one_of(st.text(min_size=1, max_size=12), st.integers(-5, 10**6)), st.integers(1, 3),
+                   st.text(max_size=60))
+
+
+def _log(model: str, samples) -> EvalLog:
+    return EvalLog(status="success", eval=EvalSpec(created="2026-11-28T00:00:00+00:00", task="t", model=model,
+                                                   config=EvalConfig(), dataset=EvalDataset(name="d")),
+                   samples=[EvalSample(id=i, epoch=e, input="in", target="ref",
+                                       output=ModelOutput.from_content(model=model, content=text))
+                            for i, e, text in samples])
+
+
+def _read(path: Path):
+    """read_summaries' answer, checking its contract: a list, or InputError in one line naming the file."""
+    problems: list[str] = []
+    try:
+        rows = read_summaries(path, problems=problems)
+    except InputError as err:
+        assert "\n" not in str(err) and str(path) in str(err), str(err)
+        return None, problems
+    for message in problems:
+        assert "\n" not in message and str(path) in message, message
+    return rows, problems
+
+
+@FUZZ
+@given(st.binary(max_size=400))
+def test_any_bytes_are_refused_in_one_line(data):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.eval"
+        path.write_bytes(data)
+        rows, _ = _read(path)
+        assert not rows
+
+
+BASE = io.BytesIO()
+
+
+def _base_members() -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "base.eval"
+        write_eval_log(_log("model-a", [("1", 1, "A summary.")]), str(path), format="eval")
+        with zipfile.ZipFile(path) as z:
+            return {n: z.read(n) for n in z.namelist()}
+
+
+MEMBERS = _base_members()
+
+
+@FUZZ
+@given(st.sampled_from(sorted(MEMBERS)), JSON)
+def test_a_log_with_any_json_in_a_member_maps_or_is_refused(member, value):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.eval"
+        with zipfile.ZipFile(path, "w") as z:
+            for name, data in MEMBERS.items():
+                z.writestr(name, json.dumps(value) if name == member else data)
+        rows, _ = _read(path)
+        for model, case, text in rows or []:
+            assert isinstance(model, str) and isinstance(case, str) and isinstance(text, str) and text.strip()
+
+
+@FUZZ
+@given(st.text(max_size=20), st.lists(SAMPLE, max_size=5, unique_by=lambda s: (str(s[0]), s[1])))
+def test_a_real_log_maps_each_sample_to_its_model_case_and_output(model, samples):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.eval"
+        try:
+            log = _log(model, samples)
+        except ValueError:  # inspect itself refuses to make such a log
+            return
+        write_eval_log(log, str(path), format="eval")
+        rows, problems = _read(path)
+        if rows is None:
+            assert not model.strip() or not samples
+            return
+        texts: dict[str, set] = {}
+        for i, _, text in samples:  # inspect keeps samples in its own order: the first usable one of a case is kept
+            if text.strip():
+                texts.setdefault(str(i), set()).add(text)
+        assert sorted(case for _, case, _ in rows) == sorted(texts)
+        assert all(m == model and text in texts[case] for m, case, text in rows)
+        assert len(problems) == len(samples) - len(rows)
