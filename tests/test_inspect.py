@@ -238,3 +238,22 @@ def test_a_file_that_is_not_an_inspect_log_is_refused_in_one_line(tmp_path, caps
     (empty / "x.eval").mkdir()  # a folder named like a log: no log in it
     assert main(["evaluate", "--summaries", str(empty / "x.eval"), "--references", str(refs), "--provider", "mock",
                  "--out", str(tmp_path / "out2")]) == 2
+
+
+def test_both_orders_in_the_scorer_are_reported_as_gavel_evaluate_reports_them(tmp_path):
+    log = scored_log(tmp_path, orders="both")
+    run = cli_run(tmp_path, extra=["--orders", "both"])
+    expected = pd.read_csv(run / "order_summaries.csv", dtype={"case_id": str}).set_index("case_id")
+    scores = pd.read_csv(run / "scores.csv", dtype={"case_id": str}).set_index("case_id")
+    judgments = pd.read_csv(run / "judgments.csv", dtype={"case_id": str})
+    logs = tmp_path / "exported"
+    assert main(["export", "inspect", str(run), "--out", str(logs)]) == 0
+    [exported] = [read_eval_log(str(p)) for p in logs.glob("*.eval")]
+    for source in (log, exported):
+        for sample in source.samples:
+            case, score = str(sample.id), sample.scores["gavel_ref"]
+            for key in ("s_checklist_order_1", "s_checklist_order_2", "s_checklist_order_aware"):
+                assert _same(expected.loc[case, key], score.value[key]), (case, key)
+            assert score.metadata["orders"]["disagreeing_items"] == expected.loc[case, "disagreeing_items"]
+            assert _same(scores.loc[case, "s_gavel_ref"], score.value["s_gavel_ref"])
+            assert len(score.metadata["judgments"]) == (judgments["case_id"] == case).sum()

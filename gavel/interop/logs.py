@@ -42,6 +42,8 @@ from .scores import COMPONENTS, plain, score_parts
 
 SCORER = "gavel_ref"
 EXTRACTOR_STAGES = ("extract", "residual")
+#: the reports' tables a sample's score carries too, where the run wrote them (--orders both, --label-orders K)
+EXTRA_TABLES = ("order_summaries", "label_judgments")
 
 
 def log_name(subject: str) -> str:
@@ -84,6 +86,7 @@ def export_run(run: str | Path, out: str | Path) -> list[Path]:
     try:
         manifest = json.loads((run / "evaluation.json").read_text(encoding="utf-8"))
         tables = read_tables(run)
+        tables.update({n: read_table(run / f"{n}.csv") for n in EXTRA_TABLES if (run / f"{n}.csv").exists()})
         texts = _texts(run)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputError(f"{run}: not a gavel run folder ({type(err).__name__}: {str(err)[:200]})") from None

@@ -88,6 +88,11 @@ def score_one(summary: str, reference: str, subject: str, case_id: str, answer, 
     with tempfile.TemporaryDirectory(prefix="gavel-inspect-") as out:
         tables = pipeline.evaluate([(subject, case_id, summary)], {case_id: reference},
                                    pipeline.provider("mock", answer=answer), out, s)
+    if s.orders == "both":  # as gavel evaluate --orders both reports them (order_summaries.csv)
+        from gavel.runs import orders
+        from gavel.runs.judgments import judgment_table
+
+        tables["order_summaries"] = orders.summary_scores(judgment_table([tables]), [tables])
     scores = tables["scores"]
     if not len(scores):
         raise pipeline.InputError(f"case {case_id}: not evaluated ({'; '.join(tables['problems']['problem'])})")

@@ -16,6 +16,9 @@ import pandas as pd
 COMPONENTS = ("s_checklist", "s_residual", "s_style", "s_gavel_ref")
 #: scores.csv columns kept in the metadata beside the value
 DETAILS = ("s_checklist_low", "s_checklist_high", "unusable_items", "r_own", "r_reference")
+#: with both orders (``--orders both``): order_summaries.csv's scores in the value, its counts in the metadata
+ORDER_SCORES = ("s_checklist_order_1", "s_checklist_order_2", "s_checklist_order_aware")
+ORDER_DETAILS = ("s_checklist_order_aware_low", "s_checklist_order_aware_high", "disagreeing_items")
 
 
 def plain(value):
@@ -79,6 +82,9 @@ def score_parts(score_row: dict, tables: dict, items: list[str], checklist: str)
     by_item = {c["item"]: c for c in cells}
     value = {k: number(score_row.get(k)) for k in COMPONENTS}
     value.update({key: number(by_item.get(key, {}).get("score")) for key in items})
+    orders = [r for r in records(tables.get("order_summaries"), subject, case_id) if r.get("repeat") in (1, None)]
+    if orders:  # gavel's order-aware S_checklist of this summary (gavel.runs.orders.summary_scores)
+        value.update({k: number(orders[0].get(k)) for k in ORDER_SCORES})
     answers = records(tables.get("answers"), subject, case_id)
     metadata = {
         "subject": subject, "case_id": case_id, "checklist": checklist,
@@ -90,6 +96,9 @@ def score_parts(score_row: dict, tables: dict, items: list[str], checklist: str)
         "style": records(tables.get("style"), subject, case_id),
         "judgments": records(tables.get("judgments"), subject, case_id),
         "unusable_answers": [a for a in answers if a.get("status") != "ok"],
+        **({"orders": {k: orders[0].get(k) for k in ORDER_DETAILS}} if orders else {}),
+        **({"label_judgments": records(tables["label_judgments"], subject, case_id)}
+           if tables.get("label_judgments") is not None else {}),
     }
     s = value["s_gavel_ref"]
     return {"value": value, "answer": None if math.isnan(s) else f"{s:.2f}",
