@@ -257,3 +257,22 @@ def test_both_orders_in_the_scorer_are_reported_as_gavel_evaluate_reports_them(t
             assert score.metadata["orders"]["disagreeing_items"] == expected.loc[case, "disagreeing_items"]
             assert _same(scores.loc[case, "s_gavel_ref"], score.value["s_gavel_ref"])
             assert len(score.metadata["judgments"]) == (judgments["case_id"] == case).sum()
+
+
+def test_two_models_from_inspect_logs_get_gavels_paired_comparison(tmp_path):
+    """Two summarizing models' logs (exported from a gavel run) evaluated again: comparisons.csv, the paired
+    test of "is A really better than B", is the JSONL run's."""
+    summaries = tmp_path / "two.jsonl"
+    summaries.write_text("".join(json.dumps({"model": m, "case_id": c, "summary": t if m == "model-a" else REF}) + "\n"
+                                 for m in ("model-a", "model-b") for c, (t, _) in CASES.items()), encoding="utf-8")
+    first = cli_run(tmp_path, "two", summaries=summaries)
+    logs = tmp_path / "logs"
+    assert main(["export", "inspect", str(first), "--out", str(logs)]) == 0
+    assert len(list(logs.glob("*.eval"))) == 2
+    again = cli_run(tmp_path, "again", summaries=logs)
+    for table in ("comparisons", "comparison_models", "scores"):
+        a = pd.read_csv(first / f"{table}.csv").sort_values(list(pd.read_csv(first / f"{table}.csv").columns[:3]))
+        b = pd.read_csv(again / f"{table}.csv").sort_values(list(a.columns[:3]))
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=False, rtol=0,
+                                      atol=1e-12)
+    assert len(pd.read_csv(again / "comparisons.csv")) >= 1
