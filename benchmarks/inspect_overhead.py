@@ -19,11 +19,11 @@ import time
 
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, get_model
-from inspect_ai.solver import solver
+from inspect_ai.model import get_model
 
 from gavel.core.items import item
 from gavel.interop.scorer import gavel_ref, stand_in_output
+from gavel.interop.task import given_summary
 from gavel.runs import pipeline
 
 SUBJECT = "mockllm/model"
@@ -33,14 +33,6 @@ TEXT = ("The ACLU filed this class action on March {i}, 2020 in the Northern Dis
 REF = ("On March {i}, 2020 the ACLU sued the City of Chicago. Judge Mary Smith presided. No appeals were filed. "
        "The parties settled by a consent decree in 2021.")
 
-
-@solver
-def given_summary():
-    async def solve(state, generate):
-        state.output = ModelOutput.from_content(model=SUBJECT, content=state.metadata["summary"])
-        return state
-
-    return solve
 
 
 def settings() -> pipeline.Settings:

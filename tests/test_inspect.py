@@ -20,10 +20,10 @@ from inspect_ai import Task, eval  # noqa: E402
 from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 from inspect_ai.model import ModelOutput, get_model  # noqa: E402
-from inspect_ai.solver import solver  # noqa: E402
 
 from gavel.cli import main  # noqa: E402
 from gavel.interop.scorer import gavel_ref, stand_in_output  # noqa: E402
+from gavel.interop.task import given_summary  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_orders import MODEL, REF  # noqa: E402
@@ -36,16 +36,6 @@ REF_2 = ("On March 3, 2020 the ACLU filed a class action. Judge Mary Smith presi
 CASES = {"1": (MODEL, REF), "22": (MODEL_2, REF_2)}
 SUBJECT = "mockllm/model"
 
-
-@solver
-def given_summary():
-    """The sample's summary as the model's output (the summary was written before: here, by the test)."""
-
-    async def solve(state, generate):
-        state.output = ModelOutput.from_content(model=SUBJECT, content=state.metadata["summary"])
-        return state
-
-    return solve
 
 
 def stand_in_roles() -> dict:

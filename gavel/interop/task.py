@@ -64,7 +64,7 @@ def samples(release=None, cases=None, documents=None, replay: str | None = None)
         lacking = [c for c in wanted if c not in texts]
         if not texts or lacking:
             raise InputError(f"replay={replay!r}: no released summary for case(s) {', '.join(lacking[:10])}")
-        return [Sample(id=c, input=f"case {c}", target=refs[c], metadata={"summary": texts[c], "replay": replay})
+        return [Sample(id=c, input=f"case {c}", target=refs[c], metadata={"summary": texts[c], "model": replay})
                 for c in wanted]
     docs = _documents(documents, wanted)
     lacking = [c for c in wanted if c not in docs]
@@ -76,11 +76,13 @@ def samples(release=None, cases=None, documents=None, replay: str | None = None)
 
 
 @solver
-def released_summary():
-    """The sample's released summary as the output (``replay``): nothing is generated."""
+def given_summary():
+    """The summary in the sample's metadata (``summary``; written by ``model``, default the model under
+    evaluation) as the output: nothing is generated (``replay``; summaries written before)."""
 
     async def solve(state, generate):
-        state.output = ModelOutput.from_content(model=state.metadata["replay"], content=state.metadata["summary"])
+        state.output = ModelOutput.from_content(model=state.metadata.get("model") or str(state.model),
+                                                content=state.metadata["summary"])
         return state
 
     return solve
@@ -92,6 +94,6 @@ def gavel_ref_benchmark(release: str | None = None, cases=None, documents: str |
                         label_orders: int = 1, alpha: float = 0.9, seed: int = 0) -> Task:
     """The release's benchmark cases scored by GAVEL-REF (module docstring)."""
     return Task(dataset=MemoryDataset(samples(release, cases, documents, replay), name="gavel-benchmark"),
-                solver=released_summary() if replay is not None else generate(),
+                solver=given_summary() if replay is not None else generate(),
                 scorer=gavel_ref(checklist=checklist, items=_listed(items), orders=orders,
                                  label_orders=int(label_orders), alpha=float(alpha), seed=int(seed)))
