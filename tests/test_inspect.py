@@ -266,3 +266,20 @@ def test_two_models_from_inspect_logs_get_gavels_paired_comparison(tmp_path):
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=False, rtol=0,
                                       atol=1e-12)
     assert len(pd.read_csv(again / "comparisons.csv")) >= 1
+
+
+def test_the_explanation_shows_model_and_checklist_text_literally():
+    """inspect's viewer renders an explanation as Markdown: what a model or a checklist file wrote (an
+    unusable answer's detail, an item key) is escaped, so it can open no link, image or HTML tag."""
+    from gavel.interop.scores import explanation
+
+    hostile = "said <img src=x onerror=alert(1)> [click](http://evil) ![i](http://evil/i.png)\n# heading"
+    cells = [{"item": "filing_date", "status": "ok", "relation": "A equals B", "score": 1.0},
+             {"item": "x<b>", "status": "unknown_label", "detail": hostile, "score": None}]
+    text = explanation(cells, ["filing_date", "x<b>", "missing"])
+    lines = text.split("  \n")
+    assert lines[0] == "filing_date: A equals B -> 1.0"
+    assert lines[1] == ("x\\<b\\>: unusable (unknown_label: said \\<img src=x onerror=alert\\(1\\)\\> \\[click\\]"
+                        "\\(http://evil\\) \\!\\[i\\]\\(http://evil/i.png\\) \\#) -> not scored")  # the first 80 characters
+    assert lines[2] == "missing: no cell" and len(lines) == 3
+    assert "<" not in text.replace("\\<", "") and "](" not in text.replace("\\]\\(", "")  # nothing unescaped

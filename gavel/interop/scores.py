@@ -8,6 +8,7 @@ unscored, never as 0. The explanation lists every item's relation; the metadata 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -47,14 +48,24 @@ def records(frame: pd.DataFrame | None, subject: str, case_id: str) -> list[dict
     return [{k: plain(v) for k, v in row.items()} for row in mine.to_dict("records")]
 
 
+#: what inspect's viewer would read as Markdown or HTML in an explanation
+_MARKUP = re.compile(r"([\\`*{}\[\]()#!|<>~&])")
+
+
+def escaped(text) -> str:
+    """Text from a model or a checklist file, shown literally in inspect's viewer (it renders explanations as
+    Markdown): every Markdown and HTML character backslash-escaped, line breaks as spaces."""
+    return _MARKUP.sub(r"\\\1", " ".join(str(text).split()))
+
+
 def verdict(cell: dict) -> str:
     """What the judge said of one item, in a few words: its relation, matched pairs, gate or why unusable."""
     if cell.get("status") not in ("ok", "gated"):
-        return f"unusable ({cell.get('status')}: {str(cell.get('detail') or '')[:80]})"
+        return f"unusable ({escaped(cell.get('status'))}: {escaped(str(cell.get('detail') or '')[:80])})"
     if cell.get("status") == "gated":
-        return f"gated ({cell.get('gate')})"
+        return f"gated ({escaped(cell.get('gate'))})"
     if cell.get("relation"):
-        return str(cell["relation"])
+        return escaped(cell["relation"])
     pairs = cell.get("pairs")
     return f"{len(pairs) if isinstance(pairs, list) else pairs} matched of {cell.get('n_model')} and {cell.get('n_reference')}"
 
@@ -66,11 +77,11 @@ def explanation(cells: list[dict], items: list[str]) -> str:
     for key in items:
         cell = by_item.get(key)
         if cell is None:
-            lines.append(f"{key}: no cell")
+            lines.append(f"{escaped(key)}: no cell")
             continue
         score = cell.get("score")
-        lines.append(f"{key}: {verdict(cell)} -> {'not scored' if score is None else score}")
-    return "\n".join(lines)
+        lines.append(f"{escaped(key)}: {verdict(cell)} -> {'not scored' if score is None else score}")
+    return "  \n".join(lines)  # a Markdown line break
 
 
 def score_parts(score_row: dict, tables: dict, items: list[str], checklist: str) -> dict:
