@@ -30,6 +30,7 @@ from inspect_ai.model import ModelOutput  # noqa: E402
 from gavel.interop.logs import read_summaries  # noqa: E402
 from gavel.ref.inputs import InputError  # noqa: E402
 
+EXPORT_EXAMPLES = 40
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
@@ -121,3 +122,69 @@ def test_a_real_log_maps_each_sample_to_its_model_case_and_output(model, samples
         assert sorted(case for _, case, _ in rows) == sorted(texts)
         assert all(m == model and text in texts[case] for m, case, text in rows)
         assert len(problems) == len(back.samples) - len(rows)
+
+
+def test_a_spoiled_run_folder_is_exported_or_refused_in_one_line(tmp_path):
+    """``gavel export inspect RUN`` reads a run folder from someone else: the run folder's fuzz target
+    (tests/test_fuzz_run_folder.py: hostile cells, dropped columns, cut files, bytes, JSON, links out, FIFOs,
+    /dev/zero) ends in written logs or one ``InputError`` line; run in a subprocess under a memory and time cap."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from test_fuzz_run_folder import MEMORY, REPO, SECONDS
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+    done = subprocess.run([sys.executable, "-c", "import test_fuzz_inspect_log as t; t.fuzz_export()"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=SECONDS, preexec_fn=cap,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert "exported" in done.stdout
+
+
+def fuzz_export() -> None:
+    """The fuzz target of the export (run in a capped subprocess by the test above)."""
+    import shutil
+
+    from report_runs import make_run
+    from test_fuzz_run_folder import FILES, HOSTILE, _spoil
+
+    from gavel.interop.logs import export_run
+
+    root = Path(tempfile.mkdtemp(prefix="fuzz-export-"))
+    base = make_run(root / "base", "b")
+    spoil = st.tuples(st.sampled_from(FILES),
+                      st.sampled_from(["cell", "cell", "cell", "drop", "cut", "bytes", "json", "remove", "link_out",
+                                       "link_zero", "fifo"]),
+                      st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.binary(max_size=200), JSON),
+                      st.integers(min_value=0, max_value=10_000))
+    count = {"n": 0, "refused": 0}
+
+    @settings(max_examples=EXPORT_EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(spoil, min_size=1, max_size=3))
+    def one(spoils):
+        work = Path(tempfile.mkdtemp(dir=root))
+        run = Path(shutil.copytree(base, work / "run"))
+        (work / ".env").write_text("OPENAI_API_KEY=sk-fuzz-secret\n")
+        for target, action, value, where in spoils:
+            if action == "json" and isinstance(value, bytes):  # JSON holds text: the bytes as text
+                value = value.decode("latin-1")
+            _spoil(run, target, action, value, where, work)
+        try:
+            written = export_run(run, work / "logs")
+            rows = [r for p in written for r in read_summaries(p, problems=[])]
+            assert all(isinstance(t, str) for _, _, t in rows)
+        except InputError as err:
+            assert str(err) and "\n" not in str(err), str(err)
+            count["refused"] += 1
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        count["n"] += 1
+
+    one()
+    shutil.rmtree(root, ignore_errors=True)
+    print(f"exported {count['n']} spoiled run folders, {count['refused']} refused in one line")

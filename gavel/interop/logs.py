@@ -10,7 +10,6 @@ An inspect log is untrusted input: what cannot be mapped is refused in one line 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from datetime import UTC, datetime
@@ -36,7 +35,6 @@ from inspect_ai.scorer import Score
 
 from gavel.core import stats
 from gavel.ref.inputs import REFERENCE, InputError
-from gavel.ref.tables import read_table, read_tables
 
 from .scores import COMPONENTS, plain, score_parts
 
@@ -53,13 +51,36 @@ def log_name(subject: str) -> str:
     return f"{slug}-{hashlib.sha256(subject.encode('utf-8')).hexdigest()[:8]}.eval"
 
 
-def _texts(run: Path) -> dict[tuple[str, str], str]:
-    out = {}
-    path = run / "texts.jsonl"
-    for line in path.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        out[(str(rec["subject"]), str(rec["case_id"]))] = rec["text"]
-    return out
+def _read_run(run: Path) -> tuple[dict, dict, dict, pd.DataFrame, str | None]:
+    """(manifest, tables, texts, cost, checklist text) of a run folder, read as ``gavel report`` reads one made
+    by someone else (``gavel.report.folder``: regular files inside the folder, of bounded size, every cell
+    the score uses checked); anything else raises :class:`InputError` naming the file."""
+    from gavel.report import folder
+
+    try:
+        manifest = folder.json_file(run, "evaluation.json")
+        if not isinstance(manifest, dict):
+            raise folder.ReportInputError(f"{run}: not a gavel run folder (no evaluation.json object)")
+        tables = folder.tables(run)
+        for name in EXTRA_TABLES + ("cost",):
+            path = folder.regular_file(run, f"{name}.csv")
+            if path is not None:
+                tables[name] = folder.table(path)
+        if "scores" not in tables:
+            raise folder.ReportInputError(f"{run}: not a gavel run folder (no scores.csv)")
+        folder.check(run, {k: v for k, v in tables.items() if k in folder.COLUMNS})
+        texts = {}
+        path = folder.regular_file(run, "texts.jsonl")
+        for n, line in enumerate(folder.read_text(path, folder.MAX_TABLE_BYTES).splitlines() if path else [], 1):
+            rec = folder.json_value(line, f"{path}, line {n}")
+            if not (isinstance(rec, dict) and all(isinstance(rec.get(k), str) for k in ("subject", "case_id", "text"))):
+                raise folder.ReportInputError(f"{path}, line {n}: expected subject, case_id and text")
+            texts[(rec["subject"], rec["case_id"])] = rec["text"]
+        path = folder.regular_file(run, "checklist.yaml", folder.MAX_SMALL_BYTES)
+        checklist = folder.read_text(path, folder.MAX_SMALL_BYTES) if path else None
+    except folder.ReportInputError as err:
+        raise InputError(str(err)) from None
+    return manifest, tables, texts, tables.pop("cost", pd.DataFrame()), checklist
 
 
 def _usage(rows: pd.DataFrame) -> ModelUsage:
@@ -83,18 +104,12 @@ def _metrics(values: list[float]) -> dict[str, EvalMetric]:
 def export_run(run: str | Path, out: str | Path) -> list[Path]:
     """``run`` (a gavel evaluate folder) as one ``.eval`` log per summarizing model in ``out``; their paths."""
     run, out = Path(run).resolve(), Path(out)
-    try:
-        manifest = json.loads((run / "evaluation.json").read_text(encoding="utf-8"))
-        tables = read_tables(run)
-        tables.update({n: read_table(run / f"{n}.csv") for n in EXTRA_TABLES if (run / f"{n}.csv").exists()})
-        texts = _texts(run)
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise InputError(f"{run}: not a gavel run folder ({type(err).__name__}: {str(err)[:200]})") from None
-    if "scores" not in tables or not isinstance(manifest, dict):
-        raise InputError(f"{run}: not a gavel run folder (no scores.csv)")
-    cost = read_table(run / "cost.csv") if (run / "cost.csv").exists() else pd.DataFrame()
-    checklist = (run / "checklist.yaml").read_text(encoding="utf-8") if (run / "checklist.yaml").exists() else None
-    items = [str(k) for k in manifest.get("items", [])]
+    if not run.is_dir():
+        raise InputError(f"{run}: not a folder (give the --out folder of gavel evaluate)")
+    manifest, tables, texts, cost, checklist = _read_run(run)
+    items = manifest.get("items") if isinstance(manifest.get("items"), list) else []
+    items = list(dict.fromkeys(str(k) for k in items))
+    named = manifest["checklist"].get("name") if isinstance(manifest.get("checklist"), dict) else None
     scores = tables["scores"]
     answers = tables.get("answers", pd.DataFrame())
     created = datetime.fromtimestamp((run / "evaluation.json").stat().st_mtime, UTC).isoformat()
@@ -106,7 +121,7 @@ def export_run(run: str | Path, out: str | Path) -> list[Path]:
         samples = []
         for row in rows.to_dict("records"):
             case_id = str(row["case_id"])
-            parts = score_parts(row, tables, items, str(row.get("checklist") or manifest.get("checklist", {}).get("name")))
+            parts = score_parts(row, tables, items, str(row.get("checklist") or named))
             mine = answers[(answers["subject"].astype(str) == subject) & (answers["case_id"].astype(str) == case_id)] \
                 if len(answers) else answers
             by_role = {manifest.get("extractor" if any(s in EXTRACTOR_STAGES for s in g["stage"]) else "judge"): g
