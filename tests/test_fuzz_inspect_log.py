@@ -145,6 +145,20 @@ def test_a_spoiled_run_folder_is_exported_or_refused_in_one_line(tmp_path):
     assert "exported" in done.stdout
 
 
+def _spoiled_copy(base: Path, root: Path, spoils, spoil_one) -> tuple[Path, Path]:
+    """A copy of the run folder ``base`` under a fresh folder of ``root``, spoiled; (that folder, the run)."""
+    import shutil
+
+    work = Path(tempfile.mkdtemp(dir=root))
+    run = Path(shutil.copytree(base, work / "run"))
+    (work / ".env").write_text("OPENAI_API_KEY=sk-fuzz-secret\n")
+    for target, action, value, where in spoils:
+        # JSON holds text: bytes go in as text
+        spoil_one(run, target, action, value.decode("latin-1") if action == "json" and isinstance(value, bytes)
+                  else value, where, work)
+    return work, run
+
+
 def fuzz_export() -> None:
     """The fuzz target of the export (run in a capped subprocess by the test above)."""
     import shutil
@@ -156,24 +170,16 @@ def fuzz_export() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="fuzz-export-"))
     base = make_run(root / "base", "b")
-    spoil = st.tuples(st.sampled_from(FILES),
-                      st.sampled_from(["cell", "cell", "cell", "drop", "cut", "bytes", "json", "remove", "link_out",
-                                       "link_zero", "fifo"]),
-                      st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.binary(max_size=200), JSON),
-                      st.integers(min_value=0, max_value=10_000))
+    actions = ["cell"] * 3 + "drop cut bytes json remove link_out link_zero fifo".split()
+    values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.binary(max_size=200), JSON)
+    spoil = st.tuples(st.sampled_from(FILES), st.sampled_from(actions), values, st.integers(0, 10_000))
     count = {"n": 0, "refused": 0}
 
     @settings(max_examples=EXPORT_EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(st.lists(spoil, min_size=1, max_size=3))
     def one(spoils):
-        work = Path(tempfile.mkdtemp(dir=root))
-        run = Path(shutil.copytree(base, work / "run"))
-        (work / ".env").write_text("OPENAI_API_KEY=sk-fuzz-secret\n")
-        for target, action, value, where in spoils:
-            if action == "json" and isinstance(value, bytes):  # JSON holds text: the bytes as text
-                value = value.decode("latin-1")
-            _spoil(run, target, action, value, where, work)
+        work, run = _spoiled_copy(base, root, spoils, _spoil)
         try:
             written = export_run(run, work / "logs")
             rows = [r for p in written for r in read_summaries(p, problems=[])]
