@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
-EXTRAS ?= providers,annotation,dev,metrics
+EXTRAS ?= providers,annotation,dev,metrics,inspect
 # torch for the metrics extra, installed first: on these machines pip finds the CPU build of this version on
 # disk. Elsewhere pass PyTorch's CPU wheel index, e.g. TORCH="torch --index-url <CPU index>", or a plain
 # `torch` brings the multi-GB CUDA build.

@@ -14,6 +14,7 @@ from gavel.core import config, options, shards
 from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
+from gavel.interop import cli as interop_cli
 from gavel.llm import slurm as slurm_cli
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
@@ -286,7 +287,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         problems: list[str] = []
         notes: list[str] = []
         try:
-            summaries += pipeline.read_summaries(path, args.name, problems, notes=notes)
+            summaries += interop_cli.read_summaries(path, args.name, problems, notes=notes)  # also .eval logs
         except pipeline.InputError as err:
             print(f"skipped {err}", file=sys.stderr)
         for note in notes:
@@ -494,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_stage)
     p = sub.add_parser("evaluate", help="GAVEL-REF scores for summaries in files (extract, compare, residual, style)")
     p.add_argument("--summaries", required=True, nargs="+", action="extend",
-                   help="the release's summary file, a {case_id: text} JSON, or JSONL (repeatable)")
+                   help="the release's summary file, a {case_id: text} JSON, JSONL, or inspect .eval logs (a file or a folder; repeatable)")
     p.add_argument("--name", default=None, help="whose summaries (default: the file name, or JSONL's model)")
     p.add_argument("--references", default=None, help="reference summaries file (default: the release's)")
     p.add_argument("--release", default=None, help="release folder (default: GAVEL_RELEASE)")
@@ -579,6 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(flag, help="--release without --cost-from: the dry run's (docs/plan.md)")
     p.set_defaults(func=cmd_plan)
     slurm_cli.add_parser(sub)
+    interop_cli.add_parser(sub)
     args = parser.parse_args(argv)
     label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),
                                       getattr(args, "cmd", None)) if x)

@@ -8,7 +8,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "gavel"
 #: floor of each top-level part of the package, lowest first
 FLOORS = {"core": 0, "llm": 1, "answers": 2, "release": 3, "ref": 4, "runs": 5, "metrics": 6, "documents": 7,
-          "paper": 8, "report": 9, "annotation": 10, "cli": 11, "__main__": 12}
+          "paper": 8, "report": 9, "annotation": 10, "interop": 11, "cli": 12, "__main__": 13}
 MAX_LINES = 600
 
 

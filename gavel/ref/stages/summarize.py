@@ -30,6 +30,12 @@ def _documents_text(names: list[str], texts: list[str]) -> str:
     return "\n\n".join(f"## Document {i}: {name}\n{text}" for i, (name, text) in enumerate(zip(names, texts), 1))
 
 
+def case_messages(docs: list[tuple[str, str]]) -> list[dict]:
+    """The summarize prompt's messages for a case's documents (name, text) in reading order, as they are."""
+    return prompts.render_messages("summarize", checklist=checklist_text(),
+                                   documents=_documents_text([n for n, _ in docs], [t for _, t in docs]))
+
+
 def build_requests(cases: list[tuple[str, list[tuple[str, str]]]], model: str, max_tokens: int | None = None,
                    context_window: int | None = None) -> list[tuple[Request, dict]]:
     """``cases``: (case_id, [(document name, text), ...] in reading order) -> jobs (request, meta); ``meta``
@@ -45,8 +51,7 @@ def build_requests(cases: list[tuple[str, list[tuple[str, str]]]], model: str, m
         headers = count_tokens(_documents_text(names, [""] * len(names)))
         budget = max(0, window - prompt_tokens - headers - out_budget)
         cut = truncate_proportionally([t for _, t in docs], budget)
-        messages = prompts.render_messages("summarize", checklist=checklist_text(),
-                                           documents=_documents_text(names, cut.texts))
+        messages = case_messages(list(zip(names, cut.texts)))
         req = Request(stage=STAGE, model=model, messages=messages,
                       params={"max_tokens": out_budget} if max_tokens else {}, case_id=case_id, subject=model)
         jobs.append((req, {"case_id": case_id, "documents": names, "original_tokens": cut.original_tokens,
