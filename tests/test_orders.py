@@ -536,3 +536,24 @@ def test_an_out_of_range_index_in_the_second_order_is_recorded_in_its_judgment(t
     on_disk = pd.read_csv(tmp_path / "judgments.csv")
     kept = on_disk[(on_disk["item"] == "parties") & (on_disk["subject"] == "model-x") & (on_disk["order"] == 2)]
     assert "out of range" in kept.iloc[0]["detail"]
+
+
+def test_the_comparison_names_the_order_aware_mean_it_compares_and_the_board_says_it_shows_order_1(both):
+    """Issue 44 §1: with --orders both the comparison used the mean of both orders while the table beside it
+    showed order 1's score, unlabelled."""
+    from gavel.runs import comparisons
+
+    _, _, result = both
+    c, m = result["comparisons"], result["comparison_models"]
+    chk = m[m["score"] == "s_checklist"].set_index("model")
+    assert set(c.loc[c["score"] == "s_checklist", "compared"]) == {"mean of 2 orders"}
+    aware = result["order_models"].set_index("subject")
+    board = result["model_scores"].set_index("subject")
+    for subject in chk.index:  # the comparison's mean is the mean of both orders; the board's is order 1's
+        both_orders = aware.loc[subject, ["s_checklist_order_1", "s_checklist_order_2"]].mean()
+        assert chk.loc[subject, "mean"] == pytest.approx(both_orders)
+        assert board.loc[subject, "s_checklist"] == pytest.approx(aware.loc[subject, "s_checklist_order_1"])
+    line = comparisons.summary_line(c, m)
+    assert "S_checklist (mean of 2 orders):" in line  # one case each: nothing tested, and it says so
+    assert "not tested (no pair with two common cases)" in line and "not tested (1 common case;" in line
+    assert "repeat 1, order 1" in comparisons.board_heading(result["model_scores"], True)
