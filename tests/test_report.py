@@ -167,3 +167,26 @@ def test_the_leaderboard_says_which_differences_are_real_and_escapes_model_names
     pd.DataFrame({"model": ["x"]}).to_csv(folder / "comparisons.csv", index=False)
     with pytest.raises(report.ReportInputError, match=r"comparisons.csv: not a comparisons table"):
         report.run_data(folder)
+
+
+def test_the_diff_counts_a_fallen_summary_score_as_a_regression_when_no_cell_changed(runs, tmp_path):
+    """Issue 44 §1: the header said "0 regressions" while a summary's S_GAVEL-REF fell from 94.50 to 5.33."""
+    import shutil
+
+    a = shutil.copytree(runs["b"], tmp_path / "a")
+    scores = pd.read_csv(a / "scores.csv", dtype={"case_id": str})
+    base = scores.copy()
+    base.loc[0, "s_gavel_ref"], scores.loc[0, "s_gavel_ref"] = 94.50, 5.33
+    base.loc[1, "s_gavel_ref"], scores.loc[1, "s_gavel_ref"] = 60.0, 50.0
+    b = shutil.copytree(runs["b"], tmp_path / "b")
+    base.to_csv(b / "scores.csv", index=False)
+    scores.to_csv(a / "scores.csv", index=False)
+    d = report.diff(report.run_data(a), report.run_data(b))
+    assert d["totals"]["regression"] == 0 and d["regressions"]["summary_scores"] == 2
+    assert [c["kind"] for c in d["summary_changes"]] == ["regression", "regression"]
+    first = d["summary_changes"][0]  # the largest first
+    assert (first["subject"], first["case_id"], first["score"]) == (scores.loc[0, "subject"], scores.loc[0, "case_id"], "s_gavel_ref")
+    page = report.render(report.run_data(a), against=report.run_data(b))
+    header = page.split("<header>")[1].split("</header>")[0]
+    assert "2 regressions: 0 cells (in 0 items), 2 summary scores" in header
+    assert "94.50 → 5.33" in header
