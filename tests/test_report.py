@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import html
 import json
+import math
 import re
 import subprocess
 import sys
@@ -151,11 +152,20 @@ def test_the_leaderboard_says_which_differences_are_real_and_escapes_model_names
     import shutil
 
     folder = shutil.copytree(runs["b"], tmp_path / "run")
-    first, second = sorted(pd.read_csv(folder / "scores.csv")["subject"].unique())[:2]
-    pd.DataFrame([{"score": "s_checklist", "item": "", "model_a": first, "model_b": second, "difference": 4.0,
+    scores = pd.read_csv(folder / "scores.csv", dtype={"case_id": str})
+    first, second = sorted(scores["subject"].unique())[:2]
+    # five cases each, so that the verdicts below are the ones the run's own scores give (issue 46 §5)
+    row = scores.iloc[0]
+    rows = [{**row, "subject": m, "case_id": str(c), "s_gavel_ref": math.nan, "s_checklist": v}
+            for m, base in ((first, 80.0), (second, 50.0), (HOSTILE, 79.0)) for c, v in
+            zip(range(1, 6), (base, base + 1.5, base + 3.0, base + 1.0, base + 2.5))]
+    pd.DataFrame(rows).to_csv(folder / "scores.csv", index=False)
+    pd.DataFrame([{"score": "s_checklist", "item": "", "model_a": first, "model_b": second, "difference": 30.0,
                    "verdict": "a better"},
-                  {"score": "s_checklist", "item": "", "model_a": first, "model_b": HOSTILE, "difference": 0.1,
-                   "verdict": "indistinguishable"}]).to_csv(folder / "comparisons.csv", index=False)
+                  {"score": "s_checklist", "item": "", "model_a": first, "model_b": HOSTILE, "difference": 1.0,
+                   "verdict": "a better"},
+                  {"score": "s_checklist", "item": "", "model_a": HOSTILE, "model_b": second, "difference": 29.0,
+                   "verdict": "a better"}]).to_csv(folder / "comparisons.csv", index=False)
     ms = pd.read_csv(folder / "model_scores.csv")
     ms["s_checklist_ci_low"], ms["s_checklist_ci_high"], ms["interval_levels"] = 1.25, 98.75, "cases x 3 repeats"
     ms.to_csv(folder / "model_scores.csv", index=False)
@@ -190,3 +200,22 @@ def test_the_diff_counts_a_fallen_summary_score_as_a_regression_when_no_cell_cha
     header = page.split("<header>")[1].split("</header>")[0]
     assert "2 regressions: 0 cells (in 0 items), 2 summary scores" in header
     assert "94.50 → 5.33" in header
+
+
+def test_a_verdict_the_runs_own_scores_do_not_give_is_refused_in_one_line(runs, tmp_path):
+    """Issue 46 §5: the report took comparisons.csv's verdicts as written (a model "better than" one it shares
+    no case with)."""
+    import shutil
+
+    folder = shutil.copytree(runs["b"], tmp_path / "run")
+    scores = pd.read_csv(folder / "scores.csv", dtype={"case_id": str})
+    first, second = sorted(scores["subject"].unique())[:2]
+    scores.loc[scores["subject"] == second, "case_id"] = "9"  # a case the other never summarised
+    scores.to_csv(folder / "scores.csv", index=False)
+    claim = {"score": "s_gavel_ref", "item": "", "model_a": first, "model_b": second, "difference": 4.0, "verdict": "a better"}
+    pd.DataFrame([claim]).to_csv(folder / "comparisons.csv", index=False)
+    with pytest.raises(report.ReportInputError, match=r"comparisons.csv: s_gavel_ref pair .* says 'a better' on 0 common cases"):
+        report.run_data(folder)
+    pd.DataFrame([{**claim, "model_b": "nobody"}]).to_csv(folder / "comparisons.csv", index=False)
+    with pytest.raises(report.ReportInputError, match=r"names 'nobody', which has no summary in scores.csv"):
+        report.run_data(folder)
