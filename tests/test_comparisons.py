@@ -205,3 +205,30 @@ def test_a_pair_too_few_to_test_splits_a_group_and_a_model_without_cases_has_no_
     assert m.loc["b", "group"] != m.loc["c", "group"]  # b and c were never compared: no shared letter
     assert pd.isna(m.loc["d", "rank"]) and pd.isna(m.loc["d", "rank_low"]) and m.loc["d", "group"] == ""
     assert models["model"].iloc[-1] == "d" and m.loc["a", "rank"] == 1
+
+
+def test_a_release_step_resting_on_estimated_cells_is_not_real():
+    """Issue 44 §2: Qwen3 32B > Qwen3 14B rested on the half of Qwen3 32B's cases whose checklists are not
+    released (rule 6 estimates them). Planted: model a's released cases tie with b, its estimated ones are
+    far ahead; on the best estimates a is better, on the released cells alone it is not: not real."""
+    from gavel.paper import reconstruct, results
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for case in range(40):
+        for item in ("judge_name", "filing_date"):
+            base = rng.uniform(0.3, 0.7)
+            estimated = case >= 20
+            for model, best in (("a", base + (0.3 if estimated else rng.normal(0, 0.05))), ("b", base)):
+                status = (reconstruct.Status.MODEL_UNKNOWN_REF_NONEMPTY if model == "a" and estimated
+                          else reconstruct.Status.JUDGED)
+                rows.append({"model": model, "case_id": f"c{case}", "item": item, "status": str(status),
+                             "best": best, "low": best - 0.01, "high": best + 0.01})
+    cells = pd.DataFrame(rows)
+    pc = results.per_case(cells, ["model"])
+    pairs, _ = results.release_comparisons(pc, cells)
+    step = pairs[pairs["score"] == "s_checklist"].iloc[0]
+    assert (step["model_a"], step["verdict"]) == ("a", "a better")
+    assert step["released_cases"] == 20 and step["released_verdict"] == "indistinguishable"
+    assert step["low_verdict"] == step["high_verdict"] == "a better"
+    assert not step["real"]

@@ -219,3 +219,15 @@ def test_a_verdict_the_runs_own_scores_do_not_give_is_refused_in_one_line(runs, 
     pd.DataFrame([{**claim, "model_b": "nobody"}]).to_csv(folder / "comparisons.csv", index=False)
     with pytest.raises(report.ReportInputError, match=r"names 'nobody', which has no summary in scores.csv"):
         report.run_data(folder)
+
+
+def test_the_share_link_in_docs_report_md_opens_a_cell_of_the_release_report():
+    """Issue 44: the link in docs/report.md named case 46094, which is no benchmark case ("This cell is not in
+    this report"); every cell link there names a model and case of data/results/summary_case_scores.csv."""
+    from gavel.core import config
+
+    text = (config.DOCS_DIR / "report.md").read_text(encoding="utf-8")
+    links = re.findall(r"view=cell&subject=([^&\s`]+)&case=([^&\s`]+)&item=([^&\s`]+)", text)
+    scored = pd.read_csv(config.RESULTS_DIR / "summary_case_scores.csv", dtype={"case_id": str})
+    held = set(zip(scored["model"], scored["case_id"]))
+    assert links and all((subject, case) in held for subject, case, _ in links), links

@@ -214,13 +214,13 @@ def _compare_long(long: pd.DataFrame, models: list[str]) -> tuple[list, list]:
     return pairs, per_model
 
 
-def _long(pc: pd.DataFrame, cells: pd.DataFrame, case_col: str, cell_col: str) -> pd.DataFrame:
+def _long(pc: pd.DataFrame, cells: pd.DataFrame, case_col: str, cell_col: str, items: bool = True) -> pd.DataFrame:
+    per_item = cells[["model", "case_id"]].assign(score="item", item=cells["item"], value=100 * cells[cell_col])
     return pd.concat([pc[["model", "case_id"]].assign(score="s_checklist", item="", value=pc[case_col]),
-                      cells[["model", "case_id"]].assign(score="item", item=cells["item"], value=100 * cells[cell_col])],
-                     ignore_index=True)
+                      *([per_item] if items else [])], ignore_index=True)
 
 
-def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every pair of the 12 models on their common cases, for S_checklist and each item (points, 0-100): the
     tables of a run's ``comparisons.csv`` and ``comparison_models.csv`` (``gavel.core.paired``) over the best
     estimates, one cell per case (the release has one judgment per pair), and each pair again (its own family,
@@ -231,13 +231,14 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataF
     - ``low`` / ``high``: every cell at its lower / upper bound (every model alike).
 
     ``{variant}_{cases, difference, p_value, p_holm, verdict}`` per pair; ``real``: the verdict is ``a better``
-    (or ``b better``) on the best estimates and the same under every variant."""
+    (or ``b better``) on the best estimates and the same under every variant. ``items=False``: S_checklist only."""
     models = sorted(pc["model"].unique())
-    pairs, per_model = _compare_long(_long(pc, cells, "s_checklist", "best"), models)
+    pairs, per_model = _compare_long(_long(pc, cells, "s_checklist", "best", items), models)
     pairs = pd.concat(pairs, ignore_index=True)[["score", "item", *paired.PAIR_COLUMNS]]
     kept = cells[~cells["status"].isin(UNRELEASED)]
-    inputs = {"released": _long(per_case(kept, ["model"]), kept, "s_checklist", "best"),
-              "low": _long(pc, cells, "s_checklist_low", "low"), "high": _long(pc, cells, "s_checklist_high", "high")}
+    inputs = {"released": _long(per_case(kept, ["model"]), kept, "s_checklist", "best", items),
+              "low": _long(pc, cells, "s_checklist_low", "low", items),
+              "high": _long(pc, cells, "s_checklist_high", "high", items)}
     key = ["score", "item", "model_a", "model_b"]
     real = pairs["verdict"].isin(["a better", "b better"])
     for name in VARIANTS:

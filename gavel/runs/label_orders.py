@@ -7,8 +7,8 @@ answers with the option's words, so each answer is read and mapped to model/refe
 other (``relation_of``); where the chosen option stood in the list it saw is ``answer_position``
 (``gavel.ref.stages.compare.answer_position``). From the judgments of every row and repeat :func:`report` makes
 
-``label_judgments.csv``   every judgment of rows > 0 (row 0's are the compare rows of ``judgments.csv``) with
-                          ``label_order`` and ``answer_position``
+``label_judgments.csv``   every single-value judgment of every row 0..K-1 and repeat (row 0's are the compare
+                          rows of ``judgments.csv`` again) with ``label_order`` and ``answer_position``
 ``label_order.csv``       per item, the three position-bias measures of Shi et al. (arXiv 2406.07791) read
                           for option order: repetition stability, position consistency, preference fairness
                           (the first and the last option chosen more often than the pair's own verdicts
