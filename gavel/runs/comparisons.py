@@ -201,8 +201,9 @@ def summary_line(pairs: pd.DataFrame, models: pd.DataFrame, out=None) -> str:
         how = f" ({m['compared'].iloc[0]})" if "compared" in m else ""
         ranking = "; ".join(
             f"{r.model} no case" if pd.isna(r.rank) else
-            f"{r.model} {r.mean:.1f} [{r.ci_low:g}, {r.ci_high:g}] rank {r.rank_low}-{r.rank_high} group {r.group}"
-            for r in m.itertuples())
+            f"{r.model} {r.mean:.1f} " + (f"[{r.ci_low:g}, {r.ci_high:g}]" if r.cases >= 2 else
+                                         f"(no interval from {r.cases} case)")
+            + f" rank {r.rank_low}-{r.rank_high} group {r.group}" for r in m.itertuples())
         shown = p if len(p) <= SENTENCES_SHOWN else p[p["neighbours"].astype(bool) | p["verdict"].isin(["a better", "b better"])]
         real = int(p["verdict"].isin(["a better", "b better"]).sum())
         tested = int((p["verdict"] != "too few cases").sum())
