@@ -346,6 +346,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                     result.get("comparison_models", tables["comparison_models"]), args.out)
     if line:
         print(line)
+    print(comparisons.board_heading(tables["model_scores"], args.repeats > 1 or args.orders == "both"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tables["model_scores"].to_string(index=False))
     print(f"{tables_mod.counts_line(result['runs'])}; tables in {args.out}")

@@ -1,6 +1,7 @@
 """--label-orders K: the relation options in K rows of a Latin square, mapped back, and the label-order report."""
 
 import json
+import math
 import re
 from dataclasses import replace
 
@@ -105,7 +106,7 @@ def test_a_planted_option_order_bias_on_three_items_is_found_on_exactly_those(fo
         assert t.loc[k, "verdict"].startswith("prefers the option listed first: chosen 16 of 16 times")
     for k in ("judge_name", "decree_dates", "settlement_date"):  # fairly judged single values
         assert t.loc[k, "position_consistency"] == 1.0 and t.loc[k, "first_option_excess"] == 0.0
-        assert t.loc[k, "verdict"] == "no option-order bias found (16 usable answers)"
+        assert t.loc[k, "verdict"] == "no option-order bias found (16 usable answers, 2 cases)"
     assert "parties" not in t.index  # a list matching has no options
     line = label_orders.summary_line(result, out)
     assert line.split("option-order bias: ")[1].split("\n")[0] == ", ".join(sorted(PLANTED))
@@ -160,7 +161,7 @@ def test_cli_label_orders_dry_run_counts_the_other_orders_and_run_prints_the_rep
     printed = capsys.readouterr().out
     # the stand-in judges by content: one verdict in every option order
     assert "label orders: 2/2 single-value pairs give one verdict in every option order" in printed
-    assert "option-order bias: none found" in printed
+    assert "option-order bias: none found at the 2-case 95% interval" in printed
     t = pd.read_csv(tmp_path / "out" / "label_order.csv")
     assert list(t["label_orders"]) == [2, 2] and not t["option_order_bias"].any()
     with pytest.raises(SystemExit):
@@ -231,3 +232,50 @@ def test_the_view_is_readable_at_1400_pixels_without_javascript(browser, judged_
     page.screenshot(path=str(out / "judge-view.png"), full_page=True)
     assert not refused
     ctx.close()
+
+
+def _judgments(answers: dict, cases: int) -> pd.DataFrame:
+    """A label_judgments table: per case one pair of item ``parties``, (repeat, row) -> answer (None: unusable)."""
+    from gavel.ref.stages.compare import answer_position
+    rows = []
+    for c in range(cases):
+        for (repeat, row), ab in answers.items():
+            ok = ab is not None
+            rows.append({"repeat": repeat, "subject": "m", "case_id": str(c), "item": "parties", "label_order": row,
+                         "status": "ok" if ok else "unusable", "relation": ab, "answer_ab": ab,
+                         "answer_position": answer_position(ab, row) if ok else math.nan})
+    return pd.DataFrame(rows)
+
+
+def test_an_excess_that_is_exactly_zero_is_no_bias_whatever_float_sums_say():
+    # each case: 6 usable answers over 2 repeats x 4 rows; the first and the last option are chosen exactly as
+    # often as the pair's own verdicts predict (shares in sixths), which float sums make 1e-16 with an
+    # interval of that width that "excludes 0" (issue 44: `parties`, 1.6e-17 [1.39e-17, 1.85e-17])
+    d, b = "a_and_b_different", "b_contains_a"
+    j = _judgments({(1, 0): None, (1, 1): d, (1, 2): d, (1, 3): d, (2, 0): d, (2, 1): b, (2, 2): None, (2, 3): b}, 12)
+    t = label_orders.item_table(j, 4).set_index("item")
+    for side in ("first", "last"):
+        assert t.loc["parties", f"{side}_option_excess"] == 0.0
+        assert t.loc["parties", f"{side}_option_excess_ci_low"] == 0.0 == t.loc["parties", f"{side}_option_excess_ci_high"]
+    assert t.loc["parties", "first_option_chosen"] == t.loc["parties", "first_option_expected"]
+    assert not t.loc["parties", "option_order_bias"]
+    assert t.loc["parties", "verdict"] == "no option-order bias found (72 usable answers, 12 cases)"
+
+
+def test_one_case_is_not_tested_and_says_so():
+    j = _judgments({(1, r): "a_contains_b" for r in range(4)}, cases=1)
+    t = label_orders.item_table(j, 4).set_index("item")
+    assert not t.loc["parties", "option_order_bias"]
+    assert t.loc["parties", "verdict"].startswith("not tested (4 usable answers from 1 case")
+
+
+def test_a_run_with_no_single_value_pair_reads_not_tested_never_a_measured_zero(four):
+    _, _, result = four
+    j = result["judgments"]
+    runs = [dict(t, label_judgments=t["label_judgments"].iloc[:0]) for t in result["runs"]]
+    none = label_orders.report(j[j["gate"] != "single"], runs, 2)
+    assert none["label_order_models"]["label_order_change"].isna().all()
+    line = label_orders.summary_line(none)
+    assert line.startswith("label orders: not tested (no single-value pair)")
+    assert "option-order bias: not tested (no single-value pair)" in line
+    assert "none found" not in line and "0.00" not in line

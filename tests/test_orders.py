@@ -164,10 +164,32 @@ def test_the_compare_stage_asks_the_second_order_with_the_sides_swapped_and_maps
 
 
 # ---------- the report ----------
-def test_the_report_names_exactly_the_three_planted_items(both):
+@pytest.fixture(scope="module")
+def both_twice(tmp_path_factory):
+    out = tmp_path_factory.mktemp("orders_twice")
+    return out, repeated.evaluate_repeats(SUMMARIES, {"1": REF}, MockProvider(answer=judge()), out,
+                                          settings(orders="both"), repeats=2)
+
+
+def test_four_of_four_is_too_few_to_test_and_eight_of_eight_names_exactly_the_planted_items(both, both_twice):
+    from gavel.report.judge_view import order_line
+
+    order = both[2]["order"]  # 2 summaries x 2 orders: 4 of 4 first, a sign test's p of 0.125
+    assert orders.biased_items(order) == [] and orders.MIN_VERDICTS == 6
+    row = order.set_index(["stage", "item"]).loc[("compare", "judge_name")]
+    assert row["first_is_container"] == 4 and order_line(row) == "not tested (4 containment verdicts; the sign test needs 6)"
+    two = order.copy()  # the judge view's "2 of 2", never red
+    two[["containment_verdicts", "first_is_container", "first_preference_ci_low"]] = [2, 2, 1.0]
+    assert not orders.position_bias(2, 2, 1.0, 1.0) and order_line(two.iloc[0]).startswith("not tested")
+    twice = both_twice[1]["order"]  # 8 of 8: p = 0.0078
+    assert orders.biased_items(twice) == sorted(("compare", k) for k in BIASED)
+    line = orders.summary_line(both[2])
+    assert "position bias: none found" in line and "not tested (fewer than 6 containment verdicts)" in line
+
+
+def test_the_report_reads_the_three_planted_items(both):
     out, _, result = both
     order = result["order"]
-    assert orders.biased_items(order) == sorted(("compare", k) for k in BIASED)
     t = order.set_index(["stage", "item"])
     for k in BIASED:  # "A contains B" in both orders: the mapped verdicts disagree on every pair
         assert t.loc[("compare", k), "first_preference"] == 1.0
@@ -188,9 +210,7 @@ def test_the_report_names_exactly_the_three_planted_items(both):
     assert cells["count"].sum() == 2 and len(swaps[swaps["item"] == "judge_name"]) == 25
     # every table is written and read back; the command-line paragraph names the three items
     report = orders.read_report(out)
-    assert orders.biased_items(report["order"]) == orders.biased_items(order)
-    line = orders.summary_line(result, out)
-    assert all(k in line for k in BIASED) and "filing_date" not in line.split("position bias:")[1].split("\n")[0]
+    assert report["order"]["position_bias"].tolist() == order["position_bias"].tolist()
 
 
 def test_judgments_table_holds_both_orders_raw_and_mapped(both):
@@ -516,3 +536,24 @@ def test_an_out_of_range_index_in_the_second_order_is_recorded_in_its_judgment(t
     on_disk = pd.read_csv(tmp_path / "judgments.csv")
     kept = on_disk[(on_disk["item"] == "parties") & (on_disk["subject"] == "model-x") & (on_disk["order"] == 2)]
     assert "out of range" in kept.iloc[0]["detail"]
+
+
+def test_the_comparison_names_the_order_aware_mean_it_compares_and_the_board_says_it_shows_order_1(both):
+    """Issue 44 §1: with --orders both the comparison used the mean of both orders while the table beside it
+    showed order 1's score, unlabelled."""
+    from gavel.runs import comparisons
+
+    _, _, result = both
+    c, m = result["comparisons"], result["comparison_models"]
+    chk = m[m["score"] == "s_checklist"].set_index("model")
+    assert set(c.loc[c["score"] == "s_checklist", "compared"]) == {"mean of 2 orders"}
+    aware = result["order_models"].set_index("subject")
+    board = result["model_scores"].set_index("subject")
+    for subject in chk.index:  # the comparison's mean is the mean of both orders; the board's is order 1's
+        both_orders = aware.loc[subject, ["s_checklist_order_1", "s_checklist_order_2"]].mean()
+        assert chk.loc[subject, "mean"] == pytest.approx(both_orders)
+        assert board.loc[subject, "s_checklist"] == pytest.approx(aware.loc[subject, "s_checklist_order_1"])
+    line = comparisons.summary_line(c, m)
+    assert "S_checklist (mean of 2 orders):" in line  # one case each: nothing tested, and it says so
+    assert "not tested (no pair with two common cases)" in line and "not tested (1 common case;" in line
+    assert "repeat 1, order 1" in comparisons.board_heading(result["model_scores"], True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import html
 import json
+import math
 import re
 import subprocess
 import sys
@@ -151,11 +152,20 @@ def test_the_leaderboard_says_which_differences_are_real_and_escapes_model_names
     import shutil
 
     folder = shutil.copytree(runs["b"], tmp_path / "run")
-    first, second = sorted(pd.read_csv(folder / "scores.csv")["subject"].unique())[:2]
-    pd.DataFrame([{"score": "s_checklist", "item": "", "model_a": first, "model_b": second, "difference": 4.0,
+    scores = pd.read_csv(folder / "scores.csv", dtype={"case_id": str})
+    first, second = sorted(scores["subject"].unique())[:2]
+    # five cases each, so that the verdicts below are the ones the run's own scores give (issue 46 §5)
+    row = scores.iloc[0]
+    rows = [{**row, "subject": m, "case_id": str(c), "s_gavel_ref": math.nan, "s_checklist": v}
+            for m, base in ((first, 80.0), (second, 50.0), (HOSTILE, 79.0)) for c, v in
+            zip(range(1, 6), (base, base + 1.5, base + 3.0, base + 1.0, base + 2.5))]
+    pd.DataFrame(rows).to_csv(folder / "scores.csv", index=False)
+    pd.DataFrame([{"score": "s_checklist", "item": "", "model_a": first, "model_b": second, "difference": 30.0,
                    "verdict": "a better"},
-                  {"score": "s_checklist", "item": "", "model_a": first, "model_b": HOSTILE, "difference": 0.1,
-                   "verdict": "indistinguishable"}]).to_csv(folder / "comparisons.csv", index=False)
+                  {"score": "s_checklist", "item": "", "model_a": first, "model_b": HOSTILE, "difference": 1.0,
+                   "verdict": "a better"},
+                  {"score": "s_checklist", "item": "", "model_a": HOSTILE, "model_b": second, "difference": 29.0,
+                   "verdict": "a better"}]).to_csv(folder / "comparisons.csv", index=False)
     ms = pd.read_csv(folder / "model_scores.csv")
     ms["s_checklist_ci_low"], ms["s_checklist_ci_high"], ms["interval_levels"] = 1.25, 98.75, "cases x 3 repeats"
     ms.to_csv(folder / "model_scores.csv", index=False)
@@ -167,3 +177,57 @@ def test_the_leaderboard_says_which_differences_are_real_and_escapes_model_names
     pd.DataFrame({"model": ["x"]}).to_csv(folder / "comparisons.csv", index=False)
     with pytest.raises(report.ReportInputError, match=r"comparisons.csv: not a comparisons table"):
         report.run_data(folder)
+
+
+def test_the_diff_counts_a_fallen_summary_score_as_a_regression_when_no_cell_changed(runs, tmp_path):
+    """Issue 44 §1: the header said "0 regressions" while a summary's S_GAVEL-REF fell from 94.50 to 5.33."""
+    import shutil
+
+    a = shutil.copytree(runs["b"], tmp_path / "a")
+    scores = pd.read_csv(a / "scores.csv", dtype={"case_id": str})
+    base = scores.copy()
+    base.loc[0, "s_gavel_ref"], scores.loc[0, "s_gavel_ref"] = 94.50, 5.33
+    base.loc[1, "s_gavel_ref"], scores.loc[1, "s_gavel_ref"] = 60.0, 50.0
+    b = shutil.copytree(runs["b"], tmp_path / "b")
+    base.to_csv(b / "scores.csv", index=False)
+    scores.to_csv(a / "scores.csv", index=False)
+    d = report.diff(report.run_data(a), report.run_data(b))
+    assert d["totals"]["regression"] == 0 and d["regressions"]["summary_scores"] == 2
+    assert [c["kind"] for c in d["summary_changes"]] == ["regression", "regression"]
+    first = d["summary_changes"][0]  # the largest first
+    assert (first["subject"], first["case_id"], first["score"]) == (scores.loc[0, "subject"], scores.loc[0, "case_id"], "s_gavel_ref")
+    page = report.render(report.run_data(a), against=report.run_data(b))
+    header = page.split("<header>")[1].split("</header>")[0]
+    assert "2 regressions: 0 cells (in 0 items), 2 summary scores" in header
+    assert "94.50 → 5.33" in header
+
+
+def test_a_verdict_the_runs_own_scores_do_not_give_is_refused_in_one_line(runs, tmp_path):
+    """Issue 46 §5: the report took comparisons.csv's verdicts as written (a model "better than" one it shares
+    no case with)."""
+    import shutil
+
+    folder = shutil.copytree(runs["b"], tmp_path / "run")
+    scores = pd.read_csv(folder / "scores.csv", dtype={"case_id": str})
+    first, second = sorted(scores["subject"].unique())[:2]
+    scores.loc[scores["subject"] == second, "case_id"] = "9"  # a case the other never summarised
+    scores.to_csv(folder / "scores.csv", index=False)
+    claim = {"score": "s_gavel_ref", "item": "", "model_a": first, "model_b": second, "difference": 4.0, "verdict": "a better"}
+    pd.DataFrame([claim]).to_csv(folder / "comparisons.csv", index=False)
+    with pytest.raises(report.ReportInputError, match=r"comparisons.csv: s_gavel_ref pair .* says 'a better' on 0 common cases"):
+        report.run_data(folder)
+    pd.DataFrame([{**claim, "model_b": "nobody"}]).to_csv(folder / "comparisons.csv", index=False)
+    with pytest.raises(report.ReportInputError, match=r"names 'nobody', which has no summary in scores.csv"):
+        report.run_data(folder)
+
+
+def test_the_share_link_in_docs_report_md_opens_a_cell_of_the_release_report():
+    """Issue 44: the link in docs/report.md named case 46094, which is no benchmark case ("This cell is not in
+    this report"); every cell link there names a model and case of data/results/summary_case_scores.csv."""
+    from gavel.core import config
+
+    text = (config.DOCS_DIR / "report.md").read_text(encoding="utf-8")
+    links = re.findall(r"view=cell&subject=([^&\s`]+)&case=([^&\s`]+)&item=([^&\s`]+)", text)
+    scored = pd.read_csv(config.RESULTS_DIR / "summary_case_scores.csv", dtype={"case_id": str})
+    held = set(zip(scored["model"], scored["case_id"]))
+    assert links and all((subject, case) in held for subject, case, _ in links), links

@@ -36,10 +36,13 @@ ALPHA = 0.05
 POWER = 0.8
 
 PAIR_COLUMNS = ["model_a", "model_b", "cases", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p_value",
-                "p_holm", "verdict", "sd_a", "sd_b", "correlation", "sd_difference", "detectable_difference",
-                "cases_needed", "neighbours"]
+                "p_holm", "verdict", "family", "holm_level", "sd_a", "sd_b", "correlation", "sd_difference",
+                "detectable_difference", "cases_needed", "resolution_ratio", "neighbours"]
+#: the columns computed once the family's p-values are known
+POWER_COLUMNS = ("p_holm", "verdict", "family", "holm_level", "detectable_difference", "cases_needed",
+                 "resolution_ratio")
 MODEL_COLUMNS = ["model", "cases", "cells", "mean", "ci_low", "ci_high", "rank", "rank_low", "rank_high",
-                 "group", "variance_cases_share", "variance_judge_share"]
+                 "group", "variance_cases_share", "variance_within_share"]
 
 
 def cell_draws(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
@@ -109,29 +112,61 @@ def variance_shares(values) -> tuple[float, float]:
     return (math.nan, math.nan) if total <= 0 else (between / total, within / total)
 
 
-def power_z(alpha: float = ALPHA, power: float = POWER) -> float:
-    """z_(1 - alpha/2) + z_power: the multiple of a difference's standard error it must reach."""
-    from scipy.stats import norm
+def power_multiple(cases, alpha=ALPHA, power: float = POWER):
+    """t_(1 - alpha/2, cases - 1) + t_(power, cases - 1): the multiple of a difference's standard error
+    (sd of the case differences / sqrt(cases)) a true difference must reach to be detected with probability
+    ``power`` by the two-sided paired t-test at level ``alpha`` (Student's t at the pair's degrees of freedom;
+    arrays broadcast; NaN below two cases)."""
+    from scipy.stats import t as student
 
-    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    df = np.asarray(cases, dtype=float) - 1
+    with np.errstate(invalid="ignore"):
+        out = student.ppf(1 - np.asarray(alpha, dtype=float) / 2, df) + student.ppf(power, df)
+    out = np.where(df >= 1, out, np.nan)
+    return float(out) if np.ndim(out) == 0 else out
 
 
-def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA, power: float = POWER,
-                          z: float | None = None) -> float:
-    """The smallest true difference a paired comparison over ``cases`` detects with probability ``power``
-    (``z``: :func:`power_z` of ``alpha`` and ``power``, given when computed once for many pairs)."""
+def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true difference a paired comparison over ``cases`` detects with probability ``power`` at
+    level ``alpha``: :func:`power_multiple` x ``sd_difference`` / sqrt(``cases``); NaN below two cases."""
     if cases < 2 or not np.isfinite(sd_difference):
         return math.nan
-    return (power_z(alpha, power) if z is None else z) * sd_difference / math.sqrt(cases)
+    return power_multiple(cases, alpha, power) * sd_difference / math.sqrt(cases)
 
 
-def cases_needed(sd_difference: float, difference: float, alpha: float = ALPHA, power: float = POWER,
-                 z: float | None = None) -> float:
-    """The cases a paired comparison needs to detect a true ``difference`` (points) with probability ``power``."""
-    if not np.isfinite(sd_difference) or not difference:
-        return math.nan
-    z = power_z(alpha, power) if z is None else z
-    return float(max(2, math.ceil((z * sd_difference / abs(difference)) ** 2)))
+def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
+    """The fewest cases n >= 2 whose :func:`detectable_difference` at ``alpha`` is at most ``|difference|``
+    (the t quantiles change with n: found by bisection on the integers; arrays broadcast). NaN where the
+    difference is 0 or either is not a number; 2 where the case differences do not vary."""
+    sd, d, a = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (sd_difference, difference, alpha)))
+    out = np.full(sd.shape, np.nan)
+    ok = np.isfinite(sd) & np.isfinite(d) & (d != 0) & np.isfinite(a)
+    sd, d, a = sd[ok], np.abs(d[ok]), a[ok]
+
+    def detects(n):
+        return power_multiple(n, a, power) * sd / np.sqrt(n) <= d
+    lo = np.ones(sd.shape)                              # never enough (one case has no test)
+    hi = np.full(sd.shape, 2.0)
+    while (grow := ~detects(hi)).any():
+        hi = np.where(grow, hi * 2, hi)
+    while (open_ := hi - lo > 1).any():
+        mid = np.floor((lo + hi) / 2)
+        yes = detects(mid)
+        hi = np.where(open_ & yes, mid, hi)
+        lo = np.where(open_ & ~yes, mid, lo)
+    out[ok] = hi
+    return float(out) if out.ndim == 0 else out
+
+
+def holm_levels(p: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """The level Holm's step-down compares each p-value with: ``alpha / (m - r + 1)`` for the r-th smallest of
+    the ``m`` p-values that are numbers (ties in the order given); NaN where p is NaN."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(len(p), math.nan)
+    known = np.flatnonzero(~np.isnan(p))
+    order = known[np.argsort(p[known], kind="stable")]
+    out[order] = alpha / np.arange(len(order), 0, -1)
+    return out
 
 
 def _paired_p(d: np.ndarray) -> float:
@@ -231,7 +266,6 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
     diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
     mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
-    z = power_z(alpha)
     for k, (pa, pb) in enumerate(pair_list):
         a, b = a_of[k], b_of[k]
         both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
@@ -247,11 +281,8 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
                      "p_value": p_values[k],
                      "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
                      "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
-                     "correlation": corr, "sd_difference": sd,
-                     "detectable_difference": detectable_difference(sd, len(d), alpha, z=z),
-                     "cases_needed": cases_needed(sd, float(d.mean()) if len(d) else 0.0, alpha, z=z),
-                     "neighbours": pb == pa + 1})
-    pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in ("p_holm", "verdict")])
+                     "correlation": corr, "sd_difference": sd, "neighbours": pb == pa + 1})
+    pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in POWER_COLUMNS])
     p = pairs["p_value"].to_numpy(float)
     holm = np.full(len(p), math.nan)
     if (~np.isnan(p)).any():
@@ -259,21 +290,31 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     pairs["p_holm"] = holm
     pairs["verdict"] = ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
                         else "a better" if diff > 0 else "b better" for q, diff in zip(holm, pairs["difference"])]
+    pairs["family"] = int((~np.isnan(p)).sum())
+    pairs["holm_level"] = holm_levels(p, alpha)
+    n_cases, sd_d = pairs["cases"].to_numpy(float), pairs["sd_difference"].to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        pairs["detectable_difference"] = np.where(np.isfinite(sd_d) & (n_cases >= 2), power_multiple(
+            np.maximum(n_cases, 2), np.nan_to_num(pairs["holm_level"].to_numpy(float), nan=alpha)) * sd_d
+            / np.sqrt(np.maximum(n_cases, 1)), np.nan)
+    pairs["cases_needed"] = cases_needed(sd_d, pairs["difference"].to_numpy(float), pairs["holm_level"].to_numpy(float))
+    pairs["resolution_ratio"] = n_cases / pairs["cases_needed"].to_numpy(float)
     pairs = pairs[PAIR_COLUMNS]
-    significant = {frozenset((r.model_a, r.model_b)): r.verdict in ("a better", "b better")
-                   for r in pairs.itertuples()}
-    letters = groups(order, significant)
+    letters = groups([o for o in order if not np.isnan(means[index[o]])],
+                     {frozenset((r.model_a, r.model_b)): r.verdict != "indistinguishable" for r in pairs.itertuples()})
     model_rows = []
     for i, m in enumerate(models):
         share_cases, share_judge = variance_shares(v[i])
         ranks = rank_draws[:, i]
+        none = bool(np.isnan(means[i]))  # no case: no rank, no group (never rank 1 or last by default)
         model_rows.append({"model": m, "cases": int((~np.isnan(case_means[i])).sum()),
                            "cells": int((~np.isnan(v[i])).sum()), "mean": float(means[i]),
                            "ci_low": mean_low[i], "ci_high": mean_high[i],
-                           "rank": int(point_rank[i]),
-                           "rank_low": int(np.quantile(ranks, 0.025, method="inverted_cdf")),
-                           "rank_high": int(np.quantile(ranks, 0.975, method="inverted_cdf")),
-                           "group": letters[m], "variance_cases_share": share_cases,
-                           "variance_judge_share": share_judge})
-    table = pd.DataFrame(model_rows, columns=MODEL_COLUMNS).sort_values(["rank", "model"], kind="stable")
+                           "rank": pd.NA if none else int(point_rank[i]),
+                           "rank_low": pd.NA if none else int(np.quantile(ranks, 0.025, method="inverted_cdf")),
+                           "rank_high": pd.NA if none else int(np.quantile(ranks, 0.975, method="inverted_cdf")),
+                           "group": letters.get(m, ""), "variance_cases_share": share_cases,
+                           "variance_within_share": share_judge})
+    table = pd.DataFrame(model_rows, columns=MODEL_COLUMNS).astype({c: "Int64" for c in ("rank", "rank_low", "rank_high")})
+    table = table.sort_values(["rank", "model"], kind="stable", na_position="last")
     return pairs, table.reset_index(drop=True)

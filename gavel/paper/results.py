@@ -195,15 +195,15 @@ def bootstrap_tables(pc: pd.DataFrame, order: list[str], labels: dict) -> tuple[
     return pd.DataFrame(ci_rows), pd.DataFrame(diff_rows)
 
 
-def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every pair of the 12 models on their common cases, for S_checklist and each item (points, 0-100): the
-    tables of a run's ``comparisons.csv`` and ``comparison_models.csv`` (``gavel.core.paired``) over the best
-    estimates, one cell per case (the release has one judgment per pair); the reconstruction's bounds are in
-    ``summary_neighbour_differences``."""
-    long = pd.concat([pc[["model", "case_id"]].assign(score="s_checklist", item="", value=pc["s_checklist"]),
-                      cells[["model", "case_id"]].assign(score="item", item=cells["item"], value=100 * cells["best"])],
-                     ignore_index=True)
-    models = sorted(pc["model"].unique())
+#: the model checklist of these cells is not released: rule 6 estimates their best value
+UNRELEASED = (reconstruct.Status.MODEL_UNKNOWN_REF_EMPTY, reconstruct.Status.MODEL_UNKNOWN_REF_NONEMPTY,
+              reconstruct.Status.MODEL_UNKNOWN_REF_CONSENSUS, reconstruct.Status.BOTH_UNKNOWN)
+#: the other cells every release comparison is computed on (docs/gavel-ref.md "Claims about the release")
+VARIANTS = ("released", "low", "high")
+VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
+
+
+def _compare_long(long: pd.DataFrame, models: list[str]) -> tuple[list, list]:
     pairs, per_model = [], []
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
         wide = g.pivot_table(index="case_id", columns="model", values="value", aggfunc="first", dropna=False)
@@ -211,8 +211,49 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataF
         p, m = paired.compare(wide.to_numpy(float).T[:, :, None], models, seed=SEED)
         pairs.append(p.assign(score=score_, item=item))
         per_model.append(m.assign(score=score_, item=item))
+    return pairs, per_model
+
+
+def _long(pc: pd.DataFrame, cells: pd.DataFrame, case_col: str, cell_col: str, items: bool = True) -> pd.DataFrame:
+    per_item = cells[["model", "case_id"]].assign(score="item", item=cells["item"], value=100 * cells[cell_col])
+    return pd.concat([pc[["model", "case_id"]].assign(score="s_checklist", item="", value=pc[case_col]),
+                      *([per_item] if items else [])], ignore_index=True)
+
+
+def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every pair of the 12 models on their common cases, for S_checklist and each item (points, 0-100): the
+    tables of a run's ``comparisons.csv`` and ``comparison_models.csv`` (``gavel.core.paired``) over the best
+    estimates, one cell per case (the release has one judgment per pair), and each pair again (its own family,
+    Holm over the pairs of the score) under the reconstruction's other choices (``VARIANTS``):
+
+    - ``released``: only the cells whose model checklist is released (``UNRELEASED`` statuses left out: no
+      rule-6 estimate), S_checklist over those cells (a case whose checklist is unreleased drops out);
+    - ``low`` / ``high``: every cell at its lower / upper bound (every model alike).
+
+    ``{variant}_{cases, difference, p_value, p_holm, verdict}`` per pair; ``real``: the verdict is ``a better``
+    (or ``b better``) on the best estimates and the same under every variant. ``items=False``: S_checklist only."""
+    models = sorted(pc["model"].unique())
+    pairs, per_model = _compare_long(_long(pc, cells, "s_checklist", "best", items), models)
     pairs = pd.concat(pairs, ignore_index=True)[["score", "item", *paired.PAIR_COLUMNS]]
-    return (pairs.round({c: 4 for c in pairs.columns if c not in ("p_value", "p_holm")}),  # p: 3 digits (write)
+    kept = cells[~cells["status"].isin(UNRELEASED)]
+    inputs = {"released": _long(per_case(kept, ["model"]), kept, "s_checklist", "best", items),
+              "low": _long(pc, cells, "s_checklist_low", "low", items),
+              "high": _long(pc, cells, "s_checklist_high", "high", items)}
+    key = ["score", "item", "model_a", "model_b"]
+    real = pairs["verdict"].isin(["a better", "b better"])
+    for name in VARIANTS:
+        other = pd.concat(_compare_long(inputs[name], models)[0], ignore_index=True)
+        # the same pair either way round: the best estimates' model_a first
+        flipped = other.rename(columns={"model_a": "model_b", "model_b": "model_a"})
+        flipped["difference"] = -flipped["difference"]
+        flipped["verdict"] = flipped["verdict"].replace({"a better": "b better", "b better": "a better"})
+        both = pd.concat([other, flipped], ignore_index=True).drop_duplicates(key)
+        got = pairs[key].merge(both[key + VARIANT_COLUMNS], on=key, how="left")
+        for col in VARIANT_COLUMNS:
+            pairs[f"{name}_{col}"] = got[col].to_numpy()
+        real &= pairs[f"{name}_verdict"].to_numpy() == pairs["verdict"].to_numpy()
+    pairs["real"] = real
+    return (pairs.round({c: 4 for c in pairs.columns if not c.endswith(("p_value", "p_holm", "holm_level"))}),
             pd.concat(per_model, ignore_index=True)[["score", "item", *paired.MODEL_COLUMNS]])
 
 
@@ -519,8 +560,8 @@ def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
         shown = {c: df[c].map(lambda v: "" if pd.isna(v) else repr(float(v)).removesuffix(".0"))
                  for c in df.columns if str(c).endswith(("ci_low", "ci_high"))}
         # p-values with three significant digits (a fixed 4 decimals would write most of them as 0)
-        shown.update({c: df[c].map(lambda v: "" if pd.isna(v) else f"{v:.3g}") for c in ("p_value", "p_holm")
-                      if c in df})
+        shown.update({c: df[c].map(lambda v: "" if pd.isna(v) else f"{v:.3g}") for c in df.columns
+                      if str(c).endswith(("p_value", "p_holm", "holm_level"))})
         write_csv(df.assign(**shown), path, float_format="%.4f", lineterminator="\n")
         written.append(path)
     return written

@@ -78,8 +78,29 @@ def warnings(a: dict, b: dict, named: int = 5) -> list[str]:
     return out
 
 
+def headline(r: dict) -> str:
+    """The regressions at every level the diff shows, in one sentence, with the largest of each."""
+    if not r["total"]:
+        return "no regressions: no cell and no summary score is lower or less usable than in the baseline"
+    parts = [f"{r['total']} regression{'s' if r['total'] != 1 else ''}: {r['cells']} cell{'s' if r['cells'] != 1 else ''} "
+             f"(in {r['items']} item{'s' if r['items'] != 1 else ''}), {r['summary_scores']} summary "
+             f"score{'s' if r['summary_scores'] != 1 else ''}"]
+    big = r["largest_summary"]
+    if big is not None and big["a"] is not None:
+        parts.append(f"largest summary drop {big['score']} of {big['subject']} case {big['case_id']}: "
+                     f"{big['b']:.2f} → {big['a']:.2f}")
+    cell = r["largest_cell"]
+    if cell is not None:
+        shown = (f"{cell['score_b']:.2f} → {cell['score_a']:.2f}" if cell["delta"] is not None
+                 else f"{cell['verdict_b']} → {cell['verdict_a']}")
+        parts.append(f"largest cell {cell['item']} of {cell['subject']} case {cell['case_id']}: {shown}")
+    return "; ".join(parts)
+
+
 def diff(a: dict, b: dict) -> dict:
-    """The changes from run ``b`` (baseline) to run ``a`` (see the module), regressions first."""
+    """The changes from run ``b`` (baseline) to run ``a`` (see the module): at each level (cell, summary score,
+    item) regressions first, the largest first; ``regressions`` counts them at every level and ``headline``
+    says so in one sentence."""
     cells_a = {key(r[0], r[1], r[2]): dict(zip(CELL_COLUMNS, r)) for r in a["cells"]}
     cells_b = {key(r[0], r[1], r[2]): dict(zip(CELL_COLUMNS, r)) for r in b["cells"]}
     changes = []
@@ -119,14 +140,21 @@ def diff(a: dict, b: dict) -> dict:
             x, y = _num(sum_a[k]["scores"].get(s)), _num(sum_b[k]["scores"].get(s))
             if x is None and y is None or (x is not None and y is not None and abs(x - y) <= EPS):
                 continue
-            kind = "changed" if x is None or y is None else ("regression" if x < y else "improvement")
+            kind = ("regression" if x is None else "improvement" if y is None  # a score lost / gained
+                    else "regression" if x < y else "improvement")
             summary_changes.append({"key": k, "subject": subject, "case_id": case_id, "score": s, "kind": kind,
                                     "a": x, "b": y, "delta": (x - y) if x is not None and y is not None else None})
     changes.sort(key=_order)
     summary_changes.sort(key=_order)
     totals = {kind: sum(1 for c in changes if c["kind"] == kind) for kind in KINDS}
+    fell = [c for c in summary_changes if c["kind"] == "regression"]
+    items_fell = sorted((it for it in per_item if per_item[it]["regression"]), key=lambda it: (-per_item[it]["regression"], it))
+    regressions = {"cells": totals["regression"], "summary_scores": len(fell), "items": len(items_fell),
+                   "total": totals["regression"] + len(fell),
+                   "largest_summary": fell[0] if fell else None, "largest_cell": changes[0] if totals["regression"] else None}
     return {"a": a["source"], "b": b["source"], "warnings": warnings(a, b), "changes": changes, "summary_changes": summary_changes,
-            "per_item": [[it, per_item[it]] for it in sorted(per_item)], "totals": totals,
+            "per_item": [[it, per_item[it]] for it in sorted(per_item, key=lambda it: (-per_item[it]["regression"], it))],
+            "totals": totals, "regressions": regressions, "headline": headline(regressions),
             "compared_cells": len(cells_a.keys() & cells_b.keys()),
             "only_a": {"cells": only_a, "summaries": sorted(sum_a.keys() - sum_b.keys())},
             "only_b": {"cells": only_b, "summaries": sorted(sum_b.keys() - sum_a.keys())}}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from gavel.report import folder as rf
+from gavel.runs.orders import MIN_VERDICTS
 
 TABLES = ("order", "order_swaps", "order_majority", "label_order", "label_order_models")
 SWAP_LABELS = {"equal": "equal", "model_contains_reference": "model ⊃ ref", "reference_contains_model": "ref ⊃ model",
@@ -63,6 +64,9 @@ def _count(x) -> int:
 def order_line(r) -> str:
     """One line for a reader from an ``order.csv`` row."""
     n = _count(r["containment_verdicts"])
+    if str(r["position_bias"]) != "True" and n < MIN_VERDICTS:
+        return (f"not tested ({n} containment verdict{'' if n == 1 else 's'}; the sign test needs "
+                f"{MIN_VERDICTS})")
     if str(r["position_bias"]) == "True":
         first = _num(r["first_preference"]) or 0.0
         if first > 0.5:
@@ -128,7 +132,10 @@ def view(folder: str | Path) -> dict | None:
         for r in lm.to_dict("records"):
             ch, lo, hi = (_num(r.get(c)) for c in ("label_order_change", "label_order_change_ci_low",
                                                    "label_order_change_ci_high"))
-            if ch is not None:
+            if ch is None:
+                models.append(f"{r['subject']}: the option order's effect on S_checklist: not tested "
+                              "(no single-value pair)")
+            else:
                 models.append(f"{r['subject']}: the option order moves S_checklist by {ch:.2f} points"
                               + (f" (95% CI {lo:.2f}–{hi:.2f})" if lo is not None and hi is not None else ""))
     return {"rows": sorted(rows.values(), key=lambda x: (not x["bias"], x["item"])), "swaps": swaps,

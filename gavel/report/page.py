@@ -129,6 +129,8 @@ def _compared(verdicts: dict | None) -> list[str]:
     if not verdicts:
         return []
     said = (("better than", "better_than"), ("worse than", "worse_than"),
+            ("better on the best estimates only (not under every reconstruction choice) than", "better_best_only"),
+            ("worse on the best estimates only (not under every reconstruction choice) than", "worse_best_only"),
             ("indistinguishable from", "indistinguishable_from"))
     return [f"{words}: {', '.join(verdicts[k])}" for words, k in said if verdicts.get(k)]
 

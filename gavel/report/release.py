@@ -15,6 +15,7 @@ from gavel.core import config
 from gavel.paper import reconstruct, results
 from gavel.ref import grounding
 from gavel.report.run import CELL_COLUMNS, SCORES, clean, item_names, key
+from gavel.runs.comparisons import pair_sentence
 
 NOT_RELEASED = ("The release holds no residual facts and no style ratings, so S_residual, S_style and S_GAVEL-REF "
                 "cannot be computed from it; S_checklist is the reconstruction's best estimate with its bounds "
@@ -52,6 +53,43 @@ def _listed(x) -> bool:
     return isinstance(x, (list, tuple)) and len(x) > 0
 
 
+def release_verdicts(pc, cells) -> tuple[dict[str, dict], list[str]]:
+    """Per model, whom it is better than, worse than and indistinguishable from on S_checklist
+    (``results.release_comparisons``): "better than" only where the step is ``real`` (it holds on the best
+    estimates, on the released cells alone and at every cell's lower and upper bound); a step that holds on
+    the best estimates only is listed apart. And each pair's sentence with its released-cells reading."""
+    pairs, _ = results.release_comparisons(pc, cells, items=False)
+    out: dict[str, dict] = {}
+    said = []
+    for r in pairs.itertuples():
+        a, b = r.model_a, r.model_b
+        for m in (a, b):
+            out.setdefault(m, {"better_than": [], "worse_than": [], "indistinguishable_from": [],
+                               "better_best_only": [], "worse_best_only": []})
+        if r.verdict in ("a better", "b better"):
+            win, lose = (a, b) if r.verdict == "a better" else (b, a)
+            real = bool(r.real)
+            out[win]["better_than" if real else "better_best_only"].append(config.model_label(lose))
+            out[lose]["worse_than" if real else "worse_best_only"].append(config.model_label(win))
+        else:
+            out[a]["indistinguishable_from"].append(config.model_label(b))
+            out[b]["indistinguishable_from"].append(config.model_label(a))
+        said.append(pair_sentence(r, config.model_label) + release_reading(r))
+    return out, said
+
+
+def release_reading(r) -> str:
+    """What a release pair's verdict rests on: the released cells' reading and whether it holds under every
+    reconstruction choice (``results.VARIANTS``)."""
+    if r.verdict not in ("a better", "b better"):
+        return ""
+    released = (f"on the released cells alone ({int(r.released_cases)} cases): {r.released_difference:+.2f} points, "
+                f"p = {r.released_p_value:.3g}, Holm-adjusted {r.released_p_holm:.3g} ({r.released_verdict})"
+                if r.released_cases == r.released_cases else "on the released cells alone: no common case")
+    return (f". Real under every reconstruction choice: {'yes' if r.real else 'no'}; " + released
+            + f"; every cell at its lower bound: {r.low_verdict}, at its upper bound: {r.high_verdict}")
+
+
 def release_data(rel=None, seed: int = results.SEED) -> dict:
     """The release report's data (see the module); ``rel``: a loaded release (default: GAVEL_RELEASE)."""
     if rel is None:
@@ -75,6 +113,9 @@ def release_data(rel=None, seed: int = results.SEED) -> dict:
                       "s_checklist_bounds": [clean(o["s_checklist_low"]), clean(o["s_checklist_high"])],
                       **{s: [None, None, None, 0] for s in SCORES if s != "s_checklist"},
                       "ambiguous_cells": int(o["ambiguous_cells"])})
+    verdicts, sentences = release_verdicts(pc, cells)
+    for b in board:
+        b["compared"] = verdicts.get(b["subject"])
     heat = {}
     for (m, it), g in cells.groupby(["model", "item"]):
         best = g["best"].dropna()
@@ -114,7 +155,8 @@ def release_data(rel=None, seed: int = results.SEED) -> dict:
         notes.append(f"{len(lost)} (model, case) pairs are lost from a truncated judge file and not scored.")
     return {"kind": "release", "title": "GAVEL: the paper's 12 models (from the release)",
             "source": "/".join(rel.root.parts[-2:]), "manifest": {"cases": len(cases), "models": len(models)},
-            "subjects": models, "labels": labels, "items": item_names(cells["item"]), "board": board, "heat": heat,
+            "subjects": models, "labels": labels, "items": item_names(cells["item"]), "board": board,
+            "compared": "s_checklist", "comparison_sentences": sentences, "heat": heat,
             "cells_columns": CELL_COLUMNS, "cells": rows, "values": values, "texts": text_map,
             "answers": {}, "raw": [], "extract_status": {}, "summaries": summaries, "residual": {},
             "residual_match": {}, "style": {}, "optional": {}, "flipped": [], "repeat_stages": [],

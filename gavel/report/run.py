@@ -18,6 +18,7 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gavel.core import config, jsonl, stats
@@ -26,6 +27,7 @@ from gavel.core.vocab import STYLE_ASPECTS
 from gavel.report import folder as rf
 from gavel.report import judge_view
 from gavel.report.folder import ReportInputError
+from gavel.runs.comparisons import pair_sentence
 from gavel.runs.stability import STAGES as REPEAT_STAGES
 
 SEP = "|"
@@ -123,12 +125,13 @@ def _bound(value) -> float | None:
 COMPARED = ("s_gavel_ref", "s_checklist")  # the leaderboard's view: the first of these with a comparison
 
 
-def compared(folder: Path) -> tuple[str | None, dict[str, dict]]:
-    """From ``comparisons.csv`` (gavel.runs.comparisons): the score compared and, per model, the models it is
-    significantly better than, worse than and indistinguishable from (Holm-adjusted, docs/gavel-ref.md)."""
+def compared(folder: Path, scores: list[dict] | None = None) -> tuple[str | None, dict[str, dict], list[str]]:
+    """From ``comparisons.csv`` (gavel.runs.comparisons): the score compared, per model the models it is
+    significantly better than, worse than and indistinguishable from (Holm-adjusted, docs/gavel-ref.md), and
+    each pair's sentence. The table is checked against the run's own ``scores`` first (:func:`check_compared`)."""
     path = rf.regular_file(folder, "comparisons.csv")  # only a regular file inside the run folder
     if path is None:
-        return None, {}
+        return None, {}, []
     t = rf.table(path)
     need = {"score", "model_a", "model_b", "verdict", "difference"}
     if len(t) and not need <= set(t.columns):
@@ -139,7 +142,9 @@ def compared(folder: Path) -> tuple[str | None, dict[str, dict]]:
         if len(rows):
             break
     else:
-        return None, {}
+        return None, {}, []
+    if scores is not None:
+        check_compared(path, rows, score, scores)
     out: dict[str, dict] = {}
     for r in records(rows):
         a, b, verdict = str(r["model_a"]), str(r["model_b"]), r["verdict"]
@@ -152,7 +157,50 @@ def compared(folder: Path) -> tuple[str | None, dict[str, dict]]:
         else:
             out[a]["indistinguishable_from"].append(config.model_label(b))
             out[b]["indistinguishable_from"].append(config.model_label(a))
-    return score, out
+    full = {"cases", "ci_low", "ci_high", "p_value", "p_holm", "family", "holm_level", "detectable_difference",
+            "cases_needed", "resolution_ratio"} <= set(rows.columns)
+    said = [pair_sentence(r, config.model_label) for r in rows.itertuples()] if full else []
+    return score, out, said
+
+
+def check_compared(path: Path, rows: pd.DataFrame, score: str, scores: list[dict]) -> None:
+    """``comparisons.csv`` is the run's own (issue 46): every pair's models are models of ``scores.csv``; a
+    verdict other than ``too few cases`` rests on at least two cases both have a value for; and where the
+    comparison is of the run's own values (``compared`` is ``repeat 1, order 1`` or absent: one verdict per
+    case) every verdict is the one ``gavel.core.paired`` computes again from ``scores.csv``. A table that
+    fails is named with the pair, in one line (exit 2)."""
+    from gavel.core import paired
+
+    values: dict[str, dict[str, float]] = {}
+    for r in scores:
+        if r.get(score) is not None:
+            values.setdefault(str(r["subject"]), {})[str(r["case_id"])] = float(r[score])
+    subjects = {str(r["subject"]) for r in scores}
+    for r in rows.itertuples():
+        a, b = str(r.model_a), str(r.model_b)
+        for m in (a, b):
+            if m not in subjects:
+                raise ReportInputError(f"{path}: pair {a!r} / {b!r} names {m!r}, which has no summary in scores.csv")
+        common = len(values.get(a, {}).keys() & values.get(b, {}).keys())
+        if r.verdict != "too few cases" and common < 2:
+            raise ReportInputError(f"{path}: {score} pair {a!r} / {b!r} says {r.verdict!r} on {common} common "
+                                   f"case{'' if common == 1 else 's'} of scores.csv (a paired test needs 2)")
+    own = "compared" not in rows or set(rows["compared"].fillna("repeat 1, order 1")) == {"repeat 1, order 1"}
+    if not own or not len(rows):
+        return
+    models = sorted(values)
+    cases = sorted({c for v in values.values() for c in v})
+    cube = np.array([[[values[m].get(c, np.nan)] for c in cases] for m in models], dtype=float)
+    again, _ = paired.compare(cube, models, n=2) if len(models) > 1 else (pd.DataFrame(), None)
+    verdict = {}
+    for r in again.itertuples():
+        verdict[(r.model_a, r.model_b)] = r.verdict
+        verdict[(r.model_b, r.model_a)] = {"a better": "b better", "b better": "a better"}.get(r.verdict, r.verdict)
+    for r in rows.itertuples():
+        found = verdict.get((str(r.model_a), str(r.model_b)), "too few cases")
+        if found != r.verdict:
+            raise ReportInputError(f"{path}: {score} pair {r.model_a!r} / {r.model_b!r} says {r.verdict!r}; the run's "
+                                   f"scores.csv gives {found!r}")
 
 
 def heat_class(score) -> str:
@@ -298,7 +346,7 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
                       "unusable_items": sum(int(r.get("unusable_items") or 0) for r in mine)})
     board.sort(key=lambda b: -(b["s_gavel_ref"][0] if b["s_gavel_ref"][0] is not None else -1e9))
     judged_intervals(board, tables.get("model_scores"))
-    score_compared, verdicts = compared(folder)
+    score_compared, verdicts, sentences = compared(folder, scores)
     for b in board:
         b["compared"] = verdicts.get(b["subject"])
 
@@ -377,7 +425,7 @@ def run_data(folder: str | Path, title: str | None = None) -> dict:
                          **({"checklist": manifest["checklist"].get("name")} if manifest.get("checklist") else {}),
                          **({"checklist_fingerprint": checklist.fingerprint} if manifest.get("checklist") else {})},
             "subjects": subjects, "labels": {s: config.model_label(s) for s in subjects}, "items": items,
-            "board": board, "compared": score_compared, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
+            "board": board, "compared": score_compared, "comparison_sentences": sentences, "heat": heat, "cells_columns": CELL_COLUMNS, "cells": cells, "values": values,
             "texts": texts, "answers": answers, "raw": raw_texts, "extract_status": extract_status,
             "summaries": summaries, "residual": residual, "residual_match": matches, "style": styles,
             "optional": optional, "flipped": flipped_cells(optional), "repeat_stages": list(REPEAT_STAGES),

@@ -80,8 +80,21 @@ def _array(g: pd.DataFrame, models: list[str] | None = None) -> tuple[list[str],
     return models, values
 
 
+def compared_as(cell_table: pd.DataFrame) -> str:
+    """Which value of a score the comparison compares, in words, from its cells: ``repeat 1, order 1`` (the
+    run's own score, one cell per case) or ``mean of 3 repeats x 2 orders`` (each case's mean over its cells;
+    with ``--orders both`` S_checklist's is the mean of both orders, not order 1's score the leaderboard shows)."""
+    c = cell_table["cell"].unique()
+    repeats, orders = len({x.split("o")[0] for x in c}), len({x.split("o")[1] for x in c})
+    if repeats == 1 and orders == 1:
+        return "repeat 1, order 1"
+    parts = [f"{n} {what}" for n, what in ((repeats, "repeats"), (orders, "orders")) if n > 1]
+    return "mean of " + " x ".join(parts)
+
+
 def report(cell_table: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """``comparisons`` and ``comparison_models`` (see the module) of a run's cells (:func:`cells`)."""
+    """``comparisons`` and ``comparison_models`` (see the module) of a run's cells (:func:`cells`); each row's
+    ``compared`` says which value of the score it compares (:func:`compared_as`)."""
     pairs, models = [], []
     t = cell_table[cell_table["score"] != "s_residual"]
     t = t[t["score"] != "s_style"]
@@ -92,10 +105,11 @@ def report(cell_table: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
             continue
         names, values = _array(g)
         p, m = paired.compare(values, names, seed=seed)
-        pairs.append(p.assign(score=score, item=item))
-        models.append(m.assign(score=score, item=item))
-    return {"comparisons": _frame(pairs, ["score", "item", *paired.PAIR_COLUMNS]),
-            "comparison_models": _frame(models, ["score", "item", *paired.MODEL_COLUMNS])}
+        how = compared_as(g)
+        pairs.append(p.assign(score=score, item=item, compared=how))
+        models.append(m.assign(score=score, item=item, compared=how))
+    return {"comparisons": _frame(pairs, ["score", "item", "compared", *paired.PAIR_COLUMNS]),
+            "comparison_models": _frame(models, ["score", "item", "compared", *paired.MODEL_COLUMNS])}
 
 
 def _frame(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -142,10 +156,41 @@ def leaderboard(model_scores: pd.DataFrame, cell_table: pd.DataFrame, seed: int 
     return out
 
 
+SCORE_NAMES = {"s_checklist": "S_checklist", "s_gavel_ref": "S_GAVEL-REF"}
+#: with more pairs than this per score the terminal prints the neighbours' and the real ones' sentences
+SENTENCES_SHOWN = 10
+
+
+def _num(x, fmt: str) -> str:
+    return format(float(x), fmt) if x is not None and x == x else "–"
+
+
+def pair_sentence(r, label=str) -> str:
+    """The sentence a paper may write about one row of ``comparisons.csv``: the difference with its 95%
+    interval and common cases, p and Holm's p with the family it was adjusted over, the verdict, and what the
+    comparison can detect (80% power at the level Holm compares the pair's p with) and the cases the observed
+    difference needs. "not tested" where the pair has fewer than two common cases. ``label``: model names."""
+    a, b = label(r.model_a), label(r.model_b)
+    n = int(r.cases)
+    if r.verdict == "too few cases":
+        return f"{a} vs {b}: not tested ({n} common case{'' if n == 1 else 's'}; the paired t-test needs 2)"
+    said = {"a better": f"{a} is better", "b better": f"{b} is better",
+            "indistinguishable": f"no real difference at {paired.ALPHA:g}"}[r.verdict]
+    need = (f"; the observed difference would need {int(r.cases_needed)} cases (resolution ratio "
+            f"{_num(r.resolution_ratio, '.2f')})" if r.cases_needed == r.cases_needed else "")
+    return (f"{a} vs {b}: {_num(r.difference, '+.2f')} points (95% CI {_num(r.ci_low, 'g')} to "
+            f"{_num(r.ci_high, 'g')}, {n} common cases), p = {_num(r.p_value, '.3g')}, Holm-adjusted p = "
+            f"{_num(r.p_holm, '.3g')} over {int(r.family)} pair{'' if int(r.family) == 1 else 's'}: {said}; "
+            f"detectable with 80% power: {_num(r.detectable_difference, '.2f')} points (at Holm's level "
+            f"{_num(r.holm_level, '.2g')})" + need)
+
+
 def summary_line(pairs: pd.DataFrame, models: pd.DataFrame, out=None) -> str:
-    """A paragraph for the command line: per score the ranking with rank intervals and groups, the pairs
-    that differ, and (with the judge's cells) the share of the variance that is the judge's, per model and
-    per item. Empty with fewer than two models."""
+    """A paragraph for the command line: per score which value is compared, the ranking with rank intervals
+    and groups, and each pair's sentence (:func:`pair_sentence`; with more than ``SENTENCES_SHOWN`` pairs the
+    neighbours' and the real differences', the rest counted), and (with the judge's cells) the share of the
+    variance that lies within a case (the judge's verdicts), per model and per item. Empty with fewer than two
+    models."""
     if not len(models):
         return ""
     lines = []
@@ -153,21 +198,40 @@ def summary_line(pairs: pd.DataFrame, models: pd.DataFrame, out=None) -> str:
         m, p = models[models["score"] == score], pairs[pairs["score"] == score]
         if not len(m) or m["mean"].isna().all():
             continue
-        ranking = "; ".join(f"{r.model} {r.mean:.1f} [{r.ci_low:g}, {r.ci_high:g}] rank {r.rank_low}-{r.rank_high}"
-                            f" group {r.group}" for r in m.itertuples())
-        real = [f"{r.model_a} > {r.model_b} by {r.difference:.1f} (Holm p {r.p_holm:.3g})"
-                for r in p.itertuples() if r.verdict == "a better"]
-        lines.append(f"{score}: {ranking}\n    real differences (Holm, {paired.ALPHA:g}): "
-                     + (", ".join(real) if real else "none"))
-    judge = models["variance_judge_share"]
+        how = f" ({m['compared'].iloc[0]})" if "compared" in m else ""
+        ranking = "; ".join(
+            f"{r.model} no case" if pd.isna(r.rank) else
+            f"{r.model} {r.mean:.1f} " + (f"[{r.ci_low:g}, {r.ci_high:g}]" if r.cases >= 2 else
+                                         f"(no interval from {r.cases} case)")
+            + f" rank {r.rank_low}-{r.rank_high} group {r.group}" for r in m.itertuples())
+        shown = p if len(p) <= SENTENCES_SHOWN else p[p["neighbours"].astype(bool) | p["verdict"].isin(["a better", "b better"])]
+        real = int(p["verdict"].isin(["a better", "b better"]).sum())
+        tested = int((p["verdict"] != "too few cases").sum())
+        said = (f"{real} of {len(p)} pairs" if tested else "not tested (no pair with two common cases)")
+        lines.append(f"{SCORE_NAMES[score]}{how}: {ranking}\n    real differences (paired t-test, Holm over "
+                     f"{tested} pairs, {paired.ALPHA:g}): {said}"
+                     + "".join(f"\n    {pair_sentence(r)}" for r in shown.itertuples())
+                     + (f"\n    ({len(p) - len(shown)} more pairs in comparisons.csv)" if len(shown) < len(p) else ""))
+    judge = models["variance_within_share"]
     if (judge.fillna(0) > 0).any():
         per_model = models[models["score"] == "s_checklist"]
-        per_item = models[models["score"] == "item"].groupby("item")["variance_judge_share"].mean()
-        lines.append("judge's share of the variance (the rest is between cases): S_checklist "
-                     + ", ".join(f"{r.model} {r.variance_judge_share:.0%}" for r in per_model.itertuples())
+        per_item = models[models["score"] == "item"].groupby("item")["variance_within_share"].mean()
+        lines.append("within-case share of the variance (the judge's verdicts and, with --repeats, the extractor's "
+                     "values of each repeat; the rest is between cases): S_checklist "
+                     + ", ".join(f"{r.model} {r.variance_within_share:.0%}" for r in per_model.itertuples())
                      + "; items (mean over models) " + ", ".join(f"{i} {v:.0%}" for i, v in per_item.items()))
     where = f"\n  comparisons: {out}/comparisons.csv (and comparison_models.csv)" if out else ""
     return "comparisons: " + "\n  ".join(lines) + where
+
+
+def board_heading(model_scores: pd.DataFrame, judged_again: bool) -> str:
+    """The line above ``model_scores.csv`` in the terminal: its means are the run's own scores (repeat 1,
+    order 1), which with ``--repeats`` or ``--orders both`` are not the values the comparisons compare."""
+    if not judged_again:
+        return "model_scores.csv (means over cases; 95% interval over cases):"
+    levels_ = model_scores["interval_levels"].iloc[0] if "interval_levels" in model_scores and len(model_scores) else ""
+    return ("model_scores.csv (means: repeat 1, order 1, the run's own scores, not the comparisons' means above; "
+            f"95% interval over {levels_ or 'cases'}):")
 
 
 def read_report(out) -> dict[str, pd.DataFrame]:

@@ -7,8 +7,8 @@ answers with the option's words, so each answer is read and mapped to model/refe
 other (``relation_of``); where the chosen option stood in the list it saw is ``answer_position``
 (``gavel.ref.stages.compare.answer_position``). From the judgments of every row and repeat :func:`report` makes
 
-``label_judgments.csv``   every judgment of rows > 0 (row 0's are the compare rows of ``judgments.csv``) with
-                          ``label_order`` and ``answer_position``
+``label_judgments.csv``   every single-value judgment of every row 0..K-1 and repeat (row 0's are the compare
+                          rows of ``judgments.csv`` again) with ``label_order`` and ``answer_position``
 ``label_order.csv``       per item, the three position-bias measures of Shi et al. (arXiv 2406.07791) read
                           for option order: repetition stability, position consistency, preference fairness
                           (the first and the last option chosen more often than the pair's own verdicts
@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,7 @@ from gavel.runs.judgments import JUDGMENT_COLUMNS
 
 NAMES = ("label_judgments", "label_order", "label_order_models")
 PAIR = ["subject", "case_id", "item"]
+MIN_CASES = 2  # an option-order bias is claimed only from an interval over at least this many cases
 ITEM_COLUMNS = ["stage", "item", "label_orders", "pairs", "units", "usable_units", "judgments", "unusable_judgments",
                 "repetition_stability", "position_consistency", "position_consistency_ci_low",
                 "position_consistency_ci_high", "first_option_chosen", "first_option_expected", "first_option_excess",
@@ -76,18 +78,38 @@ def _cluster_interval(num: np.ndarray, den: np.ndarray, seed: int) -> tuple[floa
 def _expected(j: pd.DataFrame) -> pd.DataFrame:
     """Per usable judgment: whether it chose the first / last option shown, and how often it would have if the
     option order did not matter: the share of the pair's own usable verdicts (every row and repeat) that are
-    the option this row lists first / last."""
+    the option this row lists first / last, as the integer numerator ``*_expected_count`` over the pair's
+    usable verdicts ``pair_verdicts`` (exact: no float noise decides a bias)."""
     ok = j[j["status"] == "ok"].copy()
-    shares: dict = {}
+    counts: dict = {}
     for key, answers in ok.groupby(PAIR, sort=False)["answer_ab"]:
-        counts = Counter(answers)
-        shares[key] = {a: c / len(answers) for a, c in counts.items()}
+        counts[key] = (Counter(answers), len(answers))
     keys = list(zip(ok["subject"], ok["case_id"], ok["item"]))
-    ok["first_chosen"] = (ok["answer_position"] == 1).astype(float)
-    ok["last_chosen"] = (ok["answer_position"] == 4).astype(float)
-    ok["first_expected"] = [shares[k].get(label_order(r)[0], 0.0) for k, r in zip(keys, ok["label_order"])]
-    ok["last_expected"] = [shares[k].get(label_order(r)[-1], 0.0) for k, r in zip(keys, ok["label_order"])]
+    ok["pair_verdicts"] = [counts[k][1] for k in keys]
+    ok["first_chosen"] = (ok["answer_position"] == 1).astype(int)
+    ok["last_chosen"] = (ok["answer_position"] == 4).astype(int)
+    ok["first_expected_count"] = [counts[k][0].get(label_order(r)[0], 0) for k, r in zip(keys, ok["label_order"])]
+    ok["last_expected_count"] = [counts[k][0].get(label_order(r)[-1], 0) for k, r in zip(keys, ok["label_order"])]
     return ok
+
+
+def _excess(o: pd.DataFrame, side: str, seed: int) -> dict:
+    """Chosen minus expected for the option listed ``side``, exactly: every judgment's excess is
+    ``chosen - expected_count / pair_verdicts``; over the least common multiple ``L`` of the pairs' verdict
+    counts it is the integer ``chosen * L - expected_count * L / pair_verdicts``. The point value and every
+    resample's ratio are sums of those integers over ``L`` x judgments, so an excess that is 0 is exactly 0.
+    ``tested``: the interval comes from at least two cases (fewer: no bias can be claimed)."""
+    if not len(o):
+        return {"chosen": 0, "expected": 0.0, "excess": math.nan, "lo": math.nan, "hi": math.nan, "cases": 0}
+    n = o["pair_verdicts"].to_numpy(int)
+    lcm = math.lcm(*map(int, set(n)))
+    num = o[f"{side}_chosen"].to_numpy(np.int64) * lcm - o[f"{side}_expected_count"].to_numpy(np.int64) * (lcm // n)
+    per = pd.DataFrame({"num": num, "subject": o["subject"].to_numpy(), "case_id": o["case_id"].to_numpy()}) \
+        .groupby(["subject", "case_id"])["num"].agg(["sum", "count"])
+    lo, hi = _cluster_interval(per["sum"].to_numpy(np.int64), per["count"].to_numpy(np.int64) * lcm, seed)
+    expected = sum(Fraction(int(c), int(k)) for c, k in zip(o[f"{side}_expected_count"], n))
+    return {"chosen": int(o[f"{side}_chosen"].sum()), "expected": float(expected),
+            "excess": float(Fraction(int(num.sum()), lcm * len(o))), "lo": lo, "hi": hi, "cases": len(per)}
 
 
 def item_table(j: pd.DataFrame, k: int, seed: int = 0) -> pd.DataFrame:
@@ -109,28 +131,31 @@ def item_table(j: pd.DataFrame, k: int, seed: int = 0) -> pd.DataFrame:
                "unusable_judgments": int((g["status"] != "ok").sum()),
                "repetition_stability": float(np.mean(modal)) if modal else math.nan,
                "position_consistency": cons, "position_consistency_ci_low": c_lo, "position_consistency_ci_high": c_hi}
-        bias = False
+        bias, cases = False, 0
         for side in ("first", "last"):
-            chosen, expected = o[f"{side}_chosen"], o[f"{side}_expected"]
-            diff = (chosen - expected).groupby([o["subject"], o["case_id"]]).agg(["sum", "count"])
-            lo, hi = _cluster_interval(diff["sum"].to_numpy(float), diff["count"].to_numpy(float), seed)
-            row.update({f"{side}_option_chosen": int(chosen.sum()), f"{side}_option_expected": float(expected.sum()),
-                        f"{side}_option_excess": float((chosen - expected).mean()) if len(o) else math.nan,
-                        f"{side}_option_excess_ci_low": lo, f"{side}_option_excess_ci_high": hi})
-            bias = bias or bool(len(diff) >= 2 and (lo > 0 or hi < 0))
+            e = _excess(o, side, seed)
+            cases = e["cases"]
+            row.update({f"{side}_option_chosen": e["chosen"], f"{side}_option_expected": e["expected"],
+                        f"{side}_option_excess": e["excess"],
+                        f"{side}_option_excess_ci_low": e["lo"], f"{side}_option_excess_ci_high": e["hi"]})
+            bias = bias or bool(e["cases"] >= MIN_CASES and (e["lo"] > 0 or e["hi"] < 0))
         row["preference_fairness"] = row["last_option_excess"] - row["first_option_excess"]
         row["option_order_bias"] = bias
-        row["verdict"] = verdict(row, len(o))
+        row["verdict"] = verdict(row, len(o), cases)
         rows.append(row)
     return pd.DataFrame(rows, columns=ITEM_COLUMNS)
 
 
-def verdict(row: dict, usable: int) -> str:
-    """One line for a reader: "no bias found", or which option position the judge favours, with counts."""
+def verdict(row: dict, usable: int, cases: int = MIN_CASES) -> str:
+    """One line for a reader: "no bias found", or which option position the judge favours, with counts;
+    "not tested" where there was nothing (or too little) to test."""
     if not usable:
-        return "no usable answers"
+        return "not tested (no usable answer)"
+    if cases < MIN_CASES:
+        return (f"not tested ({usable} usable answers from {cases} case; the interval needs at least "
+                f"{MIN_CASES} cases)")
     if not row["option_order_bias"]:
-        return f"no option-order bias found ({usable} usable answers)"
+        return f"no option-order bias found ({usable} usable answers, {cases} cases)"
     side = "first" if abs(row["first_option_excess"]) >= abs(row["last_option_excess"]) else "last"
     more = "prefers" if row[f"{side}_option_excess"] > 0 else "avoids"
     return (f"{more} the option listed {side}: chosen {row[f'{side}_option_chosen']} of {usable} times, "
@@ -171,11 +196,12 @@ def model_table(j: pd.DataFrame, runs: list[dict], k: int, seed: int = 0) -> pd.
             warnings.simplefilter("ignore", RuntimeWarning)
             drawn = np.nanmean(m[picks], axis=1)  # resamples x rows
             spread = np.nanmax(drawn, axis=1) - np.nanmin(drawn, axis=1)
+        tested = bool((j["subject"] == subject).any())  # no single-value pair: nothing was asked in another order
         row = {"subject": subject, "cases": len(wide), "repeats": len(runs),
                **{f"s_checklist_label_order_{r}": float(means[r]) if r in means else math.nan for r in range(4)},
-               "label_order_change": float(means.max() - means.min()),
-               "label_order_change_ci_low": float(np.nanpercentile(spread, 2.5)),
-               "label_order_change_ci_high": float(np.nanpercentile(spread, 97.5))}
+               "label_order_change": float(means.max() - means.min()) if tested else math.nan,
+               "label_order_change_ci_low": float(np.nanpercentile(spread, 2.5)) if tested else math.nan,
+               "label_order_change_ci_high": float(np.nanpercentile(spread, 97.5)) if tested else math.nan}
         out.append(row)
     return pd.DataFrame(out, columns=cols)
 
@@ -198,13 +224,22 @@ def biased_items(table: pd.DataFrame) -> list[str]:
 
 def summary_line(result: dict, out: str | Path | None = None) -> str:
     """One paragraph for the command line: consistency, the items with an option-order bias, the change in
-    S_checklist per model."""
+    S_checklist per model; "not tested (no single-value pair)" where nothing was asked in another order."""
     t, m = result["label_order"], result["label_order_models"]
+    where = f"\n  report: {Path(out) / 'label_order.csv'} (and label_order_models, label_judgments)" if out else ""
+    if not len(t) or not int(t["judgments"].sum()):
+        return ("label orders: not tested (no single-value pair)\n  option-order bias: not tested (no single-value"
+                " pair)" + where)
     usable = int(t["usable_units"].sum())
     agree = int(round((t["position_consistency"].fillna(0) * t["usable_units"]).sum()))
     biased = biased_items(t)
-    changes = "; ".join(f"{r.subject}: S_checklist changes by {r.label_order_change:.2f} with the option order "
-                        f"[{r.label_order_change_ci_low:.2f}, {r.label_order_change_ci_high:.2f}]" for r in m.itertuples())
+    untested = sorted(t.loc[t["verdict"].astype(str).str.startswith("not tested"), "item"])
+    changes = "; ".join(
+        f"{r.subject}: " + (f"S_checklist changes by {r.label_order_change:.2f} with the option order "
+                            f"[{r.label_order_change_ci_low:.2f}, {r.label_order_change_ci_high:.2f}]"
+                            if r.label_order_change == r.label_order_change else "not tested (no single-value pair)")
+        for r in m.itertuples())
+    found = ", ".join(biased) if biased else f"none found at the {MIN_CASES}-case 95% interval"
     return (f"label orders: {agree}/{usable} single-value pairs give one verdict in every option order\n"
-            f"  option-order bias: {', '.join(biased) if biased else 'none found'}\n  {changes}"
-            + (f"\n  report: {Path(out) / 'label_order.csv'} (and label_order_models, label_judgments)" if out else ""))
+            f"  option-order bias: {found}" + (f"; not tested: {', '.join(untested)}" if untested else "")
+            + f"\n  {changes}" + where)

@@ -140,7 +140,7 @@ def report(judgments: pd.DataFrame, runs: list[dict], seed: int = 0) -> dict[str
             "consistency_ci_high": c_hi, "judgments": len(g), "containment_verdicts": n_cont,
             "first_is_container": int(g["first"].eq(1.0).sum()), "second_is_container": int(g["first"].eq(0.0).sum()),
             "first_preference": pref, "first_preference_ci_low": p_lo, "first_preference_ci_high": p_hi,
-            "position_bias": bool(n_cont >= 2 and (p_lo > 0.5 or p_hi < 0.5)),
+            "position_bias": position_bias(int(g["first"].eq(1.0).sum()), n_cont, p_lo, p_hi),
             "majority_units": len(m), "majority_unanimous": int((m["majority_share"] == 1.0).sum()),
             "stable_k_median": float(m["stable_k"].median()) if m["stable_k"].notna().any() else math.nan,
             "no_stable_majority": int(m["stable_k"].isna().sum())})
@@ -149,6 +149,26 @@ def report(judgments: pd.DataFrame, runs: list[dict], seed: int = 0) -> dict[str
     majority = with_cost(majority, runs)
     return {"order": order, "order_swaps": swap_matrix(pairs, seed), "order_summaries": summaries,
             "order_models": model_scores(summaries, len(runs), seed), "order_majority": majority}
+
+
+def sign_test_p(first: int, n: int) -> float:
+    """Two-sided exact binomial test (scipy's ``binomtest``) of ``first`` of ``n`` containment verdicts naming
+    the side shown first, against 1/2; NaN without a verdict."""
+    from scipy.stats import binomtest
+
+    return float(binomtest(first, n, 0.5).pvalue) if n else math.nan
+
+
+#: the fewest containment verdicts whose sign test can reach ``BIAS_ALPHA`` (n of n: 2 x 0.5^n < 0.05)
+BIAS_ALPHA = 0.05
+MIN_VERDICTS = next(n for n in range(1, 64) if 2 * 0.5 ** n < BIAS_ALPHA)
+
+
+def position_bias(first: int, n: int, low: float, high: float) -> bool:
+    """A position bias: the exact sign test on the counts rejects 1/2 at ``BIAS_ALPHA`` (needs at least
+    ``MIN_VERDICTS`` verdicts) and the cluster bootstrap interval excludes 1/2 (the cases hold the verdicts
+    of one summary together, which the sign test does not know)."""
+    return bool(n >= MIN_VERDICTS and sign_test_p(first, n) < BIAS_ALPHA and (low > 0.5 or high < 0.5))
 
 
 ORDER_COLUMNS = ["stage", "item", "gate", "pairs", "usable_pairs", "unusable_pairs", "consistency",
@@ -413,8 +433,11 @@ def summary_line(result: dict, out: str | Path | None = None) -> str:
     scores = "; ".join(f"{r.subject}: S_checklist {r.s_checklist_order_1:.1f} (order 1), {r.s_checklist_order_2:.1f} "
                        f"(order 2), order-aware {r.s_checklist_order_aware:.1f} [{r.s_checklist_order_aware_low:.1f}, "
                        f"{r.s_checklist_order_aware_high:.1f}]" for r in m.itertuples())
+    few = sorted(set(t.loc[t["containment_verdicts"] < MIN_VERDICTS, "item"]))
     return (f"orders: {'; '.join(parts)}\n  position bias: "
-            + (", ".join(f"{item} ({stage})" for stage, item in biased) if biased else "none found")
+            + (", ".join(f"{item} ({stage})" for stage, item in biased) if biased
+               else f"none found (sign test and interval, {BIAS_ALPHA:g})")
+            + (f"; not tested (fewer than {MIN_VERDICTS} containment verdicts): {', '.join(few)}" if few else "")
             + f"\n  {scores}" + (f"\n  report: {Path(out) / 'order.csv'} (and order_swaps, _summaries, _models, "
                                  f"_majority; every judgment in judgments.csv)" if out else ""))
 

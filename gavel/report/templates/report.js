@@ -265,7 +265,7 @@
   // ---------- what changed between two runs ----------
   function diffView(st) {
     const d = DATA.diff;
-    const box = h("article", { id: "diff" }, h("h3", {}, `Changes from the baseline ${d.b} to ${d.a} (regressions first)`));
+    const box = h("article", { id: "diff" }, h("h3", {}, `Changes from the baseline ${d.b} to ${d.a} (regressions first, the largest first)`));
     const changes = d.changes.filter((c) => !st.kind || c.kind === st.kind);
     const kinds = h("p", {}, "show: ", h("a", { href: link({ view: "diff" }) }, "all"),
       ["regression", "improvement", "changed", "values"].map((k) => [" · ", h("a", { href: link({ view: "diff", kind: k }) }, `${k} (${d.totals[k]})`)]));
@@ -274,11 +274,12 @@
       c.kind, label(DATA, c.subject), c.case_id,
       h("a", { href: link({ view: "cell", subject: c.subject, case: c.case_id, item: c.item }), class: "change-link" }, itemName(DATA, c.item)),
       c.verdict_b, c.verdict_a, `${fmt(c.score_b)} → ${fmt(c.score_a)}`, c.values_changed ? "yes" : ""]), "plain changes"));
-    box.appendChild(h("h4", {}, "Summary scores that changed"));
+    box.appendChild(h("p", { class: "headline" }, d.headline));
+    box.appendChild(h("h4", {}, `Summary scores that changed (${d.regressions.summary_scores} regressions, largest first)`));
     box.appendChild(table(["Kind", "Model", "Case", "Score", "Baseline", "This run"], d.summary_changes.map((c) => [
       c.kind, label(DATA, c.subject), h("a", { href: link({ view: "summary", subject: c.subject, case: c.case_id }) }, c.case_id),
       c.score, fmt(c.b), fmt(c.a)]), "plain summary-changes"));
-    box.appendChild(h("h4", {}, "Per item"));
+    box.appendChild(h("h4", {}, `Per item (${d.regressions.items} with a regression, most first)`));
     box.appendChild(table(["Item", "Cells in both", "Regressions", "Improvements", "Other verdict changes", "Values only", "Only in this run", "Only in the baseline"],
       d.per_item.map(([it, c]) => [itemName(DATA, it), c.cells, c.regression, c.improvement, c.changed, c.values, c.only_a, c.only_b]), "plain per-item"));
     for (const [which, title] of [["only_a", `Only in this run (${d.a})`], ["only_b", `Only in the baseline (${d.b})`]]) {
