@@ -13,7 +13,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from reaper import Watchdog
+from reaper import Watchdog, unmarked_env
 
 
 def bindir() -> Path | None:
@@ -58,7 +58,7 @@ class PgServer:
 
     def _run(self, *cmd: str) -> subprocess.CompletedProcess:
         argv = self._argv(*cmd)
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=unmarked_env())  # its own watchdog
         if out.returncode != 0:
             log = self.root / "pg.log"
             tail = log.read_text(errors="ignore")[-2000:] if log.exists() else ""
