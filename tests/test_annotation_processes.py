@@ -167,15 +167,17 @@ def _background(argv: list[str], **kw) -> subprocess.Popen:
 
 def test_a_killed_test_run_and_the_run_after_it_leave_no_process_and_no_folder(tmp_path):
     """A pytest run in the background (SIGINT ignored) starts the app (its worker computing), a plain child
-    with no parent-death signal, and its figures folder; the run is killed with SIGKILL, process group and
-    all. Nothing carrying the run's token is left, and its temporary folder ($TMPDIR, empty before) is empty
-    again; then the same run, to its end, leaves nothing either."""
+    with no parent-death signal, and its figures folder; the run is killed with SIGKILL: pytest alone, then
+    (another run) its whole process group. Nothing carrying the run's token is left, and its temporary
+    folder ($TMPDIR, empty before) is empty again; then the same run, to its end, leaves nothing either.
+    Before: the plain child, the app's worker and the figures folder were left."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    for finish in (False, True):
-        out = tmp_path / f"victim-{finish}.json"
+    for end in ("SIGKILL of pytest", "SIGKILL of its process group", "its end"):
+        finish = end == "its end"
+        out = tmp_path / f"victim-{end.split()[-1]}.json"
         run = _background([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           str(TESTS / "kill_run_app_victim.py"), "--basetemp", str(tmp_path / f"base-{finish}")],
+                           str(TESTS / "kill_run_app_victim.py"), "--basetemp", str(out.with_suffix(""))],
                           cwd=TESTS.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           env={**os.environ, "TMPDIR": str(tmp), "GAVEL_VICTIM_OUT": str(out),
                                "GAVEL_VICTIM_FINISH": "1" if finish else ""})
@@ -191,13 +193,16 @@ def test_a_killed_test_run_and_the_run_after_it_leave_no_process_and_no_folder(t
         assert Path(victim["figures"]).is_relative_to(tmp)
         if finish:
             assert run.wait(timeout=300) == 0
-        else:
+        elif "group" in end:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
+        else:
+            run.kill()
+            run.wait()
         left = _wait_gone(lambda token=victim["token"]: marked(MARK, token), 60)
-        assert left == [], f"left running by the {'finished' if finish else 'killed'} run: {left}"
-        assert not any(_alive(victim[k]) for k in ("app", "worker", "plain"))
+        assert left == [], f"left running after {end}: {left}"
+        assert [k for k in ("app", "worker", "plain") if _alive(victim[k])] == [], f"left running after {end}"
         deadline = time.monotonic() + 30
         while list(tmp.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert list(tmp.iterdir()) == [], f"left in $TMPDIR: {list(tmp.iterdir())}"
+        assert list(tmp.iterdir()) == [], f"left in $TMPDIR after {end}: {list(tmp.iterdir())}"
