@@ -5,9 +5,10 @@ explorer notebook needs the release: without it (and outside CI) it is skipped w
 
 Nothing outlives a test run (tests/reaper.py): each run (a pytest started by a test included; an xdist
 worker belongs to its controller's run) puts a token of its own in its environment, which every process it
-starts inherits, and makes one temporary folder (``gavel-test-run-*``) for what its processes write (the
-figures). When the run ends, however it ends (a SIGKILL of the whole run included), a watchdog kills every
-process still carrying the token and removes the folder."""
+starts inherits, and makes one temporary folder (``gavel-test-run-*``, its processes' TMPDIR) for what they
+write. When the run ends, however it ends (a SIGKILL of the whole run included), a watchdog kills every
+process still carrying the token, waits for the run's other watchdogs (PostgreSQL's) and removes the
+folder."""
 
 import os
 import re
@@ -36,7 +37,13 @@ def _own_run() -> bool:
 
 if not _own_run():
     os.environ[MARK] = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="gavel-test-run-")
+    # pytest's own numbered folders stay where they were (it keeps its last three runs', for a look after a
+    # failure); every other temporary file of the run's processes (browser profiles, servers' folders and
+    # logs) goes into the run's folder: TMPDIR
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    os.environ[RUN_DIR] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="gavel-test-run-")
+    os.chmod(os.environ[RUN_DIR], 0o711)  # PostgreSQL, run as its own user, reaches its folder inside
+    tempfile.tempdir = None  # tempfile reads TMPDIR again
     _WATCHDOG = Watchdog([], os.environ[RUN_DIR], kill=f"{MARK}={os.environ[MARK]}")
 _FIGURES = os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="figures-", dir=os.environ[RUN_DIR])
 

@@ -9,8 +9,9 @@
 * The test run's own watchdog (conftest.py): every test run (``pytest``, and a pytest started by a test)
   puts a token of its own in its environment (``GAVEL_TEST_RUN``), so every process it starts, and theirs,
   carries it; when the run ends, however it ends, its watchdog kills each process still carrying the token
-  (:func:`marked`) and removes the run's temporary folder. A process with a watchdog of its own (PostgreSQL,
-  the watchdogs themselves) is started without the token (:func:`unmarked_env`).
+  (:func:`marked`), waits for the run's other watchdogs (they carry the token as ``GAVEL_TEST_WATCHDOG``)
+  and removes the run's temporary folder. A process with a watchdog of its own (PostgreSQL, the watchdogs
+  themselves) is started without the token (:func:`unmarked_env`).
 
     python tests/reaper.py PARENT_PID FOLDER [--kill NAME=VALUE] -- CLEANUP COMMAND ...   (what Watchdog starts)
 """
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 MARK = "GAVEL_TEST_RUN"  # a test run's token, in the environment of every process it starts
+WATCHDOG = "GAVEL_TEST_WATCHDOG"  # ... and of its watchdogs, in this variable instead
 
 
 def unmarked_env() -> dict:
@@ -78,7 +80,8 @@ class Watchdog:
         self.proc = subprocess.Popen([sys.executable, __file__, str(os.getpid()), str(folder or ""),
                                       *(["--kill", kill] if kill else []), "--", *cleanup],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True, env=unmarked_env())
+                                     start_new_session=True,
+                                     env={**unmarked_env(), WATCHDOG: os.environ.get(MARK, "")})
 
     def cancel(self) -> None:
         if self.proc.poll() is None:
@@ -105,8 +108,12 @@ def main(argv: list[str]) -> int:
     cleanup = rest[rest.index("--") + 1:]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the test run is the test run's to handle
     _wait_for_exit(parent)
-    if kill:
-        kill_marked(*kill.split("=", 1))
+    if kill:  # the run's own watchdog: its processes first, then it waits for its other watchdogs
+        name, value = kill.split("=", 1)
+        kill_marked(name, value)
+        deadline = time.monotonic() + 150
+        while marked(WATCHDOG, value) and time.monotonic() < deadline:
+            time.sleep(0.2)
     if cleanup:
         try:
             subprocess.run(cleanup, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
