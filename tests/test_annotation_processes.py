@@ -10,6 +10,7 @@ they are reparented."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -94,7 +95,7 @@ def server(tmp_path):
     store.engine.dispose()
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT after load", "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT after load", "SIGINT during load", "SIGKILL"])
 def test_the_server_leaves_no_process_behind(server, how):
     """The server is started, the agreement page loaded (its worker computing); then the server is stopped
     one way. Before: SIGTERM and SIGKILL left the worker and multiprocessing's resource tracker under PID 1;
@@ -105,12 +106,14 @@ def test_the_server_leaves_no_process_behind(server, how):
     assert "agreement" in _load(admin, app.base)
     kids = _children(app.proc.pid)
     assert len(kids) == 1 and "gavel.annotation.worker" in kids[0][1], kids  # the worker, nothing beside it
-    if how == "SIGINT after load":  # admins reload while saves arrive, for 10 s
-        stop = threading.Event()
-
+    stop, loaders = threading.Event(), []
+    if "load" in how:  # admins reload while saves arrive, for 10 s (and on, "during load")
         def reload():
             while not stop.is_set():
-                _load(admin, app.base)
+                try:
+                    _load(admin, app.base)
+                except (OSError, http.client.HTTPException):  # the server went away
+                    return
 
         loaders = [threading.Thread(target=reload) for _ in range(4)]
         for t in loaders:
@@ -120,11 +123,15 @@ def test_the_server_leaves_no_process_behind(server, how):
             i += 1
             store.save(1 + i % 30, 2 + i % 3, "label", ("equal", "different")[i % 2])
             time.sleep(0.05)
-        stop.set()
-        for t in loaders:
-            t.join()
+        if how == "SIGINT after load":
+            stop.set()
+            for t in loaders:
+                t.join()
     assert len(app.processes()) >= 2
     os.kill(app.proc.pid, getattr(signal, how.split()[0]))
+    stop.set()
+    for t in loaders:
+        t.join()
     try:
         app.proc.wait(timeout=60)
     except subprocess.TimeoutExpired:

@@ -79,8 +79,11 @@ class WorkerProcess:
         self.time_limit_s = time_limit_s
         self.proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     def _start(self) -> subprocess.Popen:
+        if self._closed:
+            raise WorkerDied("the server is stopping")
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen([sys.executable, "-c", _START, _PACKAGE_ROOT], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, bufsize=0, close_fds=True)
@@ -117,9 +120,12 @@ class WorkerProcess:
                 pipe.close()
 
     def close(self) -> None:
-        """Stop the worker process (a computation under way is abandoned)."""
-        with self._lock:
-            self._stop()
+        """Kill the worker process now, a computation under way included (its call ends with WorkerDied), and
+        start no other: never waits for the computation (the server's exit does not wait for it either)."""
+        self._closed = True
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
 
 def main() -> None:
