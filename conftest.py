@@ -1,22 +1,55 @@
 """Repository-wide pytest setup (also applies to the notebooks that nbval runs).
 
 Figures written while notebooks run under test go to a temporary folder, never into figures/. The item
-explorer notebook needs the release: without it (and outside CI) it is skipped with the reason shown."""
+explorer notebook needs the release: without it (and outside CI) it is skipped with the reason shown.
+
+Nothing outlives a test run (tests/reaper.py): each run (a pytest started by a test included; an xdist
+worker belongs to its controller's run) puts a token of its own in its environment, which every process it
+starts inherits, and makes one temporary folder (``gavel-test-run-*``, its processes' TMPDIR) for what they
+write. When the run ends, however it ends (a SIGKILL of the whole run included), a watchdog kills every
+process still carrying the token, waits for the run's other watchdogs (PostgreSQL's) and removes the
+folder."""
 
 import os
 import re
+import shutil
+import sys
 import tempfile
+import uuid
+from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tests"))
+from reaper import MARK, Watchdog  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-_FIGURES = os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="gavel-figures-")
+RUN_DIR = "GAVEL_TEST_RUN_DIR"  # the run's temporary folder, removed when the run ends
+
+
+def _own_run() -> bool:
+    """True for an xdist worker of the run that started it (its token names its parent), False for a run
+    of its own (a pytest started by hand, or by a test of another run)."""
+    owner = os.environ.get(MARK, "").split("-")[0]
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) and owner.isdigit() and int(owner) == os.getppid() \
+        and os.path.isdir(os.environ.get(RUN_DIR, ""))
+
+
+if not _own_run():
+    os.environ[MARK] = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    # pytest's own numbered folders stay where they were (it keeps its last three runs', for a look after a
+    # failure); every other temporary file of the run's processes (browser profiles, servers' folders and
+    # logs) goes into the run's folder: TMPDIR
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    os.environ[RUN_DIR] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="gavel-test-run-")
+    os.chmod(os.environ[RUN_DIR], 0o711)  # PostgreSQL, run as its own user, reaches its folder inside
+    tempfile.tempdir = None  # tempfile reads TMPDIR again
+    _WATCHDOG = Watchdog([], os.environ[RUN_DIR], kill=f"{MARK}={os.environ[MARK]}")
+_FIGURES = os.environ["GAVEL_FIGURES_DIR"] = tempfile.mkdtemp(prefix="figures-", dir=os.environ[RUN_DIR])
 
 
 def pytest_unconfigure(config):
-    import shutil
-
-    shutil.rmtree(_FIGURES, ignore_errors=True)  # each test process made its own
+    shutil.rmtree(_FIGURES, ignore_errors=True)  # each test process made its own (the watchdog: the rest)
 
 
 #: notebooks that must run in order on one worker: each reads what the one before it wrote

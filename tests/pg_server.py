@@ -2,7 +2,9 @@
 start on 127.0.0.1 with a free port and its socket in that folder, trust authentication for the one local
 test role, pg_ctl stop afterwards. PostgreSQL refuses to run as root, so as root the server runs as the
 ``postgres`` system user (created by the Debian package). A watchdog (tests/reaper.py) stops the server
-(``pg_ctl stop -m immediate``) and removes its folder when the test run dies before ``stop``."""
+(``pg_ctl stop -m immediate``) and removes its folder when the test run dies before ``stop``; so the server
+is started without the test run's token (the run's own watchdog, which kills what carries it, waits for this
+one instead)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from reaper import Watchdog
+from reaper import Watchdog, unmarked_env
 
 
 def bindir() -> Path | None:
@@ -58,7 +60,7 @@ class PgServer:
 
     def _run(self, *cmd: str) -> subprocess.CompletedProcess:
         argv = self._argv(*cmd)
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=unmarked_env())
         if out.returncode != 0:
             log = self.root / "pg.log"
             tail = log.read_text(errors="ignore")[-2000:] if log.exists() else ""

@@ -743,3 +743,49 @@ def test_the_agreement_table_is_recomputed_at_most_once_per_interval_while_saves
     while not cache.get().current:
         assert time.monotonic() < deadline, "no current table 60 s after the saves stopped"
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize("scope", ["annotator", "task"])
+def test_quotas_hold_under_eight_simultaneous_saves(store, scope):
+    """Issue 46 (4): on PostgreSQL, 8 simultaneous saves by one annotator across 8 tasks stored 1.8x the
+    per-annotator quota (each save summed the others' sizes before they committed; SQLite held). Now a save
+    locks the assignments it counts, in one fixed order. 8 saves of 9,992 characters each against a quota of
+    30,000 (no history to clear): exactly 3 are stored, 5 refused, on both databases; per annotator (one
+    annotator, 8 tasks) and per task (8 annotators, one task)."""
+    from gavel.annotation.db import Assignment, QuotaExceeded
+
+    people = ["ann"] if scope == "annotator" else [f"p{i}" for i in range(8)]
+    cases = range(8) if scope == "annotator" else [0]
+    pairs = [{"case_id": str(c), "item": "filing_date", "a": ["x"], "b": ["y"], "origin": "t"} for c in cases]
+    store.add_tasks(T.comparison_tasks(pairs, "t"))
+    for p in people:
+        store.add_user(p, f"{p}-password-1")
+    store.assign([(f"comparison:t:{c}:filing_date", p, "annotate") for c in cases for p in people])
+    if scope == "annotator":
+        store.max_user_chars = 30_000
+    else:
+        store.max_task_chars = 30_000
+    with store.sessions() as s:
+        saves = [(a.id, a.user_id) for a in s.query(Assignment).order_by(Assignment.id)]
+    assert len(saves) == 8
+    gate, outcomes = threading.Barrier(8), []
+
+    def save(aid, uid):
+        gate.wait()
+        try:
+            store.save(aid, uid, "note", "a" * 9_990)
+            outcomes.append("stored")
+        except QuotaExceeded:
+            outcomes.append("refused")
+        except Exception as err:  # noqa: BLE001 - asserted below
+            outcomes.append(repr(err))
+
+    threads = [threading.Thread(target=save, args=pair) for pair in saves]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["refused"] * 5 + ["stored"] * 3
+    with store.sessions() as s:
+        assert sum(a.stored for a in s.query(Assignment)) == 3 * 9_992
+        assert s.query(Revision).count() == s.query(Answer).count() == 3

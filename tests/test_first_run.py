@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -274,7 +275,8 @@ from gavel.runs.stand_in import stand_in_answer
 
 started = Path(sys.argv[1])
 def slow(request):
-    started.touch()
+    with open(started, "a") as fh:  # one line per request begun
+        fh.write("request\n")
     time.sleep(0.5)
     return stand_in_answer(request)
 pipeline.provider = lambda name, base_url=None, **kw: MockProvider(answer=slow)
@@ -283,14 +285,25 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def test_a_real_sigint_during_a_run_prints_one_line(tmp_path):
-    """SIGINT (what Ctrl-C sends) while requests are in flight, with tqdm's progress bar on: one line, 130."""
+def _slow_run(tmp_path, sigint=signal.SIG_DFL) -> tuple[subprocess.Popen, Path]:
+    """``gavel evaluate`` of two summaries with a slow mock model, started with SIGINT's disposition
+    ``sigint``: SIG_DFL as a terminal starts it (a test run started as a script's background job, ``pytest
+    ... &``, inherits SIGINT ignored, and would pass that on); SIG_IGN as a script's background job starts
+    it. Also the file with a line per request begun."""
     started = tmp_path / "started"
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", SLOW_RUN, str(started), "evaluate", "--summaries", str(DATA / "ref_summaries.jsonl"),
          "--references", str(DATA / "ref_references.json"), "--provider", "mock", "--out", str(tmp_path / "o")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=lambda: signal.signal(signal.SIGINT, sigint)), \
+        started
+
+
+def test_a_real_sigint_during_a_run_prints_one_line(tmp_path):
+    """SIGINT (what Ctrl-C sends) while requests are in flight, with tqdm's progress bar on: one line, 130.
+    Issue 46: this failed whenever the test run itself was started with SIGINT ignored (``pytest ... &`` in
+    a script): its child inherited that and finished with 0. The child now gets SIGINT's default."""
+    proc, started = _slow_run(tmp_path)
     try:
         while not started.exists() and proc.poll() is None:
             try:
@@ -306,6 +319,41 @@ def test_a_real_sigint_during_a_run_prints_one_line(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().splitlines()[-1] == cli.INTERRUPTED
     assert len([x for x in err.splitlines() if x.strip() and "\r" not in x and "it/s" not in x]) == 1, err
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def _wait_for_lines(proc: subprocess.Popen, path: Path, n: int, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while _lines(path) < n and proc.poll() is None:
+        assert time.monotonic() < deadline, f"{_lines(path)} requests begun, waiting for {n}"
+        time.sleep(0.05)
+
+
+def test_a_run_started_in_the_background_ignores_sigint_and_sigterm_stops_it_resumably(tmp_path):
+    """docs/first-run.md: a run started as a background job (``nohup gavel evaluate ... &``, ``&`` in a
+    script) inherits SIGINT ignored, and gavel leaves it so (as the shell asks): a SIGINT changes nothing,
+    the run goes on; ``kill PID`` (SIGTERM) stops it, and the same command resumes from the cache."""
+    proc, started = _slow_run(tmp_path, signal.SIG_IGN)
+    try:
+        _wait_for_lines(proc, started, 1)
+        proc.send_signal(signal.SIGINT)
+        seen = _lines(started)
+        _wait_for_lines(proc, started, seen + 2)  # requests go on being sent after the SIGINT
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+    again, _ = _slow_run(tmp_path)
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    sent, cached = (int(x) for x in re.search(r"sent (\d+), cached (\d+)", out).groups())
+    assert cached >= 1 and sent >= 1, out  # the answers received before SIGTERM are not asked again
 
 
 # ---------------------------------------------------------------- 8. no developers' layout

@@ -17,19 +17,17 @@ at most ``duty`` of the time (5%: a 0.3 s table is recomputed at most every 6 s)
 the page would lag more than ``max_interval_s`` behind (a waiting load always gets the next table). A page load in between gets the last table, marked as
 not current, and its reload (or its wait, when it may wait) gets the next one.
 
-The app computes the table in a worker process (:class:`WorkerProcess`, one spawned process kept for the
-server's life), so the computation never holds the server's interpreter lock: saves only share the CPU with
-it. A worker that dies is replaced at the next computation (that one shows the failure).
+The app computes the table in a worker process (gavel.annotation.worker: one child process kept for the
+server's life, ended with it by any signal), so the computation never holds the server's interpreter lock:
+saves only share the CPU with it. A computation that runs past its time limit has its worker killed; a
+worker that dies or is killed is replaced at the next computation (the failed one shows on the page).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import pandas as pd
@@ -51,35 +49,6 @@ class Snapshot:
     computed_at: float | None  # time.time() of the computation's end
     seconds: float | None  # how long it took
     error: str | None  # the last computation failed (the message; the traceback went to the log)
-
-
-class WorkerProcess:
-    """``run(fn, *args)``: ``fn(*args)`` in one spawned worker process (started at the first call), its result
-    returned; ``fn`` and the arguments must be picklable (a module-level function, plain values)."""
-
-    def __init__(self):
-        self._pool: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
-
-    def run(self, fn, *args):
-        with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-            pool = self._pool
-        try:
-            return pool.submit(fn, *args).result()
-        except BrokenProcessPool:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = None  # the next computation starts a new worker
-            raise RuntimeError("the agreement table's worker process died; the next load starts a new one") \
-                from None
-
-    def close(self) -> None:
-        with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
 
 
 class AgreementCache:

@@ -49,11 +49,12 @@ from gavel.core.stats import BOOTSTRAP_RESAMPLES, STATUSES
 from gavel.core.vocab import STYLE_RUBRIC
 
 from . import guard
-from .agreement_cache import AgreementCache, WorkerProcess
+from .agreement_cache import AgreementCache
 from .auth import verify_password
 from .db import MAX_TOKEN_CHARS, Answer, Assignment, QuotaExceeded, Store, Task, TokenReused, User
 from .secret import load_secret_key
 from .tasks import COMPARISON_LABELS, PREFERENCES, checklist_items
+from .worker import TIME_LIMIT_S, WorkerProcess
 
 MAX_VALUE_CHARS = 20_000
 MAX_VALUES = 200  # values of one item
@@ -81,11 +82,11 @@ class BadAnswer(ValueError):
 
 def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str | os.PathLike | None = None,
                login_limit_account: int | str | None = None, login_limit_address: int | str | None = None,
-               agreement_resamples: int | None = None) -> Flask:
+               agreement_resamples: int | None = None, agreement_time_limit: float | None = None) -> Flask:
     """The app on the database ``db_url``. The failed password tries allowed before each further one waits
     (gavel.annotation.guard, counted in the database) default to the environment (GAVEL_LOGIN_LIMIT_ACCOUNT,
     GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS. ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default gavel.core.stats.BOOTSTRAP_RESAMPLES, as
-    notebook 13)."""
+    notebook 13); ``agreement_time_limit``: seconds one computation of it may take (gavel.annotation.worker)."""
     check_resamples(agreement_resamples)
     store = Store(db_url)
     app = Flask(__name__)
@@ -304,7 +305,7 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         return Response(export_csv_lines(store.iter_export_rows()), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=annotations.csv"})
 
-    worker = WorkerProcess()
+    worker = app.extensions["gavel_worker"] = WorkerProcess(agreement_time_limit or TIME_LIMIT_S)
 
     def agreement_now():
         """The agreement table from the current answers, computed in the worker process."""

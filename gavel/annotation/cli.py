@@ -91,6 +91,9 @@ def add_parser(sub) -> None:
                    help="failed logins allowed per client address (default: GAVEL_LOGIN_LIMIT_ADDRESS or the app's)")
     a.add_argument("--agreement-resamples", type=int, default=None,
                    help="bootstrap resamples of the agreement page's intervals (default 2,000, the one bootstrap, as notebook 13)")
+    a.add_argument("--agreement-time-limit", type=options.positive_float, default=None,
+                   help="seconds one computation of the agreement table may take before its worker process is "
+                        "stopped and replaced (default 300)")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
@@ -144,11 +147,15 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(url, secure_cookies=args.secure_cookies, secret_key_file=args.secret_key_file,
                          login_limit_account=args.login_limit_account,
                          login_limit_address=args.login_limit_address,
-                         agreement_resamples=args.agreement_resamples)
+                         agreement_resamples=args.agreement_resamples,
+                         agreement_time_limit=args.agreement_time_limit)
         print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; after "
               f"{app.config['LOGIN_LIMIT_ACCOUNT']} failed password tries per account and address, "
               f"{app.config['LOGIN_LIMIT_ADDRESS']} per address, each further try waits)", flush=True)
-        waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="gavel")
+        try:  # waitress returns after Ctrl-C (SIGINT); SIGTERM and SIGKILL end the process, and the worker with it
+            waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="gavel")
+        finally:
+            app.extensions["gavel_worker"].close()
         return 0
 
     store = Store(url)

@@ -49,12 +49,13 @@ from sqlalchemy import (
     event,
     func,
     inspect,
+    or_,
     select,
     text,
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -393,11 +394,12 @@ class Store:
         bounded space; and the revisions of one annotator, and of one task, hold at most ``max_user_chars``
         and ``max_task_chars`` in all: over that, their oldest revisions that are not current are deleted (never
         the one this save stores), and a save that would still leave them over raises QuotaExceeded, storing
-        nothing."""
+        nothing. The quotas are counted under a lock (:meth:`_lock_counted`), so concurrent saves hold them too."""
         text_value = json.dumps(value, sort_keys=True)
         for _attempt in range(20):
             with self.sessions() as s:
                 try:
+                    self._lock_counted(s, assignment_id)
                     answer = s.scalar(select(Answer).where(Answer.assignment_id == assignment_id,
                                                            Answer.field == field).with_for_update())
                     if client_token:
@@ -446,7 +448,23 @@ class Store:
                 except IntegrityError:
                     # a concurrent save of the same field (or the same token) won the race: read again
                     s.rollback()
+                except OperationalError as err:  # PostgreSQL's deadlock detector chose this save: again
+                    if getattr(err.orig, "sqlstate", None) != "40P01":
+                        raise
+                    s.rollback()
         raise RuntimeError(f"could not save {field!r} of assignment {assignment_id} after 20 attempts")
+
+    @staticmethod
+    def _lock_counted(s, assignment_id: int) -> None:
+        """Lock (PostgreSQL: ``FOR NO KEY UPDATE``) every assignment whose ``stored`` this save counts against
+        a quota -- the annotator's and the task's -- in one order (by id), before anything else, so that
+        concurrent saves count one after another (none sums sizes another has not committed yet) and never
+        wait for each other in a circle. SQLite needs none: one writer at a time holds the whole file."""
+        owner = s.execute(select(Assignment.user_id, Assignment.task_id).where(Assignment.id == assignment_id)).first()
+        if owner is not None and s.get_bind().dialect.name != "sqlite":
+            s.execute(select(Assignment.id).where(or_(Assignment.user_id == owner.user_id,
+                                                      Assignment.task_id == owner.task_id))
+                      .order_by(Assignment.id).with_for_update(key_share=True)).all()
 
     @staticmethod
     def _drop(s, where: list) -> None:
