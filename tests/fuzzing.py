@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import secrets
 
-from hypothesis import HealthCheck, seed as fixed_seed, settings
+from hypothesis import HealthCheck, settings
+from hypothesis import seed as fixed_seed
 from hypothesis import strategies as st
 
 ENV = "GAVEL_FUZZ_SEED"
