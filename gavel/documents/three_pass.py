@@ -147,7 +147,7 @@ def _negated(text: str) -> set[tuple[str, bool]]:
         if not t[0].isalnum():
             pending = False  # a clause ends at punctuation
         elif t in _NEGATIONS or t.endswith(("n't", "n\u2019t")):
-            pending = True
+            pending = not pending  # "not not dismissed" is not "not dismissed"
         elif t not in _MINOR:
             out.add((t, pending))
             pending = False
