@@ -388,7 +388,8 @@ def served_file(provider) -> dict:
         return {}
     from gavel.llm.providers.local import file_sha256
 
-    return {"model_file": {"path": str(path), "sha256": file_sha256(Path(path))}}
+    served = getattr(provider, "model_sha256", None)  # of the file the server was given, once it started
+    return {"model_file": {"path": str(path), "sha256": served or file_sha256(Path(path))}}
 
 
 #: the copy of the checklist a run used, in its folder (a report reads it there, never the original file)
