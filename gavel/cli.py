@@ -281,6 +281,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise pipeline.InputError(f"--gguf serves a model file with --provider local, not --provider {args.provider}")
     if args.gguf is not None and not (args.gguf and Path(args.gguf).expanduser().is_file()):
         raise pipeline.InputError(f"--gguf {args.gguf!r}: no such model file (a regular file is needed)")
+    if args.gguf:  # its header, before anything is hashed or started (issue 46)
+        from .llm.providers import local
+        try:
+            local.check_model_file(Path(args.gguf).expanduser())
+        except local.ProviderError as err:
+            raise pipeline.InputError(f"--gguf: {err}") from None
     pipeline.writable_folder(args.out, "--out")
     summaries = []
     for path in args.summaries:  # a file in an unknown shape, or a bad record, is reported; the rest goes on

@@ -104,3 +104,10 @@ def browser():
                                     "--disable-component-update", "--disable-sync"])
         yield b
         b.close()
+
+
+def pytest_report_header(config):
+    """The fuzz targets' seed (tests/fuzzing.py), printed so a failing run can be replayed."""
+    import fuzzing
+
+    return f"fuzz seed: {fuzzing.ENV}={fuzzing.seed()} (set it to replay this run's fuzz examples)"

@@ -98,6 +98,24 @@ def test_bad_checklist_on_the_command_line_is_one_line(tmp_path, capsys):
     assert code == 2 and "no checklist 'no_such_checklist'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("suffix, text, where", [
+    (".json", '{"name": "x\\ud800", "task": "t", "items": [{"key": "a", "instruction": "i"}]}', "`name`"),
+    (".yaml", 'name: x\nitems:\n  - key: a\n    name: "A \\ud800 b"\n    instruction: i\n', "item 1 ('a'): `name`"),
+    (".yaml", 'name: x\nitems:\n  - key: a\n    instruction: i\n    aliases: ["\\udc00"]\n', "item 1 ('a'): an alias"),
+])
+def test_a_lone_surrogate_escape_is_one_line_with_status_2(tmp_path, capsys, suffix, text, where):
+    """Issue 46 (5): a ``\\ud800`` escape parses to a lone surrogate, which no UTF-8 file can hold; it ended the
+    run in UnicodeEncodeError (exit status 1) when the fingerprint was hashed."""
+    bad = _write(tmp_path / f"bad{suffix}", text)
+    code = cli.main(["evaluate", "--summaries", str(tmp_path / "none.json"), "--provider", "mock",
+                     "--checklist", str(bad), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {bad.resolve()}, {where} holds a lone surrogate (U+D") or \
+        err[0].startswith(f"error: {bad.resolve()}: {where} holds a lone surrogate (U+D"), err
+    assert err[0].endswith("which is not a character; write the text as UTF-8")
+
+
 def _write(path, text):
     path.write_text(text, encoding="utf-8")
     return path

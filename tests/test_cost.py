@@ -425,6 +425,49 @@ def test_usage_that_is_not_plausible_is_unknown_never_priced(usage, why):
         assert priced.usd is None and priced.row == f"usage not plausible: {why}" and priced.unknown == ("usage",)
 
 
+@pytest.mark.parametrize("written, row, usd", [
+    ({"prompt_tokens": 1000.0, "completion_tokens": 10.0, "prompt_tokens_details": {"cached_tokens": 0.0}}, "",
+     (1_000 * 2.0 + 10 * 8.0) / 1e6),
+    ({"prompt_tokens": 1000, "completion_tokens": -5}, "usage not plausible: output is negative", None),
+    ({"prompt_tokens": 1000.5, "completion_tokens": 10}, "usage not plausible: input is not a number of tokens", None),
+    ({"prompt_tokens": 1000, "completion_tokens": 10, "completion_tokens_details": {"reasoning_tokens": -1}},
+     "usage not plausible: reasoning is negative", None),
+])
+def test_a_count_written_as_a_whole_float_is_that_count_and_a_bad_one_is_named(tmp_path, written, row, usd):
+    """Issue 46 (5): a count written ``1000.0`` made the request unknown (its input quietly missing), and a
+    negative count was dropped without the documented reason. Through the real SDK and a fake server."""
+    rq = request(GPT41, "float")
+    with FakeOpenAI() as srv:
+        srv.usage_for = lambda ident: written
+        runner("openai", srv, tmp_path).run([rq], mode="online")
+    got = cost_csv(tmp_path).iloc[0]
+    if usd is None:
+        assert got["price_row"] == row and pd.isna(got["usd"]) and got["unknown"] == 1
+    else:
+        assert got["unknown"] == 0 and got["usd"] == pytest.approx(usd) and got["input_tokens"] == 1000, dict(got)
+
+
+@pytest.mark.parametrize("reader, body, field, expected", [
+    ("anthropic", {"usage": {"input_tokens": 900.0, "cache_read_input_tokens": 100, "output_tokens": 7.0}},
+     "input", 1000),
+    ("anthropic", {"usage": {"input_tokens": 900, "cache_read_input_tokens": -100, "output_tokens": 7}},
+     "input", -100),
+    ("gemini", {"usageMetadata": {"promptTokenCount": 50.0, "candidatesTokenCount": 5, "thoughtsTokenCount": 2.0}},
+     "output", 7),
+    ("gemini", {"usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": -5}}, "output", -5),
+    ("openai", {"usage": {"prompt_tokens": True, "completion_tokens": 3}}, "input", True),
+])
+def test_each_providers_counts_read_whole_floats_and_keep_bad_counts_to_name_them(reader, body, field, expected):
+    from gavel.llm import usage
+
+    got = getattr(usage, reader)(body)
+    assert got[field] == expected and type(got[field]) is type(expected)
+    if not isinstance(expected, bool) and expected >= 0:
+        assert prices.implausible(got) is None
+    else:
+        assert prices.implausible(got).startswith(f"{field} is ")
+
+
 def test_cached_tokens_over_prompt_tokens_are_not_a_negative_cost(tmp_path):
     rq = request(GPT5, "neg")
     with FakeOpenAI() as srv:

@@ -480,3 +480,72 @@ def test_evaluate_gguf_is_refused_in_one_line_before_anything_runs(tmp_path, cap
     err = capsys.readouterr().err
     assert rc == 2 and said in err and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_gguf_that_is_no_model_is_refused_by_its_header_before_anything_is_hashed(tmp_path, capsys, monkeypatch):
+    """Issue 46 (5): a 20 GB sparse file was hashed (84 s) before llama.cpp found it was no model, then its log
+    and a traceback were printed. Its first four bytes say so at once; nothing is hashed or started."""
+    from gavel.cli import main
+    from gavel.llm.providers import local
+
+    def no_hashing(*_):
+        raise AssertionError("the file was hashed")
+
+    monkeypatch.setattr(local, "fd_sha256", no_hashing)
+    monkeypatch.chdir(tmp_path)
+    with open(tmp_path / "big.gguf", "wb") as f:
+        f.truncate(20 * 2**30)  # sparse: no disk used
+    (tmp_path / "s.jsonl").write_text(json.dumps({"case_id": "1", "summary": "Filed in 2020."}) + "\n")
+    (tmp_path / "refs.json").write_text(json.dumps({"1": "Filed in 2020 in Chicago."}))
+    rc = main(["evaluate", "--summaries", "s.jsonl", "--references", "refs.json", "--provider", "local",
+               "--gguf", "big.gguf", "--out", "out"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == ("error: --gguf: big.gguf: not a GGUF model file (it begins with b'\\x00\\x00\\x00\\x00', "
+                               "not b'GGUF'); nothing was started\n"), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_gguf_is_hashed_and_served_from_the_file_opened_not_one_swapped_in_after(tmp_path):
+    """Issue 46 (5): the file was hashed by its path and served by its path again: a file swapped in after the
+    hash was served, and cached under the first file's hash. Now both come from the one descriptor."""
+    import hashlib
+
+    from gavel.llm.providers.local import LocalServer, file_sha256
+
+    first, second = b"GGUF" + b"\x01" * 4096, b"GGUF" + b"\x02" * 4096
+    model = tmp_path / "own.gguf"
+    model.write_bytes(first)
+    server = LocalServer(model_path=model)
+    try:
+        served = server.gguf()
+        swap = tmp_path / "swap.gguf"
+        swap.write_bytes(second)
+        os.replace(swap, model)  # the path now names another file of the same size
+        assert Path(served).read_bytes() == first
+        assert server.model_sha256 == hashlib.sha256(first).hexdigest()
+        assert file_sha256(model) == hashlib.sha256(second).hexdigest()
+    finally:
+        server.stop()
+
+
+def test_a_failed_gguf_start_says_one_line_and_leaves_no_log(tmp_path, monkeypatch):
+    """Issue 46 (5): each failed start left a gavel-local-server-*.log behind and printed the whole log."""
+    import tempfile
+
+    from needs import unavailable
+
+    from gavel.llm.providers import local
+    from gavel.llm.providers.base import ProviderError
+
+    problem = local.installed()
+    if problem:
+        unavailable(f"the failed start needs llama.cpp's server: {problem}")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    model = tmp_path / "broken.gguf"
+    model.write_bytes(b"GGUF" + b"\xff" * 64)  # the right magic, nothing a model file holds after it
+    server = local.LocalServer(model_path=model, startup_timeout=120)
+    with pytest.raises(ProviderError) as err:
+        server.start()
+    assert str(err.value).startswith("llama.cpp server did not start (its log's last line: ")
+    assert "\n" not in str(err.value), str(err.value)
+    assert not list(tmp_path.glob("gavel-local-server-*.log")) and server.process.poll() is not None

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from fuzzing import any_text, fuzz, replay
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gavel.core import items as gitems
@@ -43,14 +44,15 @@ FRAGMENTS = ["&a lol", "*a", "[&a lol, *a]", "&a [*a]", *(_bomb(n) for n in rang
 #: changes to a dumped file, line by line: a line said twice (a repeated key), a line cut, a fragment spliced in
 LINE_EDITS = ["repeat", "drop", "splice"]
 
-texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+texts = any_text(max_size=40)  # lone surrogates too: a file's "\ud800" escape parses to one
 scalars = st.one_of(texts, st.sampled_from(["single", "multi", "", " ", "a b", "a_b", "01_a", "A", "Court", "w" * 5000,
                                             "caf\u00e9", "cafe\u0301", "ab\u200b", PLACE]),
                     st.integers(), st.floats(allow_nan=True), st.booleans(), st.none())
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                      st.dictionaries(st.sampled_from(FIELDS) | texts, inner,
                                                                      max_size=4)), max_leaves=20)
-words = st.text(alphabet="abcdefghij _-\u00e9", min_size=1, max_size=12).filter(str.strip)
+words = st.text(alphabet="abcdefghij _-\u00e9", min_size=1, max_size=12).filter(str.strip) | \
+    st.text(alphabet="abc \u00e9\ud800\udfff", min_size=1, max_size=12).filter(str.strip)
 keys = st.sampled_from(["a", "b", "A", "a_b", "01_a", "court", "x", "Ab", "b_c"])
 item = st.fixed_dictionaries(
     {"key": keys, "instruction": words},
@@ -105,13 +107,15 @@ def _one_line_or_checklist(read) -> None:
     assert isinstance(got, gitems.Checklist) and got.items and got.fingerprint
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
+@fuzz(150)
 @given(checklists(), st.sampled_from(FRAGMENTS),
-       st.lists(st.tuples(st.sampled_from(LINE_EDITS), st.integers(0, 200), st.sampled_from(FRAGMENTS)), max_size=3))
-def fuzz_checklist_files(data, fragment, edits):
+       st.lists(st.tuples(st.sampled_from(LINE_EDITS), st.integers(0, 200), st.sampled_from(FRAGMENTS)), max_size=3),
+       st.booleans())
+def fuzz_checklist_files(data, fragment, edits, escaped):
     """A YAML checklist, near-valid, a field's value replaced by a YAML fragment, lines repeated, cut or
-    spliced: one checklist or one line."""
-    text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False).replace(PLACE, fragment)
+    spliced: one checklist or one line. ``escaped``: non-ASCII written as ``\\uXXXX`` escapes (as a file
+    from an ASCII-only editor or a JSON tool has it; a lone surrogate is then a valid escape)."""
+    text = yaml.safe_dump(data, allow_unicode=not escaped, sort_keys=False).replace(PLACE, fragment)
     lines = text.splitlines(keepends=True)
     for edit, at, spliced in edits:
         at %= len(lines) or 1
@@ -126,7 +130,7 @@ def fuzz_checklist_files(data, fragment, edits):
     _one_line_or_checklist(lambda: gitems._parsed(SOURCE, text))
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
+@fuzz(150)
 @given(checklists() | values)
 def fuzz_checklist_data(data):
     """Data as a parsed file or a run's evaluation.json may hold it: one checklist or one line."""
@@ -159,7 +163,7 @@ def test_fuzz_checklist_files_and_data_under_a_memory_cap():
     done = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=CPU_CAP + 60, env=env,
                           cwd=root)
     said = "\n".join(line[:300] for line in (done.stdout + done.stderr).splitlines()[-60:])
-    assert done.returncode == 0, said
+    assert done.returncode == 0, said + replay()
     assert "fuzzed checklist files and data" in done.stdout
 
 

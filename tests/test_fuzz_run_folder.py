@@ -5,7 +5,11 @@ file cut short, replaced by bytes or JSON, removed, or made a link out of the fo
 Every file opened while reading and rendering is inside the run folder, the package or Python itself (an
 audit hook watches ``open``), and the secret beside the folder never reaches the page.
 
-The examples run in one subprocess under a memory cap (``RLIMIT_AS``) and a time cap."""
+The examples run in one subprocess under a memory cap (``RLIMIT_AS``) and a time cap, drawn from this test
+run's seed (tests/fuzzing.py: ``GAVEL_FUZZ_SEED``, printed in pytest's header), so each run tries new ones and a
+failure replays. Issue 46 added hard links to a copy of a file outside (carrying the secret), links inside the
+folder, text with lone surrogates (JSON's ``\ud800`` escapes), and made the watcher compare resolved paths with
+resolved paths (a ``.venv`` that is a link failed it)."""
 
 from __future__ import annotations
 
@@ -37,11 +41,13 @@ def test_the_run_folder_fuzz_target_ends_only_in_its_own_one_line_error(tmp_path
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
+    from fuzzing import replay
+
     done = subprocess.run([sys.executable, "-c", "import test_fuzz_run_folder as t; t.fuzz()"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=SECONDS, preexec_fn=cap,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
                                "HF_HUB_OFFLINE": "1"})
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:] + replay()
     assert "fuzzed" in done.stdout
 
 
@@ -60,23 +66,37 @@ def _spoil(run: Path, target: str, action: str, value, where: int, outside: Path
     path = run / target
     if action == "remove":
         path.unlink(missing_ok=True)
-    elif action in ("link_out", "link_zero", "fifo"):
+    elif action in ("link_out", "link_zero", "fifo", "link_in"):
+        if action == "link_in" and path.is_file() and not path.is_symlink():  # a link inside: to a copy beside it
+            shutil.copyfile(path, path.with_name("copy-" + path.name))
         path.unlink(missing_ok=True)
         if action == "fifo":
             os.mkfifo(path)
+        elif action == "link_in":
+            path.symlink_to("copy-" + path.name)
         else:
             path.symlink_to(outside / ".env" if action == "link_out" else Path("/dev/zero"))
+    elif action == "hardlink_out" and path.is_file() and not path.is_symlink():
+        # a hard link to a copy outside the folder, the secret written into it (texts.jsonl: into a text the
+        # page shows), then hard-linked in place of the file: a regular file inside the folder by every path
+        text = path.read_bytes().decode("utf-8", "replace").replace('"text": "', '"text": "' + SECRET + " ", 1)
+        copy = outside / f"outside-{path.name}"
+        copy.write_text(text, encoding="utf-8")
+        path.unlink()
+        os.link(copy, path)
     elif action == "bytes":
         path.write_bytes(value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass"))
     elif action == "cut" and path.is_file():
         data = path.read_bytes()
         path.write_bytes(data[: where % (len(data) + 1)])
-    elif action == "json":
-        path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    elif action == "json":  # a lone surrogate written as the \\udXXX escape a UTF-8 file can hold
+        value = value.decode("latin-1") if isinstance(value, bytes) else value
+        text = json.dumps(value, ensure_ascii=False)
+        path.write_text(json.dumps(value) if _has_surrogate(text) else text, encoding="utf-8")
     elif action in ("cell", "drop") and target.endswith(".csv") and path.is_file():
         try:
             table = read_csv(path, dtype=str)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError):
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
             return
         if not len(table.columns):
             return
@@ -84,13 +104,18 @@ def _spoil(run: Path, target: str, action: str, value, where: int, outside: Path
         if action == "drop":
             table = table.drop(columns=[column])
         elif len(table):
-            table.loc[where % len(table), column] = str(value)
+            table.loc[where % len(table), column] = str(value).encode("utf-8", "backslashreplace").decode()
         write_csv(table, path)
+
+
+def _has_surrogate(value: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in value)
 
 
 def fuzz() -> None:
     """The fuzz target (run in a capped subprocess by the test above)."""
-    from hypothesis import HealthCheck, given, settings
+    from fuzzing import any_text, fuzz
+    from hypothesis import given
     from hypothesis import strategies as st
     from report_runs import make_run
 
@@ -99,32 +124,39 @@ def fuzz() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="fuzz-run-folder-"))
     base = make_run(root / "base", "b")
-    allowed = [str(REPO / "gavel"), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-               sysconfig.get_paths()["platlib"], sys.prefix, sys.base_prefix]
+    # resolved, as the paths opened are: a .venv that is a link (a clone's own .venv -> a shared one) is
+    # compared by where it leads (issue 46: unresolved prefixes failed the target in such a clone)
+    allowed = [os.path.realpath(p) for p in (REPO / "gavel", sysconfig.get_paths()["stdlib"],
+                                             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+                                             sys.prefix, sys.base_prefix)]
     watching: dict = {"run": None, "outside": []}
 
     def audit(event, args):
         if event == "open" and watching["run"] is not None and isinstance(args[0], (str, bytes, os.PathLike)):
-            path = os.path.realpath(os.fsdecode(args[0]))
-            if not (path.startswith(watching["run"]) or any(path.startswith(a) for a in allowed)):
+            name = os.fsdecode(args[0])
+            if not os.path.isabs(name) and os.sep not in name:
+                return  # gavel.report.folder opens each part relative to the run folder's descriptor (the
+                # working directory of this process is an empty folder: nothing else is read by a bare name)
+            path = os.path.realpath(name)
+            run = watching["run"]
+            if not (path == run or path.startswith(run + os.sep) or any(path.startswith(a) for a in allowed)):
                 watching["outside"].append(path)
 
     sys.addaudithook(audit)
-    json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | any_text(max_size=20),
                                lambda inner: st.lists(inner, max_size=4)
                                | st.dictionaries(st.sampled_from(["seed", "checklist", "name", "fingerprint",
                                                                   "alpha", "custom_id", "text", "x"]), inner,
                                                  max_size=4), max_leaves=12)
     spoil = st.tuples(st.sampled_from(FILES),
                       st.sampled_from(["cell", "cell", "cell", "drop", "cut", "bytes", "json", "remove", "link_out",
-                                       "link_zero", "fifo"]),
-                      st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.binary(max_size=200),
+                                       "link_zero", "fifo", "hardlink_out", "hardlink_out", "link_in"]),
+                      st.one_of(st.sampled_from(HOSTILE), any_text(max_size=40), st.binary(max_size=200),
                                 json_values),
                       st.integers(min_value=0, max_value=10_000))
     count = {"n": 0, "errors": 0}
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @fuzz(EXAMPLES)
     @given(st.lists(spoil, min_size=1, max_size=3))
     def one(spoils):
         work = Path(tempfile.mkdtemp(dir=root))
@@ -136,6 +168,10 @@ def fuzz() -> None:
         try:
             page = report.render(report.run_data(run))
             assert "sk-fuzz-secret" not in page
+            page.encode("utf-8")  # what `gavel report` writes: a lone surrogate read from JSON must not end it
+            linked = [str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and not p.is_symlink()
+                      and p.stat().st_nlink > 1]
+            assert not linked, f"a page was made from a folder with hard links to files outside: {linked}"
         except ReportInputError as err:
             message = str(err)
             assert message and "\n" not in message and "Traceback" not in message, message

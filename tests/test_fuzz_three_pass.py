@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
+from fuzzing import any_text, fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 from test_three_pass import EXAMPLE, MODEL, TEXTS, corpus
 
@@ -30,14 +31,15 @@ QUOTES = ["U.S. District Court for the District of Maine", "District of Maine", 
           "dismissed the case on June 1, 2012", "Case closed on June 1, 2012.", "No party paid any money.",
           "laintiffs filed", "ORDER.", "1, 2012", "June", "x" * 300, "caf\u00e9", "\u0000", "Docket entry 40"]
 VALUES = ["Dismissed on June 1, 2012", "Settled for $1 million paid to the plaintiffs", "Maine", "Dismissed",
+          "Case not dismissed; motion to dismiss denied on June 1, 2012", "The City paid the plaintiffs $1 million",
           "U.S. District Court for the District of Maine", "  ", "", "closed June 2012", "\u202egniltteS"]
 LOCATIONS = ["chunk 1", "chunk 2", "chunk \u0661", "chunk 0001", "Chunk 1", "chunk 1 \u2026 also chunk 7", " chunk 1",
              "chunk 1 ", "chunk 99999999999", "", "page 3"]
 KEYS = ["court", "state", "outcome", "money", "Court", "Outcome", "colour", "", "01_court"]
 IDS = [f"{side}{n}" for side in "ABv" for n in range(1, 5)] + ["", "v0", "A01"]
 
-junk = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+junk = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text(max_size=8), inner, max_size=3),
                     max_leaves=8)
 #: quotes each document holds, at its one chunk: most evidence is drawn from these, so values reach every pass
 FOUND = [(q, d) for d in DOCS for q in QUOTES if q and q in TEXTS[d]]
@@ -57,7 +59,7 @@ items_answer = st.fixed_dictionaries({"items": st.lists(entry, max_size=4)}) | s
 prune_answer = st.fixed_dictionaries({
     "kept": st.lists(st.fixed_dictionaries({"id": st.sampled_from(IDS) | st.sampled_from(IDS) | junk, "value": st.sampled_from(VALUES) | junk,
                                             "evidence": st.lists(evidence, max_size=3) | junk}), max_size=5) | junk,
-    "removed": st.lists(st.fixed_dictionaries({"id": st.sampled_from(IDS) | junk, "why": st.text(max_size=30) | junk}),
+    "removed": st.lists(st.fixed_dictionaries({"id": st.sampled_from(IDS) | junk, "why": any_text(max_size=30) | junk}),
                         max_size=3) | junk})
 
 
@@ -73,8 +75,36 @@ def answers(strategy):
 
 
 #: an answer that echoes what the prompt lists (every value kept, under its own id), each value's text
-#: replaced by the drawn rewording where there is one: it reaches the checks on a value's text
-echoes = st.lists(st.sampled_from(VALUES) | st.none(), min_size=1, max_size=4).map(lambda r: ("echo", r))
+#: replaced by the drawn rewording where there is one, or changed in meaning with every word kept (issue 46:
+#: a negation dropped or added, who did what to whom swapped, a zero-width space inside): it reaches the
+#: checks on a value's text
+TWISTS = ["!drop_not", "!add_not", "!swap", "!zero_width"]
+echoes = st.lists(st.sampled_from(VALUES) | st.sampled_from(TWISTS) | st.sampled_from(TWISTS) | st.none(),
+                  min_size=1, max_size=4).map(lambda r: ("echo", r))
+#: texts a twist made: a value that changes meaning never leaves a pass as a rewording
+TWISTED: set = set()
+
+
+def _twist(value: str, how: str) -> str:
+    words = value.split(" ")
+    if how == "!drop_not" and "not" in words:
+        out = " ".join(w for w in words if w != "not")
+    elif how == "!add_not" and words[0]:
+        out = " ".join([words[0], "not", *words[1:]]) if len(words) > 1 else value
+    elif how == "!zero_width" and " " in value:  # where a space was: the words stay the same
+        out = value.replace(" ", "\u200b", 1)
+    elif how == "!swap":  # the first and the last word trade places around the words between them
+        content = [i for i, w in enumerate(words) if w.strip(",.;$").isalpha() and len(w) > 3]
+        if len(content) < 3:
+            return value
+        first, last = content[0], content[-1]
+        words[first], words[last] = words[last], words[first]
+        out = " ".join(words)
+    else:
+        return value
+    if out != value:
+        TWISTED.add(out.strip())
+    return out
 
 
 def _listed(prompt: str, after: str, before: str) -> list[dict]:
@@ -90,7 +120,8 @@ def _listed(prompt: str, after: str, before: str) -> list[dict]:
 
 def _echo(prompt: str, stage: str, rewordings: list) -> str:
     def text(n, v):
-        return rewordings[n % len(rewordings)] or v["value"]
+        said = rewordings[n % len(rewordings)]
+        return _twist(v["value"], said) if said in TWISTS else said or v["value"]
     if stage == three_pass.STAGES["merge"]:
         listed = _listed(prompt, "# Checklist A", "# Answer")
         by_key: dict = {}
@@ -102,12 +133,35 @@ def _echo(prompt: str, stage: str, rewordings: list) -> str:
                                 for n, v in enumerate(listed)], "removed": []})
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
-          database=None)
+@fuzz(40)
 @given(extract=st.fixed_dictionaries({d: answers(items_answer) for d in DOCS}),
        merge=st.lists(answers(items_answer) | echoes | echoes, min_size=2, max_size=2),
        prune=answers(prune_answer) | echoes | echoes)
 def test_fuzz_three_pass_answers(extract, merge, prune):
+    _run_and_check(extract, merge, prune)
+
+
+def _good_extract(doc: str):
+    """A first-pass answer of the right shape for ``doc``: values with evidence the document holds."""
+    quotes = st.sampled_from([q for q, d in FOUND if d == doc]).map(
+        lambda q: {"text": q, "source_document": doc, "location": "chunk 1"})
+    values = st.lists(st.fixed_dictionaries({"value": st.sampled_from(VALUES[:6]),
+                                             "evidence": st.lists(quotes, min_size=1, max_size=2)}),
+                      min_size=1, max_size=2)
+    entries = st.lists(st.fixed_dictionaries({"key": st.sampled_from(["court", "outcome", "money"]),
+                                              "values": values}), min_size=1, max_size=2)
+    return entries.map(lambda e: json.dumps({"items": e}))
+
+
+@fuzz(40)
+@given(extract=st.fixed_dictionaries({d: _good_extract(d) for d in DOCS}),
+       merge=st.lists(echoes, min_size=2, max_size=2), prune=echoes)
+def test_fuzz_three_pass_rewordings(extract, merge, prune):
+    """Issue 46: well-formed answers whose merge and prune reword values, some changing what they say."""
+    _run_and_check(extract, merge, prune)
+
+
+def _run_and_check(extract, merge, prune):
     def answer(request):
         prompt = request.messages[-1]["content"]
         if request.stage == three_pass.STAGES["extract"]:
@@ -117,6 +171,7 @@ def test_fuzz_three_pass_answers(extract, merge, prune):
             said = merge[0] if request.item.startswith("level 1 ") else merge[1]
         return _echo(prompt, request.stage, said[1]) if isinstance(said, tuple) else said
 
+    TWISTED.clear()
     with tempfile.TemporaryDirectory() as workdir:
         res = three_pass.run_three_pass(corpus(), MockProvider(answer=answer), MODEL, checklist=CHECKLIST,
                                         workdir=workdir)
@@ -127,6 +182,8 @@ def test_fuzz_three_pass_answers(extract, merge, prune):
         for v in values:
             assert isinstance(v["value"], str) and v["value"].strip() and v["evidence"]
             assert v["value"] in given_first["values"].get(key, set()) or (key, v["value"]) in reworded, v
+            assert v["value"] in given_first["values"].get(key, set()) or v["value"] not in TWISTED, \
+                f"a rewording that changes the meaning was kept: {v['value']!r}"
             for e in v["evidence"]:
                 assert (key, e["text"], e["source_document"], e["location"]) in given_first["evidence"], e
                 assert three_pass.CHUNK_LOCATION.fullmatch(e["location"]) and not three_pass.too_little(e["text"])
@@ -135,6 +192,7 @@ def test_fuzz_three_pass_answers(extract, merge, prune):
         assert isinstance(record["why"], str) and record["why"].strip() and len(record["why"]) < 5000, record
     for row in res.value_rows("9", CHECKLIST):
         assert row["item"] in {it.name for it in CHECKLIST.items}
+        json.dumps(row, ensure_ascii=False).encode("utf-8")  # rows.jsonl is written so: no lone surrogate
 
 
 def _first_pass(extract: dict) -> dict:

@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from fuzzing import any_text, fuzz, replay
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gavel.core import prices
@@ -27,7 +28,8 @@ SINCE = ledger.now()
 #: counts that have broken a price: huge, negative, fractional, not finite, not numbers
 COUNTS = st.one_of(st.integers(min_value=-10, max_value=10**7), st.integers(min_value=10**15),
                    st.integers(min_value=10**399, max_value=10**401), st.floats(allow_nan=True),
-                   st.booleans(), st.none(), st.text(max_size=5), st.just("1" * 400))
+                   st.integers(min_value=0, max_value=10**7).map(float), st.booleans(), st.none(),
+                   any_text(max_size=5), st.just("1" * 400))
 LEAF = st.one_of(COUNTS, st.lists(COUNTS, max_size=2))
 NESTED = st.recursive(LEAF, lambda inner: st.dictionaries(st.sampled_from(
     ["cached_tokens", "reasoning_tokens", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", "x"]), inner,
@@ -62,17 +64,31 @@ def _ledger(model: str, record, mode: str) -> None:
     ledger.closing_line(table)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+def _whole(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float)
+            and value.is_integer()) and 0 <= value <= prices.MAX_TOKENS
+
+
+@fuzz(150)
 @given(body=BODY, model=st.sampled_from(MODELS), mode=st.sampled_from(["batch", "online"]))
 def fuzz_provider_bodies(body, model, mode):
     for read in (usage.openai, usage.anthropic, usage.gemini):
         got = read(body)
         assert got is None or set(prices.USAGE_FIELDS) <= set(got)
+        if read is usage.openai and got is not None:  # issue 46: each count is read or named, never dropped
+            for field, key in (("input", "prompt_tokens"), ("output", "completion_tokens")):
+                written = body["usage"].get(key)
+                if written is None:
+                    assert got[field] is None
+                elif _whole(written):
+                    assert got[field] == written and type(got[field]) is int, (key, written, got)
+                else:
+                    assert prices.implausible(got), (key, written, got)
         record = usage.stamped(got, mode, ledger.stamp_time())
         _ledger(model, record, mode)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@fuzz(150)
 @given(record=RECORD, model=st.sampled_from(MODELS), mode=st.sampled_from(["batch", "online"]))
 def fuzz_cached_records(record, model, mode):
     priced = prices.cost(model, record, mode)
@@ -94,4 +110,4 @@ def test_usage_records_raise_nothing_under_memory_and_time_caps():
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
                           preexec_fn=limit, env=env, cwd=here.parent)
-    assert done.returncode == 0 and "fuzzed" in done.stdout, done.stderr[-3000:]
+    assert done.returncode == 0 and "fuzzed" in done.stdout, done.stderr[-3000:] + replay()

@@ -207,3 +207,26 @@ def replace_tokens(resp, n):
     from dataclasses import replace
 
     return replace(resp, input_tokens=n)
+
+
+def test_a_reask_after_a_doubled_cap_goes_back_to_the_cap_and_rounds_are_bounded_in_tokens(tmp_path):
+    """Issue 46 (5): after a cut answer asked again with twice the cap, a re-ask that got prose kept the
+    doubled cap (150, 300, 300: 5 times the cap paid for one request). Now the re-ask has the request's own
+    cap, and all rounds together ask for at most REASK_TOKEN_FACTOR times it."""
+    sent: dict = {}
+
+    def answer(request):
+        if request.stage == "extract" and request.item == "judge_name":
+            caps = sent.setdefault(request.subject, [])
+            caps.append(request.params.get("max_tokens"))
+            if len(caps) == 1:
+                return json.dumps({"reasoning": "x" * 200, "extracted": []})  # cut at 150
+            return "Sorry, here is some prose instead."  # unusable: re-asked
+        return scripted(request)
+
+    settings = pipeline.Settings(extractor="gpt-oss-20b-BF16", judge="gemma-3-27b-it", items=ITEMS, max_tokens=150)
+    tables = pipeline.evaluate([("model-x", "1", MODEL)], {"1": REF}, _Capped(answer=answer), tmp_path, settings)
+    assert sent["model-x"] == [150, 300, 150] and sum(sent["model-x"]) == pipeline.REASK_TOKEN_FACTOR * 150
+    a = tables["answers"]
+    judge = a[(a.stage == "extract") & (a.item == "judge_name") & (a.subject == "model-x")]
+    assert list(judge["status"]) == ["truncated", "no_json", "no_json"]

@@ -81,11 +81,14 @@ def test_a_link_leading_out_of_the_run_folder_is_never_read(run, capsys, name):
     assert not any("sk-collaborator" in p.read_text(errors="replace") for p in run.parent.rglob("*.html"))
 
 
-def test_a_link_inside_the_run_folder_is_followed(run):
+def test_a_link_inside_the_run_folder_is_not_followed_either(run, capsys):
+    """Issue 46 (2): no link is followed (a link checked inside could be swapped for one leading out)."""
     (run / "texts-original.jsonl").write_bytes((run / "texts.jsonl").read_bytes())
     (run / "texts.jsonl").unlink()
     (run / "texts.jsonl").symlink_to("texts-original.jsonl")
-    assert report.run_data(run)["texts"]
+    assert report_error(run, capsys) == (f"error: {run / 'texts.jsonl'}: a link (to texts-original.jsonl inside the "
+                                         f"run folder); not read (a run folder holds its own files: copy it with "
+                                         f"`cp -rL`)")
 
 
 def test_a_runs_folder_that_is_a_link_elsewhere_is_refused(run, capsys, tmp_path):
@@ -111,6 +114,74 @@ def test_a_fifo_or_a_device_in_the_folder_is_named_and_never_opened(run, tmp_pat
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and done.stderr.strip() == \
         f"error: {run / 'texts.jsonl'}: not a regular file (a folder, FIFO or device); not read"
+
+
+@pytest.mark.parametrize("name", ["cost.csv", "texts.jsonl", "checklist.yaml",
+                                  "runs/compare/cache/CACHED"])
+def test_a_hard_link_to_a_file_outside_is_never_read(run, capsys, name):
+    """Issue 46 (2): a hard link is a regular file inside the folder by every path check; its second name
+    (st_nlink) gives it away."""
+    if name.endswith("CACHED"):
+        name = str(next((run / "runs" / "compare" / "cache").glob("*/*.json")).relative_to(run))
+    (run.parent / ".env").write_text(SECRET + "\n")
+    (run / name).unlink()
+    os.link(run.parent / ".env", run / name)
+    line = report_error(run, capsys)
+    assert line == (f"error: {run / name}: a file with 2 names (a hard link, which may be a file from outside the "
+                    f"run folder); not read (a run folder holds its own files)"), line
+
+
+def test_a_link_swapped_in_at_any_moment_never_reaches_the_page(run, tmp_path):
+    """Issue 46 (2): a swapper thread replaces texts.jsonl, as fast as it can, by a symlink, a hard link (both
+    to a copy outside that carries a secret in a text the page shows), its own copy and a FIFO, while the
+    report reads the folder 60 times. Each report renders or ends in its one line; the secret never shows.
+    (The code before read a checked path a second time: a swap between check and read leaked.)"""
+    import threading
+
+    secret_texts = (run / "texts.jsonl").read_text().replace('"text": "', '"text": "sk-swapped-secret ', 1)
+    assert "sk-swapped-secret" in secret_texts
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(secret_texts)
+    own = tmp_path / "own.jsonl"
+    own.write_bytes((run / "texts.jsonl").read_bytes())
+    target, spare = run / "texts.jsonl", run / ".swap"
+    stop = threading.Event()
+    kinds: dict[str, int] = {}
+
+    def swapper():
+        n = 0
+        while not stop.is_set():
+            kind = ("symlink", "hardlink", "own", "fifo")[n % 4]
+            spare.unlink(missing_ok=True)
+            if kind == "fifo":
+                os.mkfifo(spare)  # opened to read without a writer it would hang the report
+            elif kind == "symlink":
+                spare.symlink_to(outside)
+            elif kind == "hardlink":
+                os.link(outside, spare)
+            else:
+                shutil.copyfile(own, spare)
+            os.replace(spare, target)  # atomic: the name always points at one of the three
+            kinds[kind] = kinds.get(kind, 0) + 1
+            n += 1
+
+    thread = threading.Thread(target=swapper, daemon=True)
+    thread.start()
+    outcomes = {"page": 0, "refused": 0}
+    try:
+        for _ in range(60):
+            try:
+                page = report.render(report.run_data(run))
+            except report.ReportInputError as err:
+                assert "sk-swapped-secret" not in str(err) and "\n" not in str(err)
+                outcomes["refused"] += 1
+            else:
+                assert "sk-swapped-secret" not in page
+                outcomes["page"] += 1
+    finally:
+        stop.set()
+        thread.join()
+    assert sum(outcomes.values()) == 60 and min(kinds.values()) > 0, (outcomes, kinds)
 
 
 def capped(argv: list[str], cwd=REPO, limit: int = 2 * 2**30) -> subprocess.CompletedProcess:

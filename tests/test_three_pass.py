@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from gavel.core import config
 from gavel.documents import three_pass
 from gavel.documents.corpus import Corpus
@@ -247,3 +249,69 @@ def test_evidence_must_be_whole_words_of_some_length_at_a_location_written_chunk
         ("v6", "location 'chunk 1 \u2026 also chunk 7' is not written 'chunk N'"),
         ("v7", "location 'Chunk 1' is not written 'chunk N'")]
     assert res.values == {"state": [{"value": "v8", "evidence": [ev("Maine", "Complaint")]}]}
+
+
+# ---------------------------------------------------------------- issue 46 (3): a rewording keeps the meaning
+NOT_DISMISSED = "Case not dismissed; motion to dismiss denied on June 1, 2012"
+PAID = "The City paid the plaintiffs $1 million"
+PROBE_TEXT = f"ORDER. {NOT_DISMISSED}. {PAID} in settlement."
+
+
+@pytest.mark.parametrize("key, original, rewording, why", [
+    ("outcome", NOT_DISMISSED, "Case dismissed on June 1, 2012", "it drops the negation of 'dismissed'"),
+    ("money", PAID, "The plaintiffs paid the City $1 million", "words trade sides around 'paid' (who did what to "
+                                                               "whom)"),
+    ("outcome", NOT_DISMISSED, "Case not\u200bdismissed on June 1, 2012", "it holds an invisible character (U+200B)"),
+    ("outcome", "Motion to dismiss denied on June 1, 2012", "Motion to dismiss not denied on June 1, 2012",
+     "it adds a negation before 'denied'"),
+    ("outcome", NOT_DISMISSED, "Case not dismissed on June 1, 2012", None),  # shorter, same meaning: reworded
+    ("money", PAID, "City paid plaintiffs $1 million", None),
+])
+def test_a_prune_rewording_that_changes_the_meaning_keeps_the_text(tmp_path, key, original, rewording, why):
+    """The probe's cases: every word of each rewording is in the value, so the word check passed them (logged
+    ``reworded``). Now a rewording that adds or drops a negation, swaps who did what to whom, or carries an
+    invisible character is refused with its reason, and the value keeps its text."""
+    one = Corpus.build("9", [PROBE_TEXT], ["Order"])
+    quote = original if original in PROBE_TEXT else NOT_DISMISSED
+
+    def extract(prompt):
+        return {"items": [{"key": key, "values": [{"value": original, "evidence": [ev(quote, "Order")]}]}]}
+
+    def prune(prompt):
+        v = _prune_values(prompt)[0]
+        return {"kept": [dict(v, value=rewording)], "removed": []}
+    res = three_pass.run_three_pass(one, _by_stage(extract, None, prune), MODEL, checklist=EXAMPLE,
+                                    workdir=tmp_path / "w")
+    rows = res.value_rows("9", EXAMPLE)
+    if why is None:
+        assert [r["value"] for r in res.actions("reworded")] == [rewording] and not res.actions("rewording_refused")
+        assert res.values[key][0]["value"] == rewording and rows[0]["reworded_from"] == [original]
+        return
+    refused = res.actions("rewording_refused")
+    assert [(r["pass"], r["value"], r["rewording"]) for r in refused] == [("prune", original, rewording)]
+    assert refused[0]["why"].endswith(f"would change the meaning: {why}; the value keeps its text"), refused[0]["why"]
+    assert not res.actions("reworded") and res.values[key][0]["value"] == original
+    assert rows[0]["value"] == original and rows[0]["reworded_from"] is None
+
+
+def test_a_merge_rewording_that_drops_a_negation_keeps_the_text(tmp_path):
+    two = Corpus.build("9", [PROBE_TEXT, PROBE_TEXT.replace("ORDER.", "OPINION.")], ["Order", "Opinion"])
+
+    def extract(prompt):
+        doc = re.search(r"^Document: (\w+) \(", prompt, re.M).group(1)
+        return {"items": [{"key": "outcome", "values": [{"value": NOT_DISMISSED,
+                                                          "evidence": [ev(NOT_DISMISSED, doc)]}]}]}
+
+    def merge(prompt):
+        return {"items": [{"key": "outcome", "values": [{"from": ["A1", "B1"], "value": "Case dismissed",
+                                                          "evidence": [ev(NOT_DISMISSED, "Order"),
+                                                                       ev(NOT_DISMISSED, "Opinion")]}]}]}
+
+    def prune(prompt):
+        return {"kept": _prune_values(prompt), "removed": []}
+    res = three_pass.run_three_pass(two, _by_stage(extract, merge, prune), MODEL, checklist=EXAMPLE,
+                                    workdir=tmp_path / "w")
+    refused = res.actions("rewording_refused")
+    assert [(r["pass"], r["value"], r["rewording"]) for r in refused] == [("merge", NOT_DISMISSED, "Case dismissed")]
+    assert "it drops the negation of 'dismissed'" in refused[0]["why"]
+    assert [v["value"] for v in res.values["outcome"]] == [NOT_DISMISSED]

@@ -228,14 +228,40 @@ def _shown(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value, where: str, what: str, required: bool = True) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
         raise ChecklistError(f"{where}: {what} must be a non-empty text" if required else f"{where}: {what} must be text")
+    _no_surrogate(value, where, what)
     if len(value) > MAX_TEXT_CHARS:
         raise ChecklistError(f"{where}: {what} is {len(value):,} characters long (at most {MAX_TEXT_CHARS:,})")
     return value.strip()
+
+
+def _no_surrogate(value: str, where: str, what: str) -> None:
+    """A lone surrogate (a ``\\ud800`` escape in JSON or YAML) is no character: it cannot be written as UTF-8,
+    so it would end a run later in an encoding error. Refused here, naming where it is."""
+    found = _SURROGATE.search(value)
+    if found:
+        raise ChecklistError(f"{where}: {what} holds a lone surrogate (U+{ord(found.group()):04X} at character "
+                             f"{found.start() + 1:,}), which is not a character; write the text as UTF-8")
+
+
+def _surrogates_anywhere(data, source: str, depth: int = 0) -> None:
+    """Every text of the parsed file (keys too) checked for lone surrogates, before any field is read."""
+    if isinstance(data, str):
+        _no_surrogate(data, source, "a text")
+    elif isinstance(data, dict) and depth <= MAX_DEPTH:
+        for k, v in data.items():
+            _surrogates_anywhere(k, source, depth + 1)
+            _surrogates_anywhere(v, source, depth + 1)
+    elif isinstance(data, list) and depth <= MAX_DEPTH:
+        for v in data:
+            _surrogates_anywhere(v, source, depth + 1)
 
 
 def _list(value, where: str, what: str, limit: int) -> list:
@@ -338,6 +364,7 @@ def parse(data, source: str) -> Checklist:
     items = tuple(Item(group=member.get(r["key"], ""), **r) for r in raw)
     _collisions(list(items), source)
     # every field is now text of bounded size in lists of bounded length: hashing it is bounded too
+    _surrogates_anywhere(data, source)  # what no field check read (keys, aliases), before it is hashed
     content = {"name": name, "task": top.get("task"), "groups": group_entries, "items": entries,
                "style": top.get("style")}
     fingerprint = hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from gavel.answers import json_candidates
@@ -127,6 +128,69 @@ def unsupported_words(new: str, sources: list[str]) -> list[str]:
     return [w for w in dict.fromkeys(_WORD.findall(new)) if w.casefold() not in known]
 
 
+#: words that negate what follows them (a contraction's n't too), and words a negation or a swap is not about
+_NEGATIONS = frozenset("not no never neither nor none nothing nobody without cannot non".split())
+_MINOR = frozenset("a an the of to in on at by for from with as and or is was were be been being are has have had "
+                   "that this its their his her it".split())
+_TOKEN = re.compile(r"\w+(?:['\u2019]\w+)*|[.;:!?,()\[\]]")
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.casefold() for t in _TOKEN.findall(text)]
+
+
+def _negated(text: str) -> set[tuple[str, bool]]:
+    """(word, negated) for each content word of ``text``: negated when it is the first content word after a
+    negation (``not``, ``no``, a word ending in n't ...) in its clause."""
+    out, pending = set(), False
+    for t in _tokens(text):
+        if not t[0].isalnum():
+            pending = False  # a clause ends at punctuation
+        elif t in _NEGATIONS or t.endswith(("n't", "n\u2019t")):
+            pending = not pending  # "not not dismissed" is not "not dismissed"
+        elif t not in _MINOR:
+            out.add((t, pending))
+            pending = False
+    return out
+
+
+def _swapped(new: str, old: str) -> str | None:
+    """The word two others trade sides around (``The City paid the plaintiffs`` -> ``The plaintiffs paid the
+    City``: ``paid``), among content words said once in both texts; None when none is."""
+    def once(text):
+        words = [t for t in _tokens(text) if t[0].isalnum() and t not in _MINOR and t not in _NEGATIONS]
+        return [w for w in words if words.count(w) == 1]
+
+    a, b = once(new), once(old)
+    shared = set(a) & set(b)
+    a, b = [w for w in a if w in shared], [w for w in b if w in shared]
+    for v in a:
+        i, j = a.index(v), b.index(v)
+        if set(a[:i]) & set(b[j + 1:]) and set(a[i + 1:]) & set(b[:j]):
+            return v
+    return None
+
+
+def meaning_changed(new: str, old: list[str]) -> str | None:
+    """Why a rewording of the values ``old`` into ``new`` would change what they say, or None: it carries an
+    invisible character (a zero-width space inside ``not dismissed`` reads as neither word), it adds or drops
+    a negation before a word (``Case not dismissed`` -> ``Case dismissed``), or two words trade sides around a
+    third (who did what to whom; a passive turned active counts too: the value keeps its text, to be safe)."""
+    hidden = next((ch for ch in new if unicodedata.category(ch) in ("Cf", "Cc", "Co", "Cn", "Cs")
+                   and ch not in "\t\n\r"), None)
+    if hidden is not None:
+        return f"it holds an invisible character (U+{ord(hidden):04X})"
+    known = set().union(*(_negated(o) for o in old))
+    for word, negated in sorted(_negated(new)):
+        if (word, negated) not in known and (word, not negated) in known:
+            return f"it {'adds a negation before' if negated else 'drops the negation of'} {word!r}"
+    for o in old:
+        pivot = _swapped(new, o)
+        if pivot:
+            return f"words trade sides around {pivot!r} (who did what to whom)"
+    return None
+
+
 @dataclass
 class ThreePassResult:
     values: dict  # item key -> final list of {"value", "evidence": [{text, source_document, location}]}
@@ -134,14 +198,18 @@ class ThreePassResult:
     token_stats: dict  # case -> totals and per pass
 
     def value_rows(self, case_id: str, checklist=None) -> list[dict]:
+        """One row per value; ``reworded_from``: the values a merge or prune reworded into this text (logged
+        ``reworded``), None for a value that keeps the text a pass found (docs/documents.md)."""
         checklist = gitems.load(checklist)
+        reworded = {(r["item"], r["value"]): r.get("before") for r in self.actions("reworded")}
         rows = []
         for key, values in self.values.items():
             for i, v in enumerate(values, 1):
                 rows.append({"case_id": case_id, "item": checklist.item(key).name, "index": i, "value": v["value"],
                              "evidence": [e["text"] for e in v["evidence"]],
                              "source_documents": [e["source_document"] for e in v["evidence"]],
-                             "locations": [e["location"] for e in v["evidence"]]})
+                             "locations": [e["location"] for e in v["evidence"]],
+                             "reworded_from": reworded.get((key, v["value"]))})
         return rows
 
     def actions(self, action: str) -> list[dict]:
@@ -281,6 +349,11 @@ class _Run:
         old = [b["value"] for b in before]
         if new in old:
             return new
+        changed = meaning_changed(new, old)
+        if changed:
+            self.note(pass_, "rewording_refused", key, old[0], f"{where}: rewording {_brief(new)} would change "
+                      f"the meaning: {changed}; the value keeps its text", rewording=new)
+            return old[0]
         missing = unsupported_words(new, old + [e["text"] for e in evidence])
         if missing:
             self.note(pass_, "rewording_refused", key, old[0], f"{where}: rewording {_brief(new)} has words in "

@@ -21,15 +21,33 @@ from gavel.core.prices import USAGE_FIELDS
 
 
 def _count(container, *path):
-    """The non-negative integer at ``path`` inside nested dicts, or None (absent, null, not a count)."""
+    """The count at ``path`` inside nested dicts: None where it is absent or null; a non-negative integer as
+    it is, and one written as a whole float (``1000.0``: JSON has one kind of number, and some servers write
+    counts so) as that integer; anything else (a negative count, a string, a boolean; ``12.5`` or NaN as the
+    text ``'12.5'``) as it was written, so that ``gavel.core.prices.implausible`` names it (``input is negative``) and the request is
+    not priced, with that reason, instead of the count being quietly unknown."""
     value = container
     for key in path:
         if not isinstance(value, dict):
             return None
         value = value.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
+    if isinstance(value, float):
+        # a whole float is that integer; 12.5, NaN or infinity is no count of tokens (as text: named so)
+        return int(value) if value.is_integer() and 0 <= value <= 2**53 else repr(value)
     return value
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _sum(*counts):
+    """Counts added up: None when the first is unknown, the first count that is not one (to be named), else
+    the sum (unknown later parts count as 0)."""
+    if counts[0] is None:
+        return None
+    bad = next((c for c in counts if c is not None and not _whole(c)), None)
+    return bad if bad is not None else sum(c or 0 for c in counts)
 
 
 def empty() -> dict:
@@ -69,7 +87,7 @@ def anthropic(message: dict) -> dict | None:
         return None
     uncached, write, read = (_count(usage, k) for k in ("input_tokens", "cache_creation_input_tokens",
                                                          "cache_read_input_tokens"))
-    return made(usage.get("service_tier"), input=None if uncached is None else uncached + (write or 0) + (read or 0),
+    return made(usage.get("service_tier"), input=_sum(uncached, write, read),
                  cache_read=read, cache_write=write, output=_count(usage, "output_tokens"),
                  cache_write_5m=_count(usage, "cache_creation", "ephemeral_5m_input_tokens"),
                  cache_write_1h=_count(usage, "cache_creation", "ephemeral_1h_input_tokens"))
@@ -92,7 +110,7 @@ def gemini(resp: dict) -> dict | None:
     thoughts = get("thoughts_token_count", "thoughtsTokenCount", absent_is_zero=True)
     return made(input=get("prompt_token_count", "promptTokenCount"),
                  cache_read=get("cached_content_token_count", "cachedContentTokenCount", absent_is_zero=True),
-                 output=None if candidates is None or thoughts is None else candidates + thoughts, reasoning=thoughts)
+                 output=_sum(candidates, thoughts), reasoning=thoughts)
 
 
 def stamped(usage: dict | None, mode: str, when: str) -> dict:

@@ -12,6 +12,8 @@ written by ``gavel evaluate``), never the file ``evaluation.json`` names.
 from __future__ import annotations
 
 import ast
+import errno
+import io
 import json
 import math
 import os
@@ -40,51 +42,112 @@ class ReportInputError(ValueError):
 
 
 # ---------- files ----------
-def regular_file(folder: Path, name: str | Path, limit: int = MAX_TABLE_BYTES, dirs: dict | None = None) -> Path | None:
-    """``folder/name`` if it is there (None if not): a regular file inside ``folder`` (a link is followed only
-    while it stays inside), of at most ``limit`` bytes; anything else raises :class:`ReportInputError`.
-    ``dirs``: a dict kept by the caller for one reading of the folder, so that many files of one folder
-    (the cached answers) resolve their folder once."""
+class Opened(type(Path())):
+    """A run folder's file as :func:`regular_file` opened it once: the path (for messages), the bytes read from
+    that one descriptor (``data``) and what ``fstat`` said of it (``info``; :meth:`stat` returns it). Nothing
+    reads the path again."""
+
+    data: bytes = b""
+    info: os.stat_result | None = None
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:  # noqa: ARG002 - the one fstat
+        return self.info
+
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def regular_file(folder: Path, name: str | Path, limit: int = MAX_TABLE_BYTES) -> Opened | None:
+    """``folder/name`` opened once (None if it is not there) and checked on the descriptor that was opened:
+    no link anywhere below ``folder`` (``O_NOFOLLOW`` on every part of ``name``), a regular file (a FIFO is
+    opened non-blocking, so it cannot hang), still the file its name in the folder is and that name its only
+    one (``st_nlink == 1``: a hard link could be a ``.env`` from anywhere), at most ``limit`` bytes; its bytes are read from that same descriptor. Anything
+    else raises :class:`ReportInputError` in one line, before a byte of it is read."""
     path = folder / name
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or ".." in parts:
+        raise ReportInputError(f"{path}: not a file inside the run folder; not read")
+    opened: list[int] = []
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        raise ReportInputError(f"{path}: cannot be read ({err.strerror or err})") from None
-    if dirs is not None and stat.S_ISREG(info.st_mode):  # not a link: inside when its folder is
-        parent = str(path.parent)
-        if parent not in dirs:
-            dirs[parent] = Path(os.path.realpath(parent)).is_relative_to(folder.resolve())
-        if dirs[parent]:
+        try:
+            where = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the folder named: as given
+            opened.append(where)
+            for part in parts[:-1]:
+                where = os.open(part, _DIR, dir_fd=where)
+                opened.append(where)
+            fd = os.open(parts[-1], _FILE, dir_fd=where)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                raise ReportInputError(_link_problem(folder, path, err)) from None
+            if err.errno == errno.ENXIO:  # a socket
+                raise ReportInputError(f"{path}: not a regular file (a folder, FIFO or device); not read") from None
+            raise ReportInputError(f"{path}: cannot be read ({err.strerror or err})") from None
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ReportInputError(f"{path}: not a regular file (a folder, FIFO or device); not read")
+            # the name, looked at once more in the folder already opened: still this file, and (in the same
+            # look) its only name -- an fstat's count alone can be 1 after the folder's name was swapped away
+            try:
+                named = os.stat(parts[-1], dir_fd=where, follow_symlinks=False)
+            except OSError:
+                named = None
+            if named is None or (named.st_dev, named.st_ino) != (info.st_dev, info.st_ino):
+                raise ReportInputError(f"{path}: replaced by another file while it was opened; not read")
+            if named.st_nlink != 1:
+                raise ReportInputError(f"{path}: a file with {named.st_nlink} names (a hard link, which may be a "
+                                       f"file from outside the run folder); not read (a run folder holds its own "
+                                       f"files)")
             if info.st_size > limit:
-                raise ReportInputError(f"{path}: {info.st_size:,} bytes, over the limit of {limit:,} for this file; "
-                                       f"not read")
-            return path
+                raise ReportInputError(f"{path}: {info.st_size:,} bytes, over the limit of {limit:,} for this "
+                                       f"file; not read")
+            try:
+                data = _read_all(f, limit + 1)
+            except OSError as err:
+                raise ReportInputError(f"{path}: cannot be read ({err.strerror or err})") from None
+    finally:
+        for d in opened:
+            os.close(d)
+    if len(data) > limit:
+        raise ReportInputError(f"{path}: over the limit of {limit:,} bytes for this file; not read")
+    out = Opened(path)
+    out.data, out.info = data, info
+    return out
+
+
+def _read_all(f, most: int) -> bytes:
+    chunks, size = [], 0
+    while size < most:
+        chunk = f.read(min(most - size, 2**24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _link_problem(folder: Path, path: Path, err: OSError) -> str:
+    """The line for a link met on the way to ``path`` (where it leads is looked up for the message only)."""
+    way = [path, *path.relative_to(folder).parents][:-1]
+    if not any(os.path.islink(folder / p) for p in way):
+        return f"{path}: cannot be read ({err.strerror or err})"
     try:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError):  # a link to nothing, or a loop of links
-        raise ReportInputError(f"{path}: a link to nothing (or a loop of links); not read") from None
+        return f"{path}: a link to nothing (or a loop of links); not read"
     if not real.is_relative_to(folder.resolve()):
-        raise ReportInputError(f"{path}: a link leading out of the run folder; not read (a run folder holds its "
-                               f"own files)")
-    info = real.stat()
-    if not stat.S_ISREG(info.st_mode):
-        raise ReportInputError(f"{path}: not a regular file (a folder, FIFO or device); not read")
-    if info.st_size > limit:
-        raise ReportInputError(f"{path}: {info.st_size:,} bytes, over the limit of {limit:,} for this file; not read")
-    return path
+        return f"{path}: a link leading out of the run folder; not read (a run folder holds its own files)"
+    return (f"{path}: a link (to {real.relative_to(folder.resolve())} inside the run folder); not read (a run "
+            f"folder holds its own files: copy it with `cp -rL`)")
 
 
-def read_text(path: Path, limit: int) -> str:
-    """The UTF-8 text of a file :func:`regular_file` admitted (at most ``limit`` bytes, whatever it grew to)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as err:
-        raise ReportInputError(f"{path}: cannot be read ({err.strerror or err})") from None
-    if len(data) > limit:
-        raise ReportInputError(f"{path}: over the limit of {limit:,} bytes for this file; not read")
+def read_text(path: Opened, limit: int) -> str:
+    """The UTF-8 text of a file :func:`regular_file` opened (its bytes as read then; ``limit`` is checked
+    there)."""
+    data = path.data
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -130,15 +193,15 @@ def tables(folder: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
-def table(path: Path, **kw) -> pd.DataFrame:
-    """One CSV table of the run (already admitted by :func:`regular_file`)."""
+def table(path: Opened, **kw) -> pd.DataFrame:
+    """One CSV table of the run, from the bytes :func:`regular_file` read."""
     try:
-        return read_table(path) if not kw else _read(path, **kw)
+        return read_table(io.BytesIO(path.data)) if not kw else _read(io.BytesIO(path.data), **kw)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OverflowError) as err:
         raise ReportInputError(f"{path}: cannot be read as a table ({str(err).splitlines()[0][:200]})") from None
 
 
-def _read(path: Path, **kw) -> pd.DataFrame:
+def _read(path, **kw) -> pd.DataFrame:
     from gavel.core.spreadsheet import read_csv
 
     try:

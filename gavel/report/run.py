@@ -253,10 +253,11 @@ def raw_answers(folder: Path, stages=None) -> dict[str, dict]:
     for stage_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
         if stages is not None and stage_dir.name not in stages:
             continue
-        files, dirs = [], {}
+        files = []
         for path in (stage_dir / "cache").glob("*/*.json"):
-            admitted = rf.regular_file(folder, path.relative_to(folder), rf.MAX_ANSWER_BYTES, dirs)
-            files.append((admitted.stat().st_mtime, path))
+            admitted = rf.regular_file(folder, path.relative_to(folder), rf.MAX_ANSWER_BYTES)  # opened once
+            if admitted is not None:
+                files.append((admitted.stat().st_mtime, admitted))
         for _, path in sorted(files):
             rec = rf.json_value(rf.read_text(path, rf.MAX_ANSWER_BYTES), f"cache file {path}")
             if isinstance(rec, dict) and rec.get("custom_id"):

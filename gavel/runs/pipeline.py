@@ -20,7 +20,9 @@ resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables t
 
 Unusable answers are re-asked at most ``answers.MAX_REASKS`` times (the previous answer and the reason are
 shown to the model); what is still unusable stays in ``answers.csv`` with its reason and is kept out of the
-scores with bounds, never scored as 0.
+scores with bounds, never scored as 0. Re-asks are bounded in tokens too: a request with an output cap of
+its own is sent at most ``REASK_TOKEN_FACTOR`` times that cap in all its rounds together (the doubled cap a
+cut answer is asked again with serves that one answer; a re-ask after it goes back to the request's cap).
 """
 
 from __future__ import annotations
@@ -152,6 +154,11 @@ def larger_cap(request: Request, response: Response) -> int | None:
     return larger if larger > cap else None
 
 
+#: output tokens all rounds of a request may ask for, in units of its own cap: the answer, a cut one asked
+#: again with twice the cap, one re-ask at its cap (issue 46: re-asks kept the doubled cap, paid up to 5x)
+REASK_TOKEN_FACTOR = 4
+
+
 def reask_larger(request: Request, cap: int) -> Request:
     """The same request with a larger output cap (a new custom_id): a truncated answer is asked again once."""
     return replace(request, params={**request.params, "max_tokens": cap})
@@ -187,6 +194,8 @@ class _Stages:
 
         announce(self.s.pace, runner, current, f"stage {stage}")  # with a measured speed: the stage's duration
         enlarged: set[int] = set()  # jobs whose truncated answer was asked again with a larger cap
+        own = [r.params.get("max_tokens") if isinstance(r.params.get("max_tokens"), int) else None for r in current]
+        asked = list(own)  # output tokens asked for so far, per job with a cap of its own
         for round_ in range(answers.MAX_REASKS + 1):
             if not pending:
                 break
@@ -208,14 +217,26 @@ class _Stages:
                                  "finish_reason": resp.finish_reason if resp else None,
                                  "input_tokens": resp.input_tokens if resp else None,
                                  "output_tokens": resp.output_tokens if resp else None})
+                budget = None if own[i] is None else REASK_TOKEN_FACTOR * own[i] - asked[i]
                 if status in REASKABLE and resp is not None and round_ < answers.MAX_REASKS:
+                    if budget is not None and budget < own[i]:
+                        self.log[-1]["detail"] = (f"{detail}; not asked again: its rounds have asked for "
+                                                  f"{asked[i]:,} output tokens of {REASK_TOKEN_FACTOR * own[i]:,} "
+                                                  f"({REASK_TOKEN_FACTOR} times its cap)").lstrip("; ")
+                        continue
                     current[i] = reask(req, resp, status, detail, round_)
+                    if own[i] is not None:  # back to the request's own cap (a doubled one served the cut answer)
+                        current[i] = reask_larger(current[i], own[i])
+                        asked[i] += own[i]
                     again.append(i)
                 elif status == "truncated" and resp is not None and round_ < answers.MAX_REASKS and i not in enlarged:
                     cap = larger_cap(req, resp)
+                    if cap and budget is not None and cap > budget:
+                        cap = None
                     if cap:  # asked again once, with room; the log row says so
                         self.log[-1]["detail"] = f"{detail}; asked again with max_tokens {cap}".lstrip("; ")
                         current[i] = reask_larger(req, cap)
+                        asked[i] += cap
                         enlarged.add(i)
                         again.append(i)
             pending = again
@@ -391,7 +412,8 @@ def served_file(provider) -> dict:
         return {}
     from gavel.llm.providers.local import file_sha256
 
-    return {"model_file": {"path": str(path), "sha256": file_sha256(Path(path))}}
+    served = getattr(provider, "model_sha256", None)  # of the file the server was given, once it started
+    return {"model_file": {"path": str(path), "sha256": served or file_sha256(Path(path))}}
 
 
 #: the copy of the checklist a run used, in its folder (a report reads it there, never the original file)

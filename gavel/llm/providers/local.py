@@ -30,6 +30,7 @@ import hashlib
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,7 @@ HOST = "127.0.0.1"  # never any other address
 PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when the server is stopped
-_VERIFIED: dict[tuple, str] = {}  # (path, size, mtime) -> sha256 already checked in this process
+_VERIFIED: dict[tuple, str] = {}  # (device, inode, size, mtime) -> sha256 already hashed in this process
 
 
 def installed() -> str | None:
@@ -73,34 +74,63 @@ def _find(module: str):
         return None
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+#: the first four bytes of every GGUF file
+GGUF_MAGIC = b"GGUF"
 
 
-def file_sha256(path: Path) -> str | None:
-    """The file's sha256, hashed once per (path, size, mtime, inode) in this process; None when it is missing."""
+def open_model(path: Path) -> tuple[int, os.stat_result]:
+    """``path`` opened once (non-blocking: a FIFO cannot hang it) and checked on that descriptor: a regular
+    file that begins with ``GGUF``, before a byte more is read or hashed (a 20 GB file that is no model is
+    refused at once). Returns the descriptor (the caller closes it) and its ``fstat``."""
     try:
-        st = path.stat()
-    except OSError:
-        return None
-    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise ProviderError(f"{path}: the model file cannot be opened ({err.strerror or err})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ProviderError(f"{path}: not a regular file; a GGUF model file is needed")
+        head = os.pread(fd, len(GGUF_MAGIC), 0)
+        if head != GGUF_MAGIC:
+            raise ProviderError(f"{path}: not a GGUF model file (it begins with {head!r}, not {GGUF_MAGIC!r}); "
+                                f"nothing was started")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def fd_sha256(fd: int, info: os.stat_result) -> str:
+    """The sha256 of the open file ``fd`` (read from that descriptor), hashed once per (device, inode, size,
+    modification time) in this process: the key and the hash come from the same file."""
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     if key not in _VERIFIED:
-        _VERIFIED[key] = sha256_of(path)
+        h, offset = hashlib.sha256(), 0
+        while block := os.pread(fd, 1 << 20, offset):
+            h.update(block)
+            offset += len(block)
+        _VERIFIED[key] = h.hexdigest()
     return _VERIFIED[key]
 
 
-def verify(path: Path, expected: str) -> None:
-    """Raise ProviderError unless the file's sha256 is ``expected`` (hashed once per file per process)."""
-    got = file_sha256(path)
-    if got is None:
-        raise ProviderError(f"{path}: the model file does not exist")
-    if got != expected.lower():
-        raise ProviderError(f"{path}: sha256 {got} is not the expected {expected}; the model file is "
-                            f"damaged or not the one the registry names (reinstall its package)")
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of the regular file at ``path`` (opened once, hashed from that descriptor, once per file in
+    this process); None when it is missing or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        return fd_sha256(fd, info) if stat.S_ISREG(info.st_mode) else None
+    finally:
+        os.close(fd)
+
+
+def check_model_file(path: Path) -> None:
+    """Raise ProviderError unless ``path`` is a regular file that begins with ``GGUF`` (nothing is hashed):
+    what ``--gguf`` checks before anything runs."""
+    os.close(open_model(path)[0])
 
 
 def default_model() -> str:
@@ -168,6 +198,8 @@ class LocalServer(VLLMServer):
         settings = llm_model(self.model, "local")
         self.model_path = Path(model_path).expanduser() if model_path else None
         self.sha256 = sha256
+        self._model_fd: int | None = None
+        self.model_sha256: str | None = None  # of the file served, once gguf() opened it
         self.n_ctx = n_ctx or settings.context_window
         self.n_threads = n_threads or default_threads()
         self.alias = settings.model_id
@@ -182,16 +214,28 @@ class LocalServer(VLLMServer):
 
     # ---------------- the server process ----------------
     def gguf(self) -> Path:
-        """The model file to serve, checked against its sha256 (packaged models always, others when given)."""
-        if self.model_path is not None:
-            if not self.model_path.is_file():
-                raise ProviderError(f"GGUF file {self.model_path} does not exist")
-            if self.sha256:
-                verify(self.model_path, self.sha256)
-            return self.model_path
-        path, expected = packaged_gguf(self.model)
-        verify(path, expected)
-        return path
+        """The model file to serve, opened once: its header checked first (``GGUF``), then hashed from that
+        descriptor (checked against its sha256: packaged models always, others when given; kept in
+        ``model_sha256``), and served from that descriptor (``/dev/fd/N``, inherited by the server): a file
+        swapped at the path after it was opened is neither hashed nor served."""
+        path, expected = (self.model_path, self.sha256) if self.model_path is not None else packaged_gguf(self.model)
+        self._close_model()
+        fd, info = open_model(path)
+        try:
+            got = fd_sha256(fd, info)
+            if expected and got != expected.lower():
+                raise ProviderError(f"{path}: sha256 {got} is not the expected {expected}; the model file is "
+                                    f"damaged or not the one the registry names (reinstall its package)")
+        except BaseException:
+            os.close(fd)
+            raise
+        self._model_fd, self.model_sha256 = fd, got
+        return Path(f"/dev/fd/{fd}")
+
+    def _close_model(self) -> None:
+        fd, self._model_fd = getattr(self, "_model_fd", None), None
+        if fd is not None:
+            os.close(fd)
 
     def command(self, port: int) -> list[str]:
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf()), "--model_alias", self.alias,
@@ -221,9 +265,13 @@ class LocalServer(VLLMServer):
                     return self
                 if "address already in use" not in self.log_tail().lower():
                     break
-            tail = self.log_tail()
+            last = next((line.strip() for line in reversed(self.log_tail().splitlines()) if line.strip()), "")
             self._kill()
-            raise ProviderError(f"llama.cpp server did not start (log {self.log_path}):\n{tail}")
+            self._close_model()
+            if getattr(self, "_temp_log", False) and self.log_path is not None:  # a failed start leaves no log
+                self.log_path.unlink(missing_ok=True)
+                self.log_path, self._temp_log = None, False
+            raise ProviderError(f"llama.cpp server did not start (its log's last line: {last[:300]!r})")
 
     def _spawn(self, cmd: list[str]) -> None:
         if self.log_path is None:
@@ -240,6 +288,7 @@ class LocalServer(VLLMServer):
             try:
                 box["proc"] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                                start_new_session=True, preexec_fn=die_with_parent(os.getpid()),
+                                               pass_fds=() if self._model_fd is None else (self._model_fd,),
                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
             except OSError as err:
                 box["error"] = err
@@ -304,6 +353,7 @@ class LocalServer(VLLMServer):
             self.process = None
             self.base_url = None
             self._client = None
+            self._close_model()
             if getattr(self, "_temp_log", False) and self.log_path is not None:
                 self.log_path.unlink(missing_ok=True)
                 self.log_path, self._temp_log = None, False
