@@ -20,9 +20,7 @@ resumable: a rerun of an unchanged stage sends nothing) and writes tidy tables t
 
 Unusable answers are re-asked at most ``answers.MAX_REASKS`` times (the previous answer and the reason are
 shown to the model); what is still unusable stays in ``answers.csv`` with its reason and is kept out of the
-scores with bounds, never scored as 0. Re-asks are bounded in tokens too: a request with an output cap of
-its own is sent at most ``REASK_TOKEN_FACTOR`` times that cap in all its rounds together (the doubled cap a
-cut answer is asked again with serves that one answer; a re-ask after it goes back to the request's cap).
+scores with bounds, never scored as 0; all rounds of a request ask for at most ``REASK_TOKEN_FACTOR`` caps.
 """
 
 from __future__ import annotations
@@ -405,15 +403,13 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
 
 
 def served_file(provider) -> dict:
-    """``{"model_file": {"path", "sha256"}}`` when the provider serves a model file of one's own (``--gguf``),
-    else nothing: which weights answered is part of what a run was."""
-    path = getattr(provider, "model_path", None)
-    if not path:
+    """``{"model_file": {"path", "sha256"}}`` of a model file of one's own (``--gguf``; the sha256 of the file the
+    server was given, once it started), else nothing: which weights answered is part of what a run was."""
+    if not (path := getattr(provider, "model_path", None)):
         return {}
     from gavel.llm.providers.local import file_sha256
 
-    served = getattr(provider, "model_sha256", None)  # of the file the server was given, once it started
-    return {"model_file": {"path": str(path), "sha256": served or file_sha256(Path(path))}}
+    return {"model_file": {"path": str(path), "sha256": getattr(provider, "model_sha256", None) or file_sha256(Path(path))}}
 
 
 #: the copy of the checklist a run used, in its folder (a report reads it there, never the original file)
