@@ -232,3 +232,16 @@ def test_a_release_step_resting_on_estimated_cells_is_not_real():
     assert step["released_cases"] == 20 and step["released_verdict"] == "indistinguishable"
     assert step["low_verdict"] == step["high_verdict"] == "a better"
     assert not step["real"]
+
+
+def test_cases_needed_for_a_float_noise_difference_is_not_a_number_not_an_endless_search():
+    """A difference of 1.6e-17 (float noise, as `parties`' option-order excess once was) needs more cases than
+    any study has: the old bisection doubled its bound past 2**53, where floor((lo + hi) / 2) no longer moves,
+    and never ended (make results hung in the release comparisons). Up to MOST_CASES cases it counts; past them
+    it says NaN, for scalars and arrays alike."""
+    assert np.isnan(paired.cases_needed(10.0, 1.6e-17))
+    out = paired.cases_needed([10.0, 2.0, 5.0], [1.6e-17, 1.0, 0.0])
+    assert np.isnan(out[0]) and out[1] == 34 and np.isnan(out[2])
+    assert paired.detectable_difference(2.0, 34) <= 1.0 < paired.detectable_difference(2.0, 33)
+    big = paired.cases_needed(1.0, 1e-5)  # a real but tiny difference still gets its count
+    assert 1e10 < big <= paired.MOST_CASES

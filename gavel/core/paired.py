@@ -134,11 +134,19 @@ def detectable_difference(sd_difference: float, cases: int, alpha: float = ALPHA
     return power_multiple(cases, alpha, power) * sd_difference / math.sqrt(cases)
 
 
+#: the most cases :func:`cases_needed` counts to (2**40, about 1.1e12)
+MOST_CASES = float(2**40)
+
+
 def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
     """The fewest cases n >= 2 whose :func:`detectable_difference` at ``alpha`` is at most ``|difference|``
     (the t quantiles change with n: found by bisection on the integers; arrays broadcast). NaN where the
-    difference is 0 or either is not a number; 2 where the case differences do not vary."""
+    difference is 0 or either is not a number, or where not even ``MOST_CASES`` cases would do (a difference
+    that small is float noise, and past 2**40 the bisection's integers are no longer exact steps); 2 where
+    the case differences do not vary."""
     sd, d, a = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (sd_difference, difference, alpha)))
+    shape = sd.shape
+    sd, d, a = sd.ravel(), d.ravel(), a.ravel()
     out = np.full(sd.shape, np.nan)
     ok = np.isfinite(sd) & np.isfinite(d) & (d != 0) & np.isfinite(a)
     sd, d, a = sd[ok], np.abs(d[ok]), a[ok]
@@ -147,15 +155,18 @@ def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
         return power_multiple(n, a, power) * sd / np.sqrt(n) <= d
     lo = np.ones(sd.shape)                              # never enough (one case has no test)
     hi = np.full(sd.shape, 2.0)
-    while (grow := ~detects(hi)).any():
+    while (grow := ~detects(hi) & (hi < MOST_CASES)).any():
         hi = np.where(grow, hi * 2, hi)
+    within = detects(hi)                                # the others: not even MOST_CASES do (NaN)
+    ok[ok] = within
+    sd, d, a, lo, hi = sd[within], d[within], a[within], lo[within], hi[within]
     while (open_ := hi - lo > 1).any():
         mid = np.floor((lo + hi) / 2)
         yes = detects(mid)
         hi = np.where(open_ & yes, mid, hi)
         lo = np.where(open_ & ~yes, mid, lo)
     out[ok] = hi
-    return float(out) if out.ndim == 0 else out
+    return float(out[0]) if not shape else out.reshape(shape)
 
 
 def holm_levels(p: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
