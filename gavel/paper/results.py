@@ -226,8 +226,9 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     estimates, one cell per case (the release has one judgment per pair), and each pair again (its own family,
     Holm over the pairs of the score) under the reconstruction's other choices (``VARIANTS``):
 
-    - ``released``: only the cells whose model checklist is released (``UNRELEASED`` statuses left out: no
-      rule-6 estimate), S_checklist over those cells (a case whose checklist is unreleased drops out);
+    - ``released``: only the cases whose model checklist is released: a model's case with any ``UNRELEASED``
+      cell (a rule-6 estimate) drops out whole, so each S_checklist kept is over the same items as the best
+      estimate's;
     - ``low`` / ``high``: every cell at its lower / upper bound (every model alike).
 
     ``{variant}_{cases, difference, p_value, p_holm, verdict}`` per pair; ``real``: the verdict is ``a better``
@@ -235,7 +236,8 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     models = sorted(pc["model"].unique())
     pairs, per_model = _compare_long(_long(pc, cells, "s_checklist", "best", items), models)
     pairs = pd.concat(pairs, ignore_index=True)[["score", "item", *paired.PAIR_COLUMNS]]
-    kept = cells[~cells["status"].isin(UNRELEASED)]
+    estimated = cells.loc[cells["status"].isin(UNRELEASED), ["model", "case_id"]].drop_duplicates()
+    kept = cells.merge(estimated, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
     inputs = {"released": _long(per_case(kept, ["model"]), kept, "s_checklist", "best", items),
               "low": _long(pc, cells, "s_checklist_low", "low", items),
               "high": _long(pc, cells, "s_checklist_high", "high", items)}
