@@ -106,7 +106,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
     return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
             config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError, ChecklistError,
-            ReferenceError)
+            ReferenceError, annotation_cli.AnnotateError)
 
 
 def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:

@@ -147,3 +147,21 @@ def test_every_checklist_ends_with_scores_on_the_local_model(name, items, tmp_pa
     assert re.search(r"^sent \d+, cached 0; unusable answers: \d+; tables in ", printed.out, re.M), printed.out
     scores = (out / "scores.csv").read_text(encoding="utf-8").splitlines()
     assert len(scores) == 2 and scores[1].startswith(gitems.load(_checklist(name, tmp_path)).name + ",")
+
+
+@pytest.mark.parametrize("argv", [["serve", "--agreement-resamples", "3"], ["--checklist", "BAD", "serve"]],
+                         ids=["bad-option", "bad-checklist"])
+def test_traceback_shows_where_an_annotate_error_came_from(argv, tmp_path, capsys):
+    """`gavel annotate` refused in its own print before: no trace under --traceback. Now one line, exit 2, and
+    under --traceback the trace first, then the same line."""
+    if "BAD" in argv:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(OWN.replace("Each person or group that brought the case.", "''"), encoding="utf-8")
+        argv = [str(bad) if a == "BAD" else a for a in argv]
+    full = ["annotate", "--db", f"sqlite:///{tmp_path / 'a.db'}", *argv]
+    assert main(full) == 2
+    plain = capsys.readouterr().err.splitlines()
+    assert len(plain) == 1 and plain[0].startswith("error: "), plain
+    assert main(["--traceback", *full]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Traceback (most recent call last):" and err[-1] == plain[0], err

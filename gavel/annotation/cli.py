@@ -20,6 +20,11 @@ from gavel.core import config, options
 DEFAULT_DB = config.INTERIM_DIR / "annotation" / "annotation.db"
 
 
+class AnnotateError(ValueError):
+    """What an annotate command refuses (a bad option or assignment): one ``error:`` line, exit status 2, its
+    trace first under ``gavel --traceback`` (gavel.cli.user_errors)."""
+
+
 def db_url(given: str | None) -> str:
     value = given or config.env("GAVEL_ANNOTATION_DB") or str(DEFAULT_DB)
     if "://" in value:
@@ -122,15 +127,11 @@ def check_assign(store, args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one ``annotate`` subcommand."""
-    from gavel.core.items import ChecklistError
     from gavel.core.items import load as load_checklist
 
     from .db import Store
 
-    try:
-        args.checklist = load_checklist(args.checklist)  # a bad checklist: one line naming the file and entry
-    except ChecklistError as err:
-        raise SystemExit(f"error: {err}") from None
+    args.checklist = load_checklist(args.checklist)  # a bad checklist (ChecklistError): one line naming the file and entry
     url = db_url(args.db)
 
     if args.cmd == "serve":
@@ -141,8 +142,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             check_resamples(args.agreement_resamples)
         except ValueError as err:
-            print(f"error: annotate serve: {err}", file=sys.stderr)
-            return 2
+            raise AnnotateError(f"annotate serve: {err}") from err
 
         app = create_app(url, secure_cookies=args.secure_cookies, secret_key_file=args.secret_key_file,
                          login_limit_account=args.login_limit_account,
@@ -218,8 +218,7 @@ def run(args: argparse.Namespace) -> int:
             rows = plan(tasks, args.annotators, args.k, args.k_long, args.n_long, args.adjudicator)
             added = store.assign(rows)
         except ValueError as err:
-            print(f"error: annotate assign: {err}", file=sys.stderr)
-            return 2
+            raise AnnotateError(f"annotate assign: {err}") from err
         print(f"{added} assignments added")
     elif args.cmd == "export":
         from .app import export_csv_lines, export_jsonl_lines
