@@ -16,7 +16,17 @@ from needs import need_module
 
 need_module("inspect_ai", "the inspect extra (pip install '.[inspect]') is what this file tests")
 
-from inspect_ai import Task, eval  # noqa: E402
+from inspect_ai import Task  # noqa: E402
+from inspect_ai import eval as inspect_eval  # noqa: E402
+
+
+def eval(*args, **kwargs):  # noqa: A001
+    """inspect's eval in a thread of its own: a test that ran before in this worker process (Playwright's sync
+    API) can leave an event loop running in the main thread, and inspect's asyncio.run refuses to start there."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(inspect_eval, *args, **kwargs).result()
 from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 from inspect_ai.model import ModelOutput, get_model  # noqa: E402
