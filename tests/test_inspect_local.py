@@ -17,10 +17,10 @@ need_module("inspect_ai", "the inspect extra (pip install '.[inspect]') is what 
 need_module("openai", "inspect speaks to the local server with the openai package (providers extra)")
 
 from inspect_ai import Task  # noqa: E402
-from test_inspect import eval  # noqa: E402  (inspect's eval in a thread of its own)
 from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model  # noqa: E402
 from inspect_ai.solver import generate  # noqa: E402
+from test_inspect import eval  # noqa: E402  (inspect's eval in a thread of its own)
 
 from gavel.answers import REASONS  # noqa: E402
 from gavel.interop.scorer import gavel_ref  # noqa: E402
