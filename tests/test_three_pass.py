@@ -266,6 +266,7 @@ PROBE_TEXT = f"ORDER. {NOT_DISMISSED}. {PAID} in settlement."
      "it adds a negation before 'denied'"),
     ("outcome", NOT_DISMISSED, "Case not dismissed on June 1, 2012", None),  # shorter, same meaning: reworded
     ("money", PAID, "City paid plaintiffs $1 million", None),
+    ("outcome", NOT_DISMISSED, "Case not dismissed\ud800 on June 1, 2012", "a lone surrogate (not text)"),
 ])
 def test_a_prune_rewording_that_changes_the_meaning_keeps_the_text(tmp_path, key, original, rewording, why):
     """The probe's cases: every word of each rewording is in the value, so the word check passed them (logged
@@ -315,3 +316,31 @@ def test_a_merge_rewording_that_drops_a_negation_keeps_the_text(tmp_path):
     assert [(r["pass"], r["value"], r["rewording"]) for r in refused] == [("merge", NOT_DISMISSED, "Case dismissed")]
     assert "it drops the negation of 'dismissed'" in refused[0]["why"]
     assert [v["value"] for v in res.values["outcome"]] == [NOT_DISMISSED]
+
+
+def test_a_value_with_a_lone_surrogate_is_dropped_with_its_reason_and_the_log_is_written(tmp_path):
+    """A model's JSON may escape a lone surrogate (``"\\ud800"``): no character, it cannot be sent in the merge
+    prompt (the request's id is a hash of its UTF-8) nor written as UTF-8. Found by the fuzz target
+    (UnicodeEncodeError in the fresh-clone CI run): now the value is dropped with its reason, the other value of
+    the answer is kept, and the log file is written with the surrogate as its JSON escape."""
+    from gavel.documents.cli import _write_rows
+
+    one = Corpus.build("9", [PROBE_TEXT], ["Order"])
+
+    def extract(prompt):
+        return {"items": [{"key": "outcome", "values": [
+            {"value": "Case not dismissed\ud800", "evidence": [ev(NOT_DISMISSED, "Order")]},
+            {"value": NOT_DISMISSED, "evidence": [ev(NOT_DISMISSED, "Order")]}]}]}
+
+    def prune(prompt):
+        return {"kept": _prune_values(prompt), "removed": []}
+    res = three_pass.run_three_pass(one, _by_stage(extract, None, prune), MODEL, checklist=EXAMPLE,
+                                    workdir=tmp_path / "w")
+    assert [v["value"] for v in res.values["outcome"]] == [NOT_DISMISSED]
+    dropped = [r for r in res.actions("dropped_value") if "surrogate" in r["why"]]
+    assert [(r["pass"], r["item"]) for r in dropped] == [("extract", "outcome")]
+    assert dropped[0]["why"] == "a lone surrogate (not text) in 'Case not dismissed\\ud800'"
+    log = tmp_path / "log.jsonl"
+    _write_rows(log, res.log + [{"note": "raw \ud800 text", "ok": "caf\u00e9"}])
+    last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
+    assert last == {"note": "raw \ud800 text", "ok": "caf\u00e9"}

@@ -153,7 +153,9 @@ def cost_line(folders: list[Path]) -> str:
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    # a lone surrogate (model output) can only stand inside a JSON string: written as its \\uXXXX escape
+    path.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8",
+                                                                                        "backslashreplace"))
 
 
 def cmd_end_to_end(args) -> int:

@@ -28,6 +28,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from gavel.answers import json_candidates
+from gavel.answers.scan import has_lone_surrogate
 from gavel.core import items as gitems
 from gavel.core.tokens import count_tokens
 from gavel.ref.prompts import render_messages
@@ -333,6 +334,9 @@ class _Run:
                 if not isinstance(v, dict) or not isinstance(v.get("value"), str) or not v["value"].strip():
                     self.note(pass_, "dropped_value", key, None, f"no value text: {_brief(v)}")
                     continue
+                if has_lone_surrogate(v["value"]):  # no character: it could not be sent in the next prompt
+                    self.note(pass_, "dropped_value", key, None, f"a lone surrogate (not text) in {_brief(v['value'])}")
+                    continue
                 allowed = allowed_for(key) if allowed_for else None
                 ev = self.checked_evidence(pass_, key, v["value"], v.get("evidence"), allowed)
                 if not ev:
@@ -349,7 +353,7 @@ class _Run:
         old = [b["value"] for b in before]
         if new in old:
             return new
-        changed = meaning_changed(new, old)
+        changed = "a lone surrogate (not text)" if has_lone_surrogate(new) else meaning_changed(new, old)
         if changed:
             self.note(pass_, "rewording_refused", key, old[0], f"{where}: rewording {_brief(new)} would change "
                       f"the meaning: {changed}; the value keeps its text", rewording=new)
