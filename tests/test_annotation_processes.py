@@ -219,7 +219,7 @@ def test_a_killed_test_run_and_the_run_after_it_leave_no_process_and_no_folder(t
         # a process being torn down by SIGKILL has already given up its memory (its environment reads empty, so
         # it is no longer "marked") but is not yet a zombie: its state still reads running for a moment (seen
         # once on a busy CI machine); waited for like the rest, never skipped
-        alive = _wait_gone(lambda: [k for k in ("app", "worker", "plain") if _alive(victim[k])], 60)
+        alive = _wait_gone(lambda pids=victim: [k for k in ("app", "worker", "plain") if _alive(pids[k])], 60)
         assert alive == [], f"left running after {end}: {alive}"
         deadline = time.monotonic() + 30
         while list(tmp.iterdir()) and time.monotonic() < deadline:

@@ -698,3 +698,28 @@ def test_the_headline_forecast_leaves_out_what_the_cache_will_answer(tmp_path):
     assert 0 < n < planned == every and 0 < seconds < every_s
     line = forecast.announcer(summaries, refs, settings, provider, out=tmp_path, speed=speed).say(speed)
     assert f"for at most {n} requests to send; {planned - n} answered from the cache" in line
+
+
+def test_the_stage_dry_run_of_a_reasoning_model_with_nothing_measured_says_what_max_tokens_bounds_it_to(tmp_path,
+                                                                                                    capsys):
+    """`gavel stage --dry-run` showed only the bound (the whole output cap allowed as hidden reasoning). With
+    nothing of the stage measured it now says so and what max_tokens N in the requests would bound the total to;
+    each figure is what a dry run of the same requests capped at N prices. Once answers exist it says neither."""
+    run = StageRunner("judge", get_provider("mock", answer=lambda r: "x" * 400), tmp_path / "run", progress=False)
+
+    def requests(cap):
+        return [Request(stage="judge", model=GPT5, messages=[{"role": "user", "content": f"q{i} " * 50}],
+                        params={"max_tokens": cap}, case_id=str(i)) for i in range(3)]
+    est = run.dry_run(requests(100_000), mode="batch")
+    printed = capsys.readouterr().out
+    said = est.attrs["unmeasured"][GPT5]
+    assert list(said) == [2_000, 8_000, 32_000]
+    for cap, usd in said.items():
+        capped = run.dry_run(requests(cap), mode="batch", show=False)
+        assert float(capped["cost_usd_est"].sum()) == pytest.approx(usd, rel=1e-12)
+        assert f"${usd:,.2f} (N = {cap:,})" in printed
+    assert f"{GPT5}: no measured usage (no answers of this stage in {run.cache.folder} yet), so no central " \
+           "estimate: the total above is a bound; max_tokens N in the requests bounds it at " in printed
+    run.run(requests(100_000)[:1], mode="batch")  # measured: the next dry run prices the answers it saw
+    est = run.dry_run(requests(100_000)[1:], mode="batch")
+    assert est.attrs["unmeasured"] == {} and "no measured usage" not in capsys.readouterr().out

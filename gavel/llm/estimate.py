@@ -49,6 +49,8 @@ def _planned(r) -> Planned:
                    lambda: r)
 
 
+#: the output caps a dry run prices a reasoning stage at when nothing of it is measured
+SUGGESTED_CAPS = (2_000, 8_000, 32_000)
 COLUMNS = ["provider", "model", "mode", "requests", "input_tokens", "output_tokens_est", "output_from",
            "cost_usd_est", "price_row"]
 
@@ -190,6 +192,15 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
     summary.attrs["too_long_requests"] = too_long_requests
     summary.attrs["mode"] = mode
     summary.attrs["reasoning"] = reasoning
+    summary.attrs["unmeasured"] = unmeasured = {}  # {model: {cap N: USD with every answer capped at N}}
+    for model in sorted(reasoning):
+        if outputs[model][1].startswith("this stage's"):
+            continue
+        sent = to_send[to_send["model"] == model]
+        unmeasured[model] = {c: sum(prices.cost(model, {"input": int(n_in), "output": min(float(n_out), c)}, mode,
+                                                provider=runner.provider.name, prices=prices_now).usd or 0.0
+                                    for n_in, n_out in zip(sent["input_tokens"], sent["output_tokens_est"]))
+                             for c in SUGGESTED_CAPS if (sent["output_tokens_est"] > c).any()}
     total = float(summary["cost_usd_est"].sum())
     if keep:
         runner.workdir.mkdir(parents=True, exist_ok=True)
@@ -208,6 +219,14 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
                   "have run, the next dry run measures their answers")
         for model, why in sorted(reasoning.items()):
             print(f"  {model} bills hidden reasoning tokens: {why}")
+            if model in unmeasured:
+                caps = unmeasured[model]
+                print(f"  {model}: no measured usage (no answers of this stage in {runner.cache.folder} yet), so no "
+                      "central estimate: the total above is a bound"
+                      + ("; max_tokens N in the requests bounds it at " + ", ".join(
+                          f"${usd:,.2f} (N = {c:,})" for c, usd in caps.items())
+                         + " (an answer cut off at N is unusable)" if caps else "")
+                      + "; once a few requests have run, the next dry run measures them")
         for cid, why in too_long.items():
             print(f"  too long {cid}: {why}")
     return summary

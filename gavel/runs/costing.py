@@ -249,10 +249,6 @@ def dry_run(summaries, references, provider, s, out: str | Path) -> pd.DataFrame
     return table
 
 
-#: the --max-tokens caps the dry run prices a reasoning stage at when nothing of it is measured
-SUGGESTED_CAPS = (2_000, 8_000, 32_000)
-
-
 def _output_rate(model: str, input_tokens: float, mode: str, provider) -> float:
     """USD a further output token of ``model`` costs at the tier of a prompt of ``input_tokens``."""
     one = prices.cost(model, {"input": input_tokens, "output": 1_000_000}, mode, provider=provider.name).usd
@@ -308,7 +304,7 @@ def reasoning_stages(table: pd.DataFrame, ranges: pd.DataFrame, s, runners: dict
             f"the bound allows {hidden:,.0f} of its {bound_out:,.0f} output tokens a request as hidden reasoning "
             f"({hidden / bound_out:.1%}), ${n * hidden * rate:,.2f} of its ${usd:,.2f}" if hidden is not None else
             f"the bound is the output cap of {cap:,} a request, hidden reasoning and answer together (${usd:,.2f})"))
-        caps = [c for c in SUGGESTED_CAPS if c < bound_out]
+        caps = [c for c in estimate.SUGGESTED_CAPS if c < bound_out]
         unmeasured.append(
             f"{model} {stage}: no measured usage (no answers of this stage in the run folder"
             + (", none in the --usage-from ledgers" if s.usage_from else "; --usage-from RUN reads an earlier run's "
