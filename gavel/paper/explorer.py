@@ -3,7 +3,7 @@ judge's verdict and each value's evidence highlighted in its text. Used by noteb
 
     from gavel.paper import explorer
     explorer.find(rel, model="gemini-2.5-pro", item="judge_name", relation="different")
-    explorer.show(rel, model="gemini-2.5-pro", case_id="46094", item="judge_name")   # HTML
+    explorer.show(rel, model="gemini-2.5-pro", case_id="45143", item="judge_name")   # HTML
 
 Task ``summary``: the model's summary checklist against the reference summary (the release has no
 reference checklist for the benchmark, so that side shows the human summary text only). Task
