@@ -399,8 +399,10 @@ def _report(args: argparse.Namespace) -> int:
         against = report.run_data(Path(args.against).absolute()) if args.against else None
         data = report.run_data(run)
         if against is not None:
-            for warning in report.diff(data, against)["warnings"]:
+            d = report.diff(data, against)
+            for warning in d["warnings"]:
                 print(f"warning: {warning}", file=sys.stderr)
+            print("\n".join([d["headline"], *d["sentences"]]))
         path = report.write(data, args.output or Path(args.run) / "report.html", against=against)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser (it fetches nothing)")
     return 0

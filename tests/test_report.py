@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 
+import markupsafe
 import pandas as pd
 import pytest
 from report_runs import HOSTILE, ONLY_IN_A, PLANTED, make_run
@@ -231,3 +232,38 @@ def test_the_share_link_in_docs_report_md_opens_a_cell_of_the_release_report():
     scored = pd.read_csv(config.RESULTS_DIR / "summary_case_scores.csv", dtype={"case_id": str})
     held = set(zip(scored["model"], scored["case_id"]))
     assert links and all((subject, case) in held for subject, case, _ in links), links
+
+
+def test_the_diff_says_each_scores_difference_with_its_interval_not_one_word(runs, tmp_path):
+    """Issue 44 §1: wherever a comparison is shown, the diff too, each pair gets the sentence a paper may
+    write. The diff now says, per score, this run against the baseline over the summaries both score: the
+    difference read from the baseline, its 95% interval, p, what it can detect; "not tested" under two."""
+    import shutil
+
+    a = shutil.copytree(runs["b"], tmp_path / "a")
+    b = shutil.copytree(runs["b"], tmp_path / "b")
+    scores = pd.read_csv(a / "scores.csv", dtype={"case_id": str})
+    base = scores.copy()
+    assert len(scores) >= 2
+    base["s_gavel_ref"] = [60.0 + 3 * i for i in range(len(base))]
+    scores["s_gavel_ref"] = base["s_gavel_ref"] - [10.0 + i for i in range(len(base))]  # every summary lower
+    scores["s_style"] = float("nan")  # one score the runs never both give
+    base.to_csv(b / "scores.csv", index=False)
+    scores.to_csv(a / "scores.csv", index=False)
+    d = report.diff(report.run_data(a), report.run_data(b))
+    by = {line.split(":", 1)[0]: line for line in d["sentences"]}
+    assert set(by) == {"s_checklist", "s_residual", "s_style", "s_gavel_ref"}
+    drop = -(scores["s_gavel_ref"] - base["s_gavel_ref"]).abs().mean()
+    said = by["s_gavel_ref"]
+    assert said.startswith(f"s_gavel_ref: this run vs the baseline: {drop:+.2f} points (95% CI ")
+    assert f"{len(scores)} summaries scored by both), p = " in said and "over 1 pair" in said
+    assert "detectable with 80% power" in said
+    assert by["s_style"] == ("s_style: this run vs the baseline: not tested (0 summaries scored by both; the "
+                             "paired t-test needs 2)")
+    page = report.render(report.run_data(a), against=report.run_data(b))
+    header = page.split("<header>")[1].split("</header>")[0]
+    assert str(markupsafe.escape(said)) in header
+    done = subprocess.run([sys.executable, "-m", "gavel", "report", str(a), "--against", str(b), "-o",
+                           str(tmp_path / "r.html")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert said in done.stdout.splitlines()

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from gavel.core import paired
 from gavel.report.run import CELL_COLUMNS, SCORES, USABLE, key
+from gavel.runs.comparisons import pair_sentence
 
 KINDS = ("regression", "improvement", "changed", "values")
 EPS = 1e-9
@@ -97,6 +101,36 @@ def headline(r: dict) -> str:
     return "; ".join(parts)
 
 
+#: the names the two runs have in the sentences comparing them
+RUN_LABELS = {"a": "this run", "b": "the baseline"}
+
+
+def run_sentences(sum_a: dict, sum_b: dict) -> list[str]:
+    """Per score, the sentence comparing this run with the baseline over the summaries both score (a paired
+    test with its interval, what it can detect, :func:`gavel.runs.comparisons.pair_sentence`), read from the
+    baseline to this run; each score is a family of its own (one pair). Fewer than two common summaries: not
+    tested."""
+    out = []
+    for s in SCORES:
+        both = [(x, y) for k in sorted(sum_a.keys() & sum_b.keys())
+                if (x := _num(sum_a[k]["scores"].get(s))) is not None and (y := _num(sum_b[k]["scores"].get(s))) is not None]
+        if len(both) < 2:
+            out.append(f"{s}: {RUN_LABELS['a']} vs {RUN_LABELS['b']}: not tested ({len(both)} summar"
+                       f"{'y' if len(both) == 1 else 'ies'} scored by both; the paired t-test needs 2)")
+            continue
+        values = np.array(both, dtype=float).T[:, :, None]  # runs x summaries x one cell
+        pairs, _ = paired.compare(values, ["a", "b"])
+        row = pairs.iloc[0]
+        if row["model_a"] == "b":  # the baseline ranked first: read the pair from the baseline to this run
+            row = row.copy()
+            row["model_a"], row["model_b"] = "a", "b"
+            row["difference"], row["ci_low"], row["ci_high"] = -row["difference"], -row["ci_high"], -row["ci_low"]
+            row["verdict"] = {"a better": "b better", "b better": "a better"}.get(row["verdict"], row["verdict"])
+        out.append(f"{s}: " + pair_sentence(row, RUN_LABELS.get).replace("common cases", "summaries scored by both")
+                   .replace("cases (resolution", "summaries (resolution"))
+    return out
+
+
 def diff(a: dict, b: dict) -> dict:
     """The changes from run ``b`` (baseline) to run ``a`` (see the module): at each level (cell, summary score,
     item) regressions first, the largest first; ``regressions`` counts them at every level and ``headline``
@@ -155,6 +189,7 @@ def diff(a: dict, b: dict) -> dict:
     return {"a": a["source"], "b": b["source"], "warnings": warnings(a, b), "changes": changes, "summary_changes": summary_changes,
             "per_item": [[it, per_item[it]] for it in sorted(per_item, key=lambda it: (-per_item[it]["regression"], it))],
             "totals": totals, "regressions": regressions, "headline": headline(regressions),
+            "sentences": run_sentences(sum_a, sum_b),
             "compared_cells": len(cells_a.keys() & cells_b.keys()),
             "only_a": {"cells": only_a, "summaries": sorted(sum_a.keys() - sum_b.keys())},
             "only_b": {"cells": only_b, "summaries": sorted(sum_b.keys() - sum_a.keys())}}

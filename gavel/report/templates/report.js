@@ -275,6 +275,7 @@
       h("a", { href: link({ view: "cell", subject: c.subject, case: c.case_id, item: c.item }), class: "change-link" }, itemName(DATA, c.item)),
       c.verdict_b, c.verdict_a, `${fmt(c.score_b)} → ${fmt(c.score_a)}`, c.values_changed ? "yes" : ""]), "plain changes"));
     box.appendChild(h("p", { class: "headline" }, d.headline));
+    box.appendChild(h("ul", { class: "run-sentences" }, (d.sentences || []).map((line) => h("li", {}, line))));
     box.appendChild(h("h4", {}, `Summary scores that changed (${d.regressions.summary_scores} regressions, largest first)`));
     box.appendChild(table(["Kind", "Model", "Case", "Score", "Baseline", "This run"], d.summary_changes.map((c) => [
       c.kind, label(DATA, c.subject), h("a", { href: link({ view: "summary", subject: c.subject, case: c.case_id }) }, c.case_id),
