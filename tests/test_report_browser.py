@@ -195,6 +195,16 @@ def test_the_release_report_shows_the_12_models(browser, shared_rel, tmp_path):
     assert len(labels) == 12 and "Gemini 2.5 Pro" in labels
     assert len(o.page.query_selector_all("#heatmap thead th.rot")) == 12
     assert _count(o.page) > 25_000
+    # issue 44 §1-2: the release page's comparisons, as a reader sees them: a real-differences column, and each
+    # pair's sentence with what it rests on (Qwen3 32B > Qwen3 14B holds on the best estimates only)
+    assert len(o.page.query_selector_all("#leaderboard td.compared")) == 12
+    assert "Real differences (S_checklist)" in o.page.text_content("#leaderboard thead")
+    o.page.click("#comparison-sentences summary")
+    said = [li.inner_text() for li in o.page.query_selector_all("#comparison-sentences li")]
+    assert len(said) == 66
+    qwen = next(x for x in said if x.startswith("Qwen3 32B vs Qwen3 14B: "))
+    assert "Real under every reconstruction choice: no; on the released cells alone (50 cases): +2.68 points, " \
+           "p = 0.0617" in qwen and "(indistinguishable)" in qwen
     o.page.goto(path.as_uri() + f"#view=cell&subject=gemini-2.5-pro&case={case}&item=judge_name")
     o.page.wait_for_selector("#cell")
     assert o.page.query_selector_all("#side-model mark") and "Reference" in o.page.text_content("#side-reference h4")
