@@ -87,15 +87,16 @@ def test_rule_echoes_and_values_that_share_words():
 
 
 # ---------------------------------------------------------------- properties (hypothesis)
-from hypothesis import given, settings  # noqa: E402
+from fuzzing import any_text, fuzz  # noqa: E402
+from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 TOKENS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>", "assistant", "final",
           "analysis", "commentary to=functions.x", "{'extracted': []}", " "]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None)
-@given(reasoning=st.lists(st.sampled_from(TOKENS) | st.text(max_size=6), max_size=12).map("".join),
+@fuzz(200)
+@given(reasoning=st.lists(st.sampled_from(TOKENS) | any_text(max_size=6), max_size=12).map("".join),
        harmony=st.booleans())
 def test_tokens_inside_a_json_string_never_change_the_reading(reasoning, harmony):
     """Whatever Harmony tokens a string of the answer object holds, the reading is that of the object (inside
@@ -106,7 +107,7 @@ def test_tokens_inside_a_json_string_never_change_the_reading(reasoning, harmony
     assert read("extract", answer)["extracted"] == [{"value": "May 21, 2019", "evidence": []}]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@fuzz(200)
 @given(example=st.sampled_from(sorted(t for k, t in EXAMPLES.items() if k.startswith("example_extract_"))), case=st.sampled_from([str.lower, str.upper, str.title]),
        around=st.sampled_from(["", " ", ".", "<", ">", "\n"]),
        kind=st.sampled_from(["reasoning", "fact", "spans"]))

@@ -10,7 +10,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from fuzzing import any_text, fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 from needs import need_module
 
@@ -31,10 +32,13 @@ from gavel.interop.logs import read_summaries  # noqa: E402
 from gavel.ref.inputs import InputError  # noqa: E402
 
 EXPORT_EXAMPLES = 40
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+FUZZ = fuzz(40)
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text(max_size=8), inner, max_size=3),
                     max_leaves=10)
+#: samples that inspect's own writer can write: its zip member names hold the sample id, and its JSON writer
+#: takes no lone surrogate, so these texts leave the surrogates out (a log holding one as a JSON escape is
+#: made by hand in the targets above, whose JSON values draw from all of Unicode)
 SAMPLE = st.tuples(st.one_of(st.text(min_size=1, max_size=12), st.integers(-5, 10**6)), st.integers(1, 3),
                    st.text(max_size=60))
 
@@ -171,12 +175,11 @@ def fuzz_export() -> None:
     root = Path(tempfile.mkdtemp(prefix="fuzz-export-"))
     base = make_run(root / "base", "b")
     actions = ["cell"] * 3 + "drop cut bytes json remove link_out link_zero fifo".split()
-    values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.binary(max_size=200), JSON)
+    values = st.one_of(st.sampled_from(HOSTILE), any_text(max_size=40), st.binary(max_size=200), JSON)
     spoil = st.tuples(st.sampled_from(FILES), st.sampled_from(actions), values, st.integers(0, 10_000))
     count = {"n": 0, "refused": 0}
 
-    @settings(max_examples=EXPORT_EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @fuzz(EXPORT_EXAMPLES)
     @given(st.lists(spoil, min_size=1, max_size=3))
     def one(spoils):
         work, run = _spoiled_copy(base, root, spoils, _spoil)

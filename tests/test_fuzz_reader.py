@@ -49,19 +49,19 @@ PIECES = [
 
 def _target(stage: str, examples: int) -> None:
     """Reads ``examples`` generated answers for ``stage``; fails on anything but a dict or ``Unusable``."""
-    from hypothesis import HealthCheck, given, settings
+    from fuzzing import any_text, fuzz
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from gavel.answers import Unusable, read
 
     context = {"extract": {"summary": "The mayor resigned in 2022. 4 out of 5"},
                "compare_multi": {"n_a": 3, "n_b": 4}, "residual_facts": {"n_spans": 3}}.get(stage, {})
-    piece = st.one_of(st.sampled_from(PIECES), st.text(max_size=8))
+    piece = st.one_of(st.sampled_from(PIECES), any_text(max_size=8))
     answers = st.lists(piece, max_size=60).map("".join)
     finish = st.sampled_from(["stop", "length", None, "content_filter", "tool_calls", "max_tokens", "Weird"])
 
-    @settings(max_examples=examples, deadline=DEADLINE_MS, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @fuzz(examples, deadline=DEADLINE_MS)
     @given(text=answers, cut=st.integers(min_value=0, max_value=10_000), finish=finish)
     def read_anything(text, cut, finish):
         text = text[:cut] if finish not in ("stop", None) else text

@@ -344,3 +344,43 @@ def test_a_value_with_a_lone_surrogate_is_dropped_with_its_reason_and_the_log_is
     _write_rows(log, res.log + [{"note": "raw \ud800 text", "ok": "caf\u00e9"}])
     last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
     assert last == {"note": "raw \ud800 text", "ok": "caf\u00e9"}
+
+
+def test_reworded_values_and_refused_rewordings_are_marked_where_the_run_is_read(tmp_path, capsys):
+    """Issue 46 §3: reworded values are marked in the report. A three-pass run whose prune rewords one value
+    (kept: every word in the value) and is refused another (it drops the negation): the run's line counts
+    both, its rows carry the earlier text, and `gavel documents evaluate` on those rows marks the reworded
+    value in compare_rows.csv's `reworded` column (and says how many), the refused one keeping its text."""
+    import pandas as pd
+
+    from gavel import cli
+    from gavel.documents.cli import _write_rows
+
+    one = Corpus.build("9", [PROBE_TEXT], ["Order"])
+
+    def extract(prompt):
+        return {"items": [{"key": "outcome", "values": [{"value": NOT_DISMISSED, "evidence": [ev(NOT_DISMISSED, "Order")]}]},
+                          {"key": "money", "values": [{"value": PAID, "evidence": [ev(PAID, "Order")]}]}]}
+
+    def prune(prompt):
+        kept = []
+        for v in _prune_values(prompt):
+            new = "Case dismissed on June 1, 2012" if v["value"] == NOT_DISMISSED else "City paid plaintiffs $1 million"
+            kept.append(dict(v, value=new))
+        return {"kept": kept, "removed": []}
+    res = three_pass.run_three_pass(one, _by_stage(extract, None, prune), MODEL, checklist=EXAMPLE,
+                                    workdir=tmp_path / "w")
+    assert len(res.actions("reworded")) == 1 and len(res.actions("rewording_refused")) == 1
+    rows = tmp_path / "rows.jsonl"
+    _write_rows(rows, res.value_rows("9", EXAMPLE))
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"results": {"9": {"outcome": ["Motion to dismiss denied"], "money": ["$1 million"]}}}))
+    out = tmp_path / "eval"
+    assert cli.main(["documents", "evaluate", str(rows), "--subject", "3pass", "--provider", "mock", "--judge", MODEL,
+                     "--checklist", str(EXAMPLE), "--references", str(refs), "--out", str(out)]) == 0
+    assert "1 values reworded by a merge or prune (their earlier text in compare_rows.csv's reworded column)" \
+        in capsys.readouterr().out
+    marks = pd.read_csv(out / "compare_rows.csv", dtype=str, keep_default_na=False).set_index("item")["reworded"]
+    assert marks["money"] == f"City paid plaintiffs $1 million (reworded from {PAID})"
+    assert marks["outcome"] == ""  # refused: the value kept its text, nothing to mark
+    assert marks["court"] == marks["state"] == ""

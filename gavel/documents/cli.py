@@ -231,7 +231,8 @@ def cmd_three_pass(args) -> int:
     _write_rows(out / "log.jsonl", res.log)
     (out / "token_stats.json").write_text(json.dumps({"checklist": checklist.name, "by_case": res.token_stats},
                                                      indent=1), encoding="utf-8")
-    counts = {a: len(res.actions(a)) for a in ("merged", "restored", "removed", "dropped_evidence", "dropped_value")}
+    counts = {a: len(res.actions(a)) for a in ("merged", "restored", "removed", "dropped_evidence", "dropped_value",
+                                                "reworded", "rewording_refused")}
     print(f"{sum(len(v) for v in res.values.values())} values -> {out / 'rows.jsonl'}; "
           + ", ".join(f"{n} {a.replace('_', ' ')}" for a, n in counts.items()) + f" (reasons in {out / 'log.jsonl'})")
     print(cost_line([out / "llm" / p for p in three_pass.PASSES]))
@@ -278,6 +279,12 @@ def cmd_evaluate(args) -> int:
     res = evaluate.evaluate(pair_list, provider, args.judge, args.out, seed=args.seed, checklist=checklist,
                             max_tokens=args.max_tokens, progress=speed is not None, pace=speed)
     out = Path(args.out)
+    marks = evaluate.reworded(values, checklist)  # three-pass values a merge or prune reworded, marked per row
+    res["rows"]["reworded"] = ["; ".join(marks.get((str(c), k), [])) for c, k in zip(res["rows"]["case_id"],
+                                                                                   res["rows"]["item"])]
+    if marks:
+        print(f"{sum(map(len, marks.values()))} values reworded by a merge or prune (their earlier text in "
+              f"compare_rows.csv's reworded column)")
     write_csv(res["rows"], out / "compare_rows.csv")
     write_csv(res["per_case"], out / "s_checklist_per_case.csv")
     write_csv(res["per_run"], out / "s_checklist.csv")

@@ -138,6 +138,22 @@ def read_value_rows(paths, checklist=None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(VALUE_COLUMNS))
 
 
+def reworded(values: pd.DataFrame, checklist=None) -> dict:
+    """``{(case_id, item key): ["VALUE (reworded from BEFORE | BEFORE)", ...]}`` for the value rows a merge or
+    prune reworded (three-pass rows carry ``reworded_from``: the texts the value had before); the marks of
+    ``compare_rows.csv``'s ``reworded`` column."""
+    checklist = gitems.load(checklist)
+    out: dict = {}
+    if "reworded_from" not in values:
+        return out
+    for r in values.sort_values(["case_id", "item", "index"]).itertuples(index=False):
+        before = r.reworded_from
+        if isinstance(before, list) and before:
+            out.setdefault((str(r.case_id), checklist.item(r.item).key), []).append(
+                f"{r.value} (reworded from {' | '.join(map(str, before))})")
+    return out
+
+
 def pairs(values: pd.DataFrame, subject: str, references: dict, cases=None, checklist=None) -> list[compare.Pair]:
     """Compare pairs of one run's value rows against the references, for every item of ``checklist`` and
     ``cases`` (default: every reference case the run has rows for)."""
