@@ -293,3 +293,102 @@ def test_the_explanation_shows_model_and_checklist_text_literally():
                         "\\(http://evil\\) \\!\\[i\\]\\(http://evil/i.png\\) \\#) -> not scored")  # the first 80 characters
     assert lines[2] == "missing: no cell" and len(lines) == 3
     assert "<" not in text.replace("\\<", "") and "](" not in text.replace("\\]\\(", "")  # nothing unescaped
+
+
+def test_requests_through_inspect_carry_the_registrys_sampling_as_gavels_own_do(tmp_path):
+    """Issue 47: a request sent through an inspect role had only the request's own parameters (its cap), not
+    what gavel/core/models.yaml sets for the model (GPT-4.1: temperature 0.7, top-p 1.0; GPT-5: reasoning effort
+    high; Claude: a thinking budget), which gavel's own providers add. A role that is a registry model, named
+    with inspect's provider prefix, now gets them, under the request's own (its cap)."""
+    from gavel.interop.scorer import generate_config
+    from gavel.llm.registry import body_params, llm_model
+
+    seen = []
+
+    def recording(input, tools=None, tool_choice=None, config=None):
+        seen.append(config)
+        return stand_in_output(input, tools, tool_choice, config)
+
+    gpt41 = "gpt-4.1-2025-04-14"
+    roles = {role: get_model(f"mockllm/{gpt41}", custom_outputs=recording, memoize=False)
+             for role in ("extractor", "judge")}
+    task = Task(dataset=[Sample(id="1", input="Summarize the case.", target=REF, metadata={"summary": MODEL})],
+                solver=given_summary(), scorer=gavel_ref(items=ITEMS[:2]))
+    [log] = eval(task, model=SUBJECT, model_roles=roles, log_dir=str(tmp_path / "logs"), display="none",
+                 log_format="eval")
+    assert log.status == "success", log.error
+    sampling = llm_model(gpt41).sampling
+    assert seen and sampling == {"temperature": 0.7, "top_p": 1.0}
+    assert all((c.temperature, c.top_p) == (0.7, 1.0) and c.max_tokens for c in seen)
+    assert generate_config("openai/gpt-5-2025-08-07", {"max_tokens": 500}).reasoning_effort == "high"
+    claude = generate_config("anthropic/claude-sonnet-4-20250514-thinking", {"max_tokens": 900, "seed": 3})
+    assert (claude.reasoning_tokens, claude.max_tokens, claude.seed, claude.temperature) == (10_000, 900, 3, 1.0)
+    bare = generate_config("mockllm/model", {"max_tokens": 5})
+    assert (bare.max_tokens, bare.temperature, bare.top_p) == (5, None, None)
+    assert body_params(llm_model(gpt41))["max_tokens"] == 32768  # the registry's cap, below the request's own
+
+
+def test_every_repeat_of_a_run_is_exported_as_its_epoch_and_reads_back(tmp_path):
+    """Issue 47: `gavel export inspect` wrote repeat 1 of a `--repeats N` run only. Now repeat r is epoch r of
+    every sample, each with that repeat's scores (repeats/r<r>/scores.csv) and judgments; the metrics are over
+    each case's mean of its epochs; read back as summaries, the log gives each case once."""
+    from gavel.interop.logs import read_summaries
+
+    run = cli_run(tmp_path, extra=["--repeats", "2", "--orders", "both"])
+    logs = tmp_path / "exported"
+    assert main(["export", "inspect", str(run), "--out", str(logs)]) == 0
+    [path] = sorted(logs.glob("*.eval"))
+    log = read_eval_log(str(path))
+    assert log.eval.config.epochs == 2 and sorted(log.eval.dataset.sample_ids) == sorted(CASES)
+    assert sorted((str(s.id), s.epoch) for s in log.samples) == sorted((c, r) for c in CASES for r in (1, 2))
+    judgments = pd.read_csv(run / "judgments.csv", dtype={"case_id": str})
+    means = {}
+    for r, folder in ((1, run), (2, run / "repeats" / "r2")):
+        scores = pd.read_csv(folder / "scores.csv", dtype={"case_id": str}).set_index("case_id")
+        for sample in (s for s in log.samples if s.epoch == r):
+            case, score = str(sample.id), sample.scores["gavel_ref"]
+            assert score.metadata["repeat"] == r
+            for key in ("s_checklist", "s_residual", "s_style", "s_gavel_ref"):
+                assert _same(scores.loc[case, key], score.value[key]), (r, case, key)
+            mine = judgments[(judgments["case_id"] == case) & (judgments["repeat"] == r)]
+            assert len(score.metadata["judgments"]) == len(mine) > 0
+            assert {j["repeat"] for j in score.metadata["judgments"]} == {r}
+            means.setdefault(case, []).append(score.value["s_gavel_ref"])
+    gref = next(e for e in log.results.scores if e.name == "s_gavel_ref")
+    want = sum(sum(v) / len(v) for v in means.values()) / len(means)
+    assert abs(gref.metrics["mean"].value - want) <= 1e-12
+    problems = []
+    assert sorted(c for _, c, _ in read_summaries(path, problems=problems)) == sorted(CASES) and problems == []
+
+
+def test_label_orders_in_the_scorer_are_reported_per_sample_as_gavel_evaluate_reports_them(tmp_path):
+    """Issue 47: `label_orders=K` asked the judge as `--label-orders K` does but reported nothing of it per
+    sample. Now each sample's value holds its S_checklist with each option-order row's verdicts and the change
+    between them, its metadata every label-order judgment; the scorer's and the exported run's agree, their
+    judgments are label_judgments.csv's rows of the case, and their mean over samples is
+    label_order_models.csv's per model (to 1e-12)."""
+    log = scored_log(tmp_path, label_orders=2)
+    run = cli_run(tmp_path, extra=["--label-orders", "2"])
+    models = pd.read_csv(run / "label_order_models.csv").iloc[0]
+    rows = pd.read_csv(run / "label_judgments.csv", dtype={"case_id": str})
+    logs = tmp_path / "exported"
+    assert main(["export", "inspect", str(run), "--out", str(logs)]) == 0
+    [exported] = [read_eval_log(str(p)) for p in logs.glob("*.eval")]
+    keys = ("s_checklist_label_order_0", "s_checklist_label_order_2", "label_order_change")  # K = 2: rows 0 and 2
+    assert not math.isnan(models["label_order_change"])  # something was asked in another order
+    for source in (log, exported):
+        by_case = {str(s.id): s.scores["gavel_ref"] for s in source.samples}
+        assert sorted(by_case) == sorted(CASES)
+        for key in keys[:2]:
+            assert _same(models[key], sum(v.value[key] for v in by_case.values()) / len(by_case)), key
+        for case, score in by_case.items():
+            mine = rows[rows["case_id"] == case]
+            assert len(score.metadata["label_judgments"]) == len(mine)
+            assert [j["label_order"] for j in score.metadata["label_judgments"]] == mine["label_order"].tolist()
+            # a case with no single-value pair asked again tested nothing: its change is "not tested" (NaN)
+            assert _same(score.value["label_order_change"],
+                         abs(score.value[keys[0]] - score.value[keys[1]]) if len(mine) else math.nan)
+    assert len(rows) and set(rows["case_id"]) <= set(CASES)  # some case had a single-value pair asked twice
+    for a, b in zip(sorted(log.samples, key=lambda s: str(s.id)), sorted(exported.samples, key=lambda s: str(s.id))):
+        for key in keys:
+            assert _same(a.scores["gavel_ref"].value[key], b.scores["gavel_ref"].value[key]), key

@@ -101,12 +101,64 @@ def _metrics(values: list[float]) -> dict[str, EvalMetric]:
             "gavel/interval_high": EvalMetric(name="high", group="interval", value=high)}
 
 
+def repeat_folders(run: Path) -> list[tuple[int, Path]]:
+    """(repeat, folder) of a run of ``--repeats N``: the run itself (repeat 1) and ``repeats/r2`` .. ``rN``,
+    each a real folder (a link is refused), numbered without a gap; a run of one repeat has the first alone."""
+    found = [(1, run)]
+    root = run / "repeats"
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise InputError(f"{root}: not a folder of repeats (a link or a file)")
+    if root.is_dir():
+        named = {}
+        for p in root.iterdir():
+            m = re.fullmatch(r"r([2-9]|[1-9][0-9]{1,3})", p.name)
+            if not m or p.is_symlink() or not p.is_dir():
+                raise InputError(f"{p}: not a repeat's folder (repeats/r2, r3, ...; real folders)")
+            named[int(m.group(1))] = p
+        want = list(range(2, len(named) + 2))
+        if sorted(named) != want:
+            raise InputError(f"{root}: repeats {sorted(named)} are not r2..r{len(named) + 1} without a gap")
+        found += [(r, named[r]) for r in want]
+    return found
+
+
+def _of_repeat(table: pd.DataFrame | None, r: int) -> pd.DataFrame | None:
+    """The rows of repeat ``r`` of a table of every repeat (a ``repeat`` column); a table without one is
+    repeat 1's."""
+    if table is None or not len(table):
+        return table
+    if "repeat" not in table:
+        return table if r == 1 else table.iloc[0:0]
+    return table[pd.to_numeric(table["repeat"], errors="coerce") == r]
+
+
+def _epoch_means(samples: list[EvalSample], key: str) -> list[float]:
+    """Per sample id, the mean of ``key`` over its epochs (inspect's default reducer; NaN epochs left out,
+    NaN when every epoch is): one value a case, as the metrics of a log with epochs are computed."""
+    by_id: dict = {}
+    for s in samples:
+        by_id.setdefault(s.id, []).append(s.scores[SCORER].value[key])
+    return [float(np.mean(kept)) if (kept := [v for v in vs if not math.isnan(v)]) else math.nan
+            for vs in by_id.values()]
+
+
 def export_run(run: str | Path, out: str | Path) -> list[Path]:
-    """``run`` (a gavel evaluate folder) as one ``.eval`` log per summarizing model in ``out``; their paths."""
+    """``run`` (a gavel evaluate folder) as one ``.eval`` log per summarizing model in ``out``; their paths.
+    With ``--repeats N`` every repeat is exported, repeat r as epoch r of each sample."""
     run, out = Path(run).resolve(), Path(out)
     if not run.is_dir():
         raise InputError(f"{run}: not a folder (give the --out folder of gavel evaluate)")
     manifest, tables, texts, cost, checklist = _read_run(run)
+    repeats = [(1, tables)]
+    for r, folder in repeat_folders(run)[1:]:
+        own = _read_run(folder)[1]
+        for name in EXTRA_TABLES + ("judgments",):  # the reports of every repeat are written beside repeat 1's
+            if name in tables:
+                own[name] = _of_repeat(tables[name], r)
+        repeats.append((r, own))
+    for name in EXTRA_TABLES + ("judgments",):
+        if name in tables:
+            tables[name] = _of_repeat(tables[name], 1)
     items = manifest.get("items") if isinstance(manifest.get("items"), list) else []
     items = list(dict.fromkeys(str(k) for k in items))
     named = manifest["checklist"].get("name") if isinstance(manifest.get("checklist"), dict) else None
@@ -117,32 +169,37 @@ def export_run(run: str | Path, out: str | Path) -> list[Path]:
     roles = {r: ModelConfig(model=str(manifest.get(r))) for r in ("extractor", "judge") if manifest.get(r)}
     usage = {str(m): _usage(g) for m, g in cost.groupby("model")} if "model" in cost else {}
     written = []
-    for subject, rows in scores.groupby(scores["subject"].astype(str), sort=True):
+    k = manifest.get("label_orders") if isinstance(manifest.get("label_orders"), int) else 1
+    for subject in sorted(set(scores["subject"].astype(str))):
         samples = []
-        for row in rows.to_dict("records"):
-            case_id = str(row["case_id"])
-            parts = score_parts(row, tables, items, str(row.get("checklist") or named))
-            mine = answers[(answers["subject"].astype(str) == subject) & (answers["case_id"].astype(str) == case_id)] \
-                if len(answers) else answers
-            by_role = {manifest.get("extractor" if any(s in EXTRACTOR_STAGES for s in g["stage"]) else "judge"): g
-                       for _, g in mine.groupby(mine["stage"].isin(EXTRACTOR_STAGES))} if len(mine) else {}
-            samples.append(EvalSample(
-                id=case_id, epoch=1, input=f"case {case_id}", target=texts.get((REFERENCE, case_id), ""),
-                output=ModelOutput.from_content(model=subject, content=texts.get((subject, case_id), "")),
-                scores={SCORER: Score(**parts)}, metadata={"case_id": case_id},
-                model_usage={str(m): _usage(g) for m, g in by_role.items() if m}))
+        for r, own in repeats:
+            answers = own.get("answers", pd.DataFrame())
+            rows = own["scores"][own["scores"]["subject"].astype(str) == subject]
+            for row in rows.to_dict("records"):
+                case_id = str(row["case_id"])
+                parts = score_parts(row, own, items, str(row.get("checklist") or named), k)
+                parts["metadata"]["repeat"] = r
+                mine = answers[(answers["subject"].astype(str) == subject)
+                               & (answers["case_id"].astype(str) == case_id)] if len(answers) else answers
+                by_role = {manifest.get("extractor" if any(s in EXTRACTOR_STAGES for s in g["stage"]) else "judge"): g
+                           for _, g in mine.groupby(mine["stage"].isin(EXTRACTOR_STAGES))} if len(mine) else {}
+                samples.append(EvalSample(
+                    id=case_id, epoch=r, input=f"case {case_id}", target=texts.get((REFERENCE, case_id), ""),
+                    output=ModelOutput.from_content(model=subject, content=texts.get((subject, case_id), "")),
+                    scores={SCORER: Score(**parts)}, metadata={"case_id": case_id, "repeat": r},
+                    model_usage={str(m): _usage(g) for m, g in by_role.items() if m}))
         keys = [*COMPONENTS, *items]
+        ids = list(dict.fromkeys(s.id for s in samples))
         results = EvalResults(
             total_samples=len(samples), completed_samples=len(samples),
             scores=[EvalScore(name=k, scorer=SCORER,
                               scored_samples=sum(not math.isnan(s.scores[SCORER].value[k]) for s in samples),
                               unscored_samples=sum(math.isnan(s.scores[SCORER].value[k]) for s in samples),
-                              metrics=_metrics([s.scores[SCORER].value[k] for s in samples])) for k in keys])
+                              metrics=_metrics(_epoch_means(samples, k))) for k in keys])
         log = EvalLog(
             status="success",
-            eval=EvalSpec(created=created, task="gavel_ref", model=subject, config=EvalConfig(),
-                          dataset=EvalDataset(name=run.name, samples=len(samples),
-                                              sample_ids=[s.id for s in samples]),
+            eval=EvalSpec(created=created, task="gavel_ref", model=subject, config=EvalConfig(epochs=len(repeats)),
+                          dataset=EvalDataset(name=run.name, samples=len(ids), sample_ids=ids),
                           model_roles=roles or None, task_args={k: manifest.get(k) for k in ("alpha", "seed", "items")},
                           metadata={"gavel": plain(manifest), "checklist_yaml": checklist, "run": str(run),
                                     "cost": [plain(r) for r in cost.to_dict("records")]}),
@@ -165,7 +222,7 @@ def read_summaries(path: str | Path, subject: str | None = None,
     """(model, case_id, summary) of every sample of the inspect log(s) at ``path``: the model is the log's
     (``subject`` renames it), the case the sample id, the summary the sample's output. A file that is not an
     inspect log raises :class:`InputError` naming it; a sample that cannot be mapped (an error, no output, a
-    second epoch of a case) is reported in ``problems`` (raised when None), naming file and sample."""
+    second epoch of a case with another summary; the same summary again is read once) is reported in ``problems`` (raised when None), naming file and sample."""
     out = []
     files = log_files(path)
     if not files:
@@ -191,7 +248,7 @@ def _read_log(file: Path, subject: str | None, problems: list[str] | None) -> li
         raise InputError(f"{file}: the log names no model; name its summaries with --name")
     if not log.samples:
         raise InputError(f"{file}: the log holds no samples (status {log.status!r})")
-    out, seen = [], set()
+    out, seen = [], {}
     for sample in log.samples:
         where = f"{file}, sample {sample.id!r} epoch {sample.epoch}"
         case_id = str(sample.id)
@@ -200,9 +257,10 @@ def _read_log(file: Path, subject: str | None, problems: list[str] | None) -> li
         elif not isinstance(sample.output.completion, str) or not sample.output.completion.strip():
             bad(f"{where}: no output (the summary is empty)")
         elif case_id in seen:
-            bad(f"{where}: a second epoch of this case; gavel evaluates one summary per model and case (the first "
-                f"epoch is kept)")
+            if sample.output.completion != seen[case_id]:  # the same summary again (a scored epoch) is no problem
+                bad(f"{where}: a second epoch of this case with another summary; gavel evaluates one summary per "
+                    f"model and case (the first epoch is kept)")
         else:
-            seen.add(case_id)
+            seen[case_id] = sample.output.completion
             out.append((model, case_id, sample.output.completion))
     return out

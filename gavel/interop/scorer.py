@@ -41,7 +41,33 @@ from .scores import score_parts
 EXTRACTOR_STAGES = ("extract", "residual")
 MESSAGE = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 #: request parameters inspect's GenerateConfig takes as they are
-PASSED = ("max_tokens", "temperature", "top_p", "seed")
+PASSED = ("max_tokens", "temperature", "top_p", "seed", "reasoning_effort")
+#: gavel's names of request parameters inspect's GenerateConfig calls otherwise
+RENAMED = {"thinking_budget_tokens": "reasoning_tokens"}
+
+
+def registry_params(model_name: str) -> dict:
+    """The request parameters gavel's registry (gavel/core/models.yaml, and the user's GAVEL_MODELS file) sets
+    for an inspect model that is a registry model -- named as the registry names it, after inspect's provider
+    prefix (``openai/gpt-4.1-2025-04-14``) or whole: sampling, output cap and reasoning settings, as gavel's
+    own providers send them (``gavel.llm.registry.body_params``). ``{}`` for a model the registry lacks."""
+    from gavel.llm.registry import body_params, llm_model
+
+    for name in (model_name, model_name.split("/", 1)[-1]):
+        try:
+            return body_params(llm_model(name))
+        except (KeyError, ValueError):
+            continue
+    return {}
+
+
+def generate_config(model_name: str, params: dict) -> GenerateConfig:
+    """inspect's GenerateConfig of one gavel request: the registry's parameters for the model
+    (:func:`registry_params`) under the request's own (its cap, a repeat's seed)."""
+    merged = {**registry_params(model_name), **params}
+    given = {k: merged[k] for k in PASSED if merged.get(k) is not None}
+    given.update({RENAMED[k]: merged[k] for k in RENAMED if merged.get(k) is not None})
+    return GenerateConfig(**given)
 
 
 @metric
@@ -62,7 +88,7 @@ def role_answer(extractor: Model, judge: Model, loop: asyncio.AbstractEventLoop)
     def answer(request: Request) -> str:
         model = extractor if request.stage in EXTRACTOR_STAGES else judge
         messages = [MESSAGE[m["role"]](content=m["content"]) for m in request.messages]
-        config = GenerateConfig(**{k: request.params[k] for k in PASSED if k in request.params})
+        config = generate_config(str(model), request.params)
         if request.schema:  # structured=True: the stage's JSON Schema as inspect's response schema
             config.response_schema = ResponseSchema(name=request.schema["name"], json_schema=request.schema["schema"])
         output = asyncio.run_coroutine_threadsafe(model.generate(messages, config=config), loop).result()
@@ -94,10 +120,16 @@ def score_one(summary: str, reference: str, subject: str, case_id: str, answer, 
         from gavel.runs.judgments import judgment_table
 
         tables["order_summaries"] = orders.summary_scores(judgment_table([tables]), [tables])
+    if s.label_orders > 1:  # as gavel evaluate --label-orders K reports them (label_judgments.csv)
+        from gavel.runs import label_orders
+        from gavel.runs.judgments import judgment_table
+
+        tables["label_judgments"] = label_orders.label_judgments(judgment_table([tables]), [tables])
     scores = tables["scores"]
     if not len(scores):
         raise pipeline.InputError(f"case {case_id}: not evaluated ({'; '.join(tables['problems']['problem'])})")
-    return score_parts(scores.iloc[0].to_dict(), tables, [it.key for it in s.items], s.checklist.name)
+    return score_parts(scores.iloc[0].to_dict(), tables, [it.key for it in s.items], s.checklist.name,
+                       s.label_orders)
 
 
 @scorer(metrics={"*": [mean(), interval()]}, name="gavel_ref")

@@ -84,15 +84,38 @@ def explanation(cells: list[dict], items: list[str]) -> str:
     return "  \n".join(lines)  # a Markdown line break
 
 
-def score_parts(score_row: dict, tables: dict, items: list[str], checklist: str) -> dict:
+def label_order_value(judgments: pd.DataFrame, compare: pd.DataFrame, subject: str, case_id: str,
+                      k: int) -> dict:
+    """With ``--label-orders K``: one summary's S_checklist with each option-order row's verdicts
+    (``s_checklist_label_order_<row>``) and ``label_order_change`` (the largest minus the smallest), as
+    ``label_order_models.csv`` has them per model (``gavel.runs.label_orders.model_table`` on this summary
+    alone: the model's values are the means of these over its cases). ``judgments``: one repeat's rows of
+    ``label_judgments.csv``."""
+    from gavel.core.vocab import LABEL_ORDER_ROWS
+    from gavel.runs.label_orders import model_table
+
+    def mine(t):
+        return t[(t["subject"].astype(str) == subject) & (t["case_id"].astype(str) == case_id)]
+    table = model_table(mine(judgments).assign(repeat=1, case_id=case_id), [{"compare": mine(compare)}], k)
+    if not len(table):
+        return {}
+    row = table.iloc[0]
+    return {**{f"s_checklist_label_order_{r}": number(row[f"s_checklist_label_order_{r}"]) for r in LABEL_ORDER_ROWS[k]},
+            "label_order_change": number(row["label_order_change"])}
+
+
+def score_parts(score_row: dict, tables: dict, items: list[str], checklist: str, label_orders: int = 1) -> dict:
     """``{"value", "answer", "explanation", "metadata"}`` of one summary's inspect Score from gavel's tables
     (``scores``' row of the summary; ``compare``, ``values``, ``residual_match``, ``style``, ``answers``,
-    ``judgments`` as the pipeline makes them or a run folder holds them)."""
+    ``judgments``, ``label_judgments`` as the pipeline makes them or a run folder holds them);
+    ``label_orders``: the run's K (its per-row scores in the value, :func:`label_order_value`)."""
     subject, case_id = str(score_row["subject"]), str(score_row["case_id"])
     cells = records(tables.get("compare"), subject, case_id)
     by_item = {c["item"]: c for c in cells}
     value = {k: number(score_row.get(k)) for k in COMPONENTS}
     value.update({key: number(by_item.get(key, {}).get("score")) for key in items})
+    if label_orders > 1 and tables.get("label_judgments") is not None and tables.get("compare") is not None:
+        value.update(label_order_value(tables["label_judgments"], tables["compare"], subject, case_id, label_orders))
     orders = [r for r in records(tables.get("order_summaries"), subject, case_id) if r.get("repeat") in (1, None)]
     if orders:  # gavel's order-aware S_checklist of this summary (gavel.runs.orders.summary_scores)
         value.update({k: number(orders[0].get(k)) for k in ORDER_SCORES})
