@@ -392,3 +392,27 @@ def test_label_orders_in_the_scorer_are_reported_per_sample_as_gavel_evaluate_re
     for a, b in zip(sorted(log.samples, key=lambda s: str(s.id)), sorted(exported.samples, key=lambda s: str(s.id))):
         for key in keys:
             assert _same(a.scores["gavel_ref"].value[key], b.scores["gavel_ref"].value[key]), key
+
+
+def test_a_run_folders_repeats_that_are_links_files_or_gapped_are_refused_in_one_line(tmp_path):
+    """A run folder is someone else's: its repeats/ must be real folders r2..rN without a gap."""
+    import os
+    import shutil
+
+    import pytest
+
+    from gavel.interop.logs import export_run
+    from gavel.ref.inputs import InputError
+
+    run = cli_run(tmp_path, extra=["--repeats", "2"])
+    elsewhere = shutil.copytree(run / "repeats" / "r2", tmp_path / "elsewhere")
+    cases = {"a link": lambda r: (shutil.rmtree(r / "repeats" / "r2"), os.symlink(elsewhere, r / "repeats" / "r2")),
+             "a gap": lambda r: (r / "repeats" / "r2").rename(r / "repeats" / "r3"),
+             "a stray name": lambda r: (r / "repeats" / "notes").mkdir(),
+             "repeats a link": lambda r: (shutil.rmtree(r / "repeats"), os.symlink(elsewhere.parent, r / "repeats"))}
+    for name, spoil in cases.items():
+        copy = shutil.copytree(run, tmp_path / name.replace(" ", "_"), symlinks=True)
+        spoil(copy)
+        with pytest.raises(InputError) as err:
+            export_run(copy, tmp_path / "out")
+        assert "\n" not in str(err.value) and str(copy.resolve()) in str(err.value), (name, str(err.value))
