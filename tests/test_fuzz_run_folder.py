@@ -64,6 +64,8 @@ def _spoil(run: Path, target: str, action: str, value, where: int, outside: Path
         cached = _files(run)
         target = cached[where % len(cached)]
     path = run / target
+    if action in ("bytes", "json") and (path.is_symlink() or (path.exists() and not path.is_file())):
+        path.unlink()  # written anew: never through an earlier spoil's link or into its FIFO (that blocked)
     if action == "remove":
         path.unlink(missing_ok=True)
     elif action in ("link_out", "link_zero", "fifo", "link_in"):

@@ -68,6 +68,9 @@ def _read_run(run: Path) -> tuple[dict, dict, dict, pd.DataFrame, str | None]:
                 tables[name] = folder.table(path)
         if "scores" not in tables:
             raise folder.ReportInputError(f"{run}: not a gavel run folder (no scores.csv)")
+        lacking = [c for c in ("subject", "case_id") if c not in tables["scores"]]
+        if lacking:  # an empty or cut file reads as a table without its columns
+            raise folder.ReportInputError(f"{run / 'scores.csv'}: no {' and no '.join(lacking)} column")
         folder.check(run, {k: v for k, v in tables.items() if k in folder.COLUMNS})
         texts = {}
         path = folder.regular_file(run, "texts.jsonl")
