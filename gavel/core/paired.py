@@ -140,10 +140,10 @@ MOST_CASES = float(2**40)
 
 def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
     """The fewest cases n >= 2 whose :func:`detectable_difference` at ``alpha`` is at most ``|difference|``
-    (the t quantiles change with n: found by bisection on the integers; arrays broadcast). NaN where the
-    difference is 0 or either is not a number, or where not even ``MOST_CASES`` cases would do (a difference
-    that small is float noise, and past 2**40 the bisection's integers are no longer exact steps); 2 where
-    the case differences do not vary."""
+    (the t quantiles change with n: found by bisection on the integers, bracketed from the normal
+    approximation's count; arrays broadcast). NaN where the difference is 0 or either is not a number, or
+    where not even ``MOST_CASES`` cases would do (a difference that small is float noise, and past 2**40 the
+    bisection's integers are no longer exact steps); 2 where the case differences do not vary."""
     sd, d, a = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (sd_difference, difference, alpha)))
     shape = sd.shape
     sd, d, a = sd.ravel(), d.ravel(), a.ravel()
@@ -151,12 +151,17 @@ def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
     ok = np.isfinite(sd) & np.isfinite(d) & (d != 0) & np.isfinite(a)
     sd, d, a = sd[ok], np.abs(d[ok]), a[ok]
 
+    from scipy.stats import norm
+
     def detects(n):
         return power_multiple(n, a, power) * sd / np.sqrt(n) <= d
-    lo = np.ones(sd.shape)                              # never enough (one case has no test)
-    hi = np.full(sd.shape, 2.0)
+    # the normal approximation's count (t quantiles exceed the normal ones, so fewer never do) brackets the
+    # answer in a few steps; a guess that does not bracket falls back to the count of 1 (no test: never enough)
+    with np.errstate(over="ignore", divide="ignore"):
+        hi = np.clip(np.ceil(((norm.ppf(1 - a / 2) + norm.ppf(power)) * sd / d) ** 2), 2, MOST_CASES)
+    lo = np.where((hi > 2) & ~detects(hi - 1), hi - 1, 1.0)
     while (grow := ~detects(hi) & (hi < MOST_CASES)).any():
-        hi = np.where(grow, hi * 2, hi)
+        lo, hi = np.where(grow, hi, lo), np.where(grow, np.minimum(2 * hi - lo, MOST_CASES), hi)
     within = detects(hi)                                # the others: not even MOST_CASES do (NaN)
     ok[ok] = within
     sd, d, a, lo, hi = sd[within], d[within], a[within], lo[within], hi[within]

@@ -11,6 +11,7 @@ averaged, so they are the true extremes of the mean given the ambiguous cells (s
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,9 @@ from gavel.ref.stages import score
 from gavel.release.judge import RELATIONS
 
 SEED = 20251122
+#: wall seconds of the last :func:`compute` spent in :func:`release_comparisons` (``comparisons``) and in the
+#: whole of it (``compute``): `gavel results` prints the comparisons' share of its own run from these
+SECONDS: dict[str, float] = {}
 LENGTH_BIN_ORDER = list(LENGTH_BINS)
 EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
 OVER_RELATIONS = {MODEL_CONTAINS, DIFFERENT}
@@ -142,7 +146,9 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
                           **scoring.correlations(sel["words"].to_numpy(), sel["s_checklist"].to_numpy())})
     corr = pd.DataFrame(corr_rows)
 
+    start = time.perf_counter()
     comparisons, comparison_models = release_comparisons(pc, cells)
+    SECONDS["comparisons"] = time.perf_counter() - start
     status = cells.groupby(["model", "status"]).size().rename("cells").reset_index()
     lost = reconstruct.lost_cases(rel)
     return {"summary_s_checklist": _round(table), "summary_bootstrap": _round(ci),
@@ -536,6 +542,8 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
 def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
     model is the slow part; its vectors are cached under data/interim/embeddings)."""
+    SECONDS.clear()
+    start = time.perf_counter()
     tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
     tables.update(case_tables(rel))
@@ -548,7 +556,15 @@ def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
     tables["document_extraction_cost"] = extraction_cost.table(rel)  # our computation, at dated list prices
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
+    SECONDS["compute"] = time.perf_counter() - start
     return tables
+
+
+def share_line(total: float) -> str:
+    """The line `gavel results` ends with: the last :func:`compute`'s seconds in the paired comparisons
+    against ``total`` (the command's own wall seconds: load, compute, write)."""
+    spent = SECONDS["comparisons"]
+    return f"paired comparisons: {spent:.2f} s of this command's {total:.2f} s ({100 * spent / total:.1f}%)"
 
 
 def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
