@@ -247,6 +247,45 @@ def groups(order: Sequence[str], significant: dict[frozenset, bool]) -> dict[str
     return letters
 
 
+def _ranked_pairs(means: np.ndarray, models: Sequence[str]):
+    """(order best first, model index, pairs of ranks, model a of each pair, model b of each pair): every
+    pair of models, ``a`` ranked above ``b`` by ``means`` (NaN last, ties in the order given)."""
+    order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
+    index = {m: i for i, m in enumerate(models)}
+    pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
+    a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
+    b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
+    return order, index, pair_list, a_of, b_of
+
+
+def _holm_verdicts(p: np.ndarray, differences, alpha: float) -> tuple[np.ndarray, list[str]]:
+    """(Holm's adjusted p over the p-values that are numbers, each pair's verdict at ``alpha``)."""
+    holm = np.full(len(p), math.nan)
+    if (~np.isnan(p)).any():
+        holm[~np.isnan(p)] = holm_adjusted(p[~np.isnan(p)])
+    return holm, ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
+                  else "a better" if diff > 0 else "b better" for q, diff in zip(holm, differences)]
+
+
+def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFrame:
+    """The columns ``model_a, model_b, cases, difference, p_value, p_holm, verdict`` of :func:`compare`'s
+    pairs (the same values, in the same order), without the draws, intervals, power or model table: what a
+    comparison under another choice of cells needs (``gavel.paper.results.release_comparisons``)."""
+    v = np.asarray(values, dtype=float)
+    if v.shape[0] != len(models):
+        raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
+    case_means = _nanmean(v, 2)
+    _, _, _, a_of, b_of = _ranked_pairs(_nanmean(case_means, 1), models)
+    gaps = case_means[a_of] - case_means[b_of]
+    cases = (~np.isnan(gaps)).sum(axis=1)
+    difference = [float(g[~np.isnan(g)].mean()) if n else math.nan for g, n in zip(gaps, cases)]
+    p = _paired_ps(gaps)
+    holm, verdict = _holm_verdicts(p, difference, alpha)
+    return pd.DataFrame({"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of],
+                         "cases": cases.astype(int), "difference": difference, "p_value": p, "p_holm": holm,
+                         "verdict": verdict})
+
+
 def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
             alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(pairs, models) tables of one score (see the module); ``values``: models x cases x cells."""
@@ -267,12 +306,8 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
     rank_draws = rankdata(-ranked, axis=1, method="min")
     point_rank = rankdata(-np.where(np.isnan(means), -np.inf, means), method="min")
-    order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
+    order, index, pair_list, a_of, b_of = _ranked_pairs(means, models)
     rows = []
-    index = {m: i for i, m in enumerate(models)}
-    pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
-    a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
-    b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
     if draws is None:  # every pair's differences in one product
         gap = case_means[a_of] - case_means[b_of]
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -300,12 +335,7 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
                      "correlation": corr, "sd_difference": sd, "neighbours": pb == pa + 1})
     pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in POWER_COLUMNS])
     p = pairs["p_value"].to_numpy(float)
-    holm = np.full(len(p), math.nan)
-    if (~np.isnan(p)).any():
-        holm[~np.isnan(p)] = holm_adjusted(p[~np.isnan(p)])
-    pairs["p_holm"] = holm
-    pairs["verdict"] = ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
-                        else "a better" if diff > 0 else "b better" for q, diff in zip(holm, pairs["difference"])]
+    pairs["p_holm"], pairs["verdict"] = _holm_verdicts(p, pairs["difference"], alpha)
     pairs["family"] = int((~np.isnan(p)).sum())
     pairs["holm_level"] = holm_levels(p, alpha)
     n_cases, sd_d = pairs["cases"].to_numpy(float), pairs["sd_difference"].to_numpy(float)

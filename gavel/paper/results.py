@@ -209,12 +209,17 @@ VARIANTS = ("released", "low", "high")
 VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
 
 
-def _compare_long(long: pd.DataFrame, models: list[str]) -> tuple[list, list]:
+def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> tuple[list, list]:
+    """Each score's (and item's) pairs and model tables; ``full=False``: the pairs' verdict columns alone
+    (``paired.verdicts``) and no model tables."""
     pairs, per_model = [], []
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
         wide = g.pivot_table(index="case_id", columns="model", values="value", aggfunc="first", dropna=False)
-        wide = wide.reindex(columns=models)
-        p, m = paired.compare(wide.to_numpy(float).T[:, :, None], models, seed=SEED)
+        values = wide.reindex(columns=models).to_numpy(float).T[:, :, None]
+        if not full:
+            pairs.append(paired.verdicts(values, models).assign(score=score_, item=item))
+            continue
+        p, m = paired.compare(values, models, seed=SEED)
         pairs.append(p.assign(score=score_, item=item))
         per_model.append(m.assign(score=score_, item=item))
     return pairs, per_model
@@ -250,7 +255,7 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     key = ["score", "item", "model_a", "model_b"]
     real = pairs["verdict"].isin(["a better", "b better"])
     for name in VARIANTS:
-        other = pd.concat(_compare_long(inputs[name], models)[0], ignore_index=True)
+        other = pd.concat(_compare_long(inputs[name], models, full=False)[0], ignore_index=True)
         # the same pair either way round: the best estimates' model_a first
         flipped = other.rename(columns={"model_a": "model_b", "model_b": "model_a"})
         flipped["difference"] = -flipped["difference"]
