@@ -214,8 +214,12 @@ def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> t
     (``paired.verdicts``) and no model tables."""
     pairs, per_model = [], []
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
-        wide = g.pivot_table(index="case_id", columns="model", values="value", aggfunc="first", dropna=False)
-        values = wide.reindex(columns=models).to_numpy(float).T[:, :, None]
+        # models x cases (every case of the group, sorted; a model's first value that is a number)
+        _, case = np.unique(g["case_id"].to_numpy(), return_inverse=True)
+        model, value = pd.Index(models).get_indexer(g["model"]), g["value"].to_numpy(float)
+        values = np.full((len(models), case.max(initial=-1) + 1, 1), np.nan)
+        first = np.flatnonzero((model >= 0) & ~np.isnan(value))[::-1]  # written last to first: the first stays
+        values[model[first], case[first], 0] = value[first]
         if not full:
             pairs.append(paired.verdicts(values, models).assign(score=score_, item=item))
             continue
