@@ -322,21 +322,28 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
     diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
     mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
+    valued = ~np.isnan(case_means)
+    seen: dict = {}  # (model, common cases) -> (values, mean, sd, spread): the same for most of a model's pairs
+
+    def on(i, both):
+        key = (i, both.tobytes())
+        if key not in seen:
+            x = case_means[i][both]
+            seen[key] = (x, float(x.mean()) if len(x) else math.nan,
+                         float(np.std(x, ddof=1)) if len(x) > 1 else math.nan, len(x) > 1 and np.ptp(x) > 0)
+        return seen[key]
     for k, (pa, pb) in enumerate(pair_list):
         a, b = a_of[k], b_of[k]
-        both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
-        xa, xb = case_means[a][both], case_means[b][both]
+        both = valued[a] & valued[b]
+        (xa, mean_a, sd_a, varies_a), (xb, mean_b, sd_b, varies_b) = on(a, both), on(b, both)
         d = xa - xb
         sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
-        corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
+        corr = float(np.corrcoef(xa, xb)[0, 1]) if varies_a and varies_b else math.nan
         rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
-                     "mean_a": float(xa.mean()) if len(d) else math.nan,
-                     "mean_b": float(xb.mean()) if len(d) else math.nan,
+                     "mean_a": mean_a, "mean_b": mean_b,
                      "difference": float(d.mean()) if len(d) else math.nan,
                      "ci_low": diff_low[k], "ci_high": diff_high[k],
-                     "p_value": p_values[k],
-                     "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
-                     "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
+                     "p_value": p_values[k], "sd_a": sd_a, "sd_b": sd_b,
                      "correlation": corr, "sd_difference": sd, "neighbours": pb == pa + 1})
     pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in POWER_COLUMNS])
     p = pairs["p_value"].to_numpy(float)
@@ -352,7 +359,8 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     pairs["resolution_ratio"] = n_cases / pairs["cases_needed"].to_numpy(float)
     pairs = pairs[PAIR_COLUMNS]
     letters = groups([o for o in order if not np.isnan(means[index[o]])],
-                     {frozenset((r.model_a, r.model_b)): r.verdict != "indistinguishable" for r in pairs.itertuples()})
+                     {frozenset((a, b)): v != "indistinguishable"
+                      for a, b, v in zip(pairs["model_a"], pairs["model_b"], pairs["verdict"])})
     model_rows = []
     for i, m in enumerate(models):
         share_cases, share_judge = variance_shares(v[i])
