@@ -31,8 +31,7 @@ from gavel.ref.stages import score
 from gavel.release.judge import RELATIONS
 
 SEED = 20251122
-#: wall seconds of the last :func:`compute` spent in :func:`release_comparisons` (``comparisons``) and in the
-#: whole of it (``compute``): `gavel results` prints the comparisons' share of its own run from these
+#: the last :func:`compute`'s wall seconds in :func:`release_comparisons` and in all (`gavel results` prints them)
 SECONDS: dict[str, float] = {}
 LENGTH_BIN_ORDER = list(LENGTH_BINS)
 EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
@@ -210,14 +209,12 @@ VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
 
 
 def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> tuple[list, list]:
-    """Each score's (and item's) pairs and model tables; ``full=False``: the pairs' verdict columns alone
-    (``paired.verdicts``) and no model tables."""
+    """Each score's (and item's) pairs and model tables; ``full=False``: ``paired.verdicts``' pairs alone."""
     pairs, per_model = [], []
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
-        # models x cases (every case of the group, sorted; a model's first value that is a number)
-        _, case = np.unique(g["case_id"].to_numpy(), return_inverse=True)
+        _, case = np.unique(g["case_id"].to_numpy(), return_inverse=True)  # every case of the score, sorted
         model, value = pd.Index(models).get_indexer(g["model"]), g["value"].to_numpy(float)
-        values = np.full((len(models), case.max(initial=-1) + 1, 1), np.nan)
+        values = np.full((len(models), case.max(initial=-1) + 1, 1), np.nan)  # models x cases x 1
         first = np.flatnonzero((model >= 0) & ~np.isnan(value))[::-1]  # written last to first: the first stays
         values[model[first], case[first], 0] = value[first]
         if not full:
@@ -551,7 +548,6 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
 def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
     model is the slow part; its vectors are cached under data/interim/embeddings)."""
-    SECONDS.clear()
     start = time.perf_counter()
     tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
@@ -570,8 +566,7 @@ def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
 
 
 def share_line(total: float) -> str:
-    """The line `gavel results` ends with: the last :func:`compute`'s seconds in the paired comparisons
-    against ``total`` (the command's own wall seconds: load, compute, write)."""
+    """`gavel results`' last line: :func:`compute`'s seconds in the comparisons of the command's ``total``."""
     spent = SECONDS["comparisons"]
     return f"paired comparisons: {spent:.2f} s of this command's {total:.2f} s ({100 * spent / total:.1f}%)"
 
