@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from gavel.annotation import cli as annotation_cli
@@ -68,7 +69,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 
     from .release import audit, load_release
 
-    release = load_release(args.release)
+    start, release = time.perf_counter(), load_release(args.release)
     print(f"{len(release.audit)} defects in the release, each with its file and record (file | record  (detail)):")
     print("\n".join(audit.defect_lines(release.audit)))
     out = Path(args.out) if args.out else None
@@ -78,6 +79,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     # REPRODUCTION.md is rendered from the tables as written (what make figures also reads)
     doc = reproduction.write(results.read(out), out / "REPRODUCTION.md") if out else reproduction.write(results.read())
     print(f"wrote {_shown(doc)}")
+    print(results.share_line(time.perf_counter() - start))
     return 0
 
 

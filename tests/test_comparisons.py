@@ -245,3 +245,42 @@ def test_cases_needed_for_a_float_noise_difference_is_not_a_number_not_an_endles
     assert paired.detectable_difference(2.0, 34) <= 1.0 < paired.detectable_difference(2.0, 33)
     big = paired.cases_needed(1.0, 1e-5)  # a real but tiny difference still gets its count
     assert 1e10 < big <= paired.MOST_CASES
+
+
+def test_cases_needed_is_the_fewest_cases_found_by_a_plain_search_from_two():
+    """The bisection starts from the normal approximation's count: on differences from 1e-5 to 1e2 times the
+    sd, and Holm levels, it returns exactly the fewest n >= 2 whose detectable difference reaches the
+    observed one (n - 1 does not), the definition a search from 2 upwards gives; none is NaN (all below
+    MOST_CASES)."""
+    rng = np.random.default_rng(5)
+    sd = np.exp(rng.uniform(-3, 3, 400))
+    d = sd * np.exp(rng.uniform(np.log(1e-5), np.log(1e2), 400)) * rng.choice([-1, 1], 400)
+    level = rng.choice([0.05, 0.05 / 66, 0.01], 400)
+    need = paired.cases_needed(sd, d, level)
+    assert not np.isnan(need).any()
+    power = paired.power_multiple
+    assert np.all(power(need, level) * sd / np.sqrt(need) <= np.abs(d))
+    short = need > 2
+    n1 = need[short] - 1
+    assert np.all(power(n1, level[short]) * sd[short] / np.sqrt(n1) > np.abs(d[short]))
+    assert (need == 2).sum() == (~short).sum() and (~short).any() and short.sum() > 300
+
+
+def test_verdicts_are_compare_s_columns_and_ranks_are_scipy_s():
+    """paired.verdicts (the release comparisons under the other cell choices) gives compare's cases,
+    difference, p, Holm's p and verdict to the bit, with cases missing and a model with none; the numpy ranks
+    are scipy's rankdata(method="min")."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(9)
+    v = planted(rng, [4.0, 2.0, 0.0, 0.0, -3.0], cases=40)
+    v[rng.random(v.shape) < 0.15] = np.nan
+    v[3] = np.nan
+    names = [f"m{i}" for i in range(5)]
+    pairs, _ = paired.compare(v, names, n=200)
+    cols = ["model_a", "model_b", "cases", "difference", "p_value", "p_holm", "verdict"]
+    assert pairs[cols].equals(paired.verdicts(v, names))
+    assert set(pairs["verdict"]) >= {"a better", "too few cases"}
+    x = rng.integers(0, 4, (50, 7)).astype(float)
+    x[x == 0] = -np.inf
+    assert np.array_equal(paired._min_ranks(x), rankdata(-x, axis=1, method="min"))

@@ -109,3 +109,12 @@ def test_cells_are_records_with_named_statuses(cells):
     assert list(cells.columns[:13]) == list(reconstruct.Cell._fields)
     assert set(cells["status"]).issubset(set(Status))
     assert isinstance(pd.Series(cells["status"]).iloc[0], str)
+
+
+def test_the_run_times_its_own_paired_comparisons(tables):
+    """compute records the wall seconds of the release comparisons and of itself (`gavel results` prints the
+    share from them: issue 48 §4 measures it inside the real run); the line gives both and their ratio."""
+    spent, whole = results.SECONDS["comparisons"], results.SECONDS["compute"]
+    assert 0 < spent < whole
+    assert results.share_line(2 * whole) == (f"paired comparisons: {spent:.2f} s of this command's "
+                                             f"{2 * whole:.2f} s ({100 * spent / (2 * whole):.1f}%)")

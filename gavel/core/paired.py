@@ -117,11 +117,11 @@ def power_multiple(cases, alpha=ALPHA, power: float = POWER):
     (sd of the case differences / sqrt(cases)) a true difference must reach to be detected with probability
     ``power`` by the two-sided paired t-test at level ``alpha`` (Student's t at the pair's degrees of freedom;
     arrays broadcast; NaN below two cases)."""
-    from scipy.stats import t as student
+    from scipy.special import stdtrit  # what scipy.stats.t.ppf computes, without importing scipy.stats (~1 s)
 
     df = np.asarray(cases, dtype=float) - 1
     with np.errstate(invalid="ignore"):
-        out = student.ppf(1 - np.asarray(alpha, dtype=float) / 2, df) + student.ppf(power, df)
+        out = stdtrit(df, 1 - np.asarray(alpha, dtype=float) / 2) + stdtrit(df, power)
     out = np.where(df >= 1, out, np.nan)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -140,10 +140,10 @@ MOST_CASES = float(2**40)
 
 def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
     """The fewest cases n >= 2 whose :func:`detectable_difference` at ``alpha`` is at most ``|difference|``
-    (the t quantiles change with n: found by bisection on the integers; arrays broadcast). NaN where the
-    difference is 0 or either is not a number, or where not even ``MOST_CASES`` cases would do (a difference
-    that small is float noise, and past 2**40 the bisection's integers are no longer exact steps); 2 where
-    the case differences do not vary."""
+    (the t quantiles change with n: found by bisection on the integers, bracketed from the normal
+    approximation's count; arrays broadcast). NaN where the difference is 0 or either is not a number, or
+    where not even ``MOST_CASES`` cases would do (a difference that small is float noise, and past 2**40 the
+    bisection's integers are no longer exact steps); 2 where the case differences do not vary."""
     sd, d, a = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (sd_difference, difference, alpha)))
     shape = sd.shape
     sd, d, a = sd.ravel(), d.ravel(), a.ravel()
@@ -151,12 +151,17 @@ def cases_needed(sd_difference, difference, alpha=ALPHA, power: float = POWER):
     ok = np.isfinite(sd) & np.isfinite(d) & (d != 0) & np.isfinite(a)
     sd, d, a = sd[ok], np.abs(d[ok]), a[ok]
 
+    from scipy.special import ndtri  # the normal quantile
+
     def detects(n):
         return power_multiple(n, a, power) * sd / np.sqrt(n) <= d
-    lo = np.ones(sd.shape)                              # never enough (one case has no test)
-    hi = np.full(sd.shape, 2.0)
+    # the normal approximation's count (t quantiles exceed the normal ones, so fewer never do) brackets the
+    # answer in a few steps; a guess that does not bracket falls back to the count of 1 (no test: never enough)
+    with np.errstate(over="ignore", divide="ignore"):
+        hi = np.clip(np.ceil(((ndtri(1 - a / 2) + ndtri(power)) * sd / d) ** 2), 2, MOST_CASES)
+    lo = np.where((hi > 2) & ~detects(hi - 1), hi - 1, 1.0)
     while (grow := ~detects(hi) & (hi < MOST_CASES)).any():
-        hi = np.where(grow, hi * 2, hi)
+        lo, hi = np.where(grow, hi, lo), np.where(grow, np.minimum(2 * hi - lo, MOST_CASES), hi)
     within = detects(hi)                                # the others: not even MOST_CASES do (NaN)
     ok[ok] = within
     sd, d, a, lo, hi = sd[within], d[within], a[within], lo[within], hi[within]
@@ -194,8 +199,8 @@ def _paired_p(d: np.ndarray) -> float:
 
 def _paired_ps(gaps: np.ndarray) -> np.ndarray:
     """:func:`_paired_p` of every row of ``gaps`` (pairs x cases, NaN where a case is not common) at once:
-    the same t statistic and scipy's t distribution."""
-    from scipy.stats import t as student
+    the same t statistic and scipy's t distribution (``scipy.stats.t.sf`` is ``stdtr(df, -t)``)."""
+    from scipy.special import stdtr
 
     have = ~np.isnan(gaps)
     n = have.sum(axis=1)
@@ -208,7 +213,7 @@ def _paired_ps(gaps: np.ndarray) -> np.ndarray:
     same = two & ~(sd > 0)  # every common case differs alike: 1 when by 0, else 0
     out[same] = np.where(mean[same] == 0, 1.0, 0.0)
     test = two & (sd > 0)
-    out[test] = 2 * student.sf(np.abs(t_stat[test]), n[test] - 1)
+    out[test] = 2 * stdtr(n[test] - 1, -np.abs(t_stat[test]))
     return out
 
 
@@ -242,10 +247,54 @@ def groups(order: Sequence[str], significant: dict[frozenset, bool]) -> dict[str
     return letters
 
 
+def _ranked_pairs(means: np.ndarray, models: Sequence[str]):
+    """(order best first, model index, pairs of ranks, model a of each pair, model b of each pair): every
+    pair of models, ``a`` ranked above ``b`` by ``means`` (NaN last, ties in the order given)."""
+    order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
+    index = {m: i for i, m in enumerate(models)}
+    pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
+    a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
+    b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
+    return order, index, pair_list, a_of, b_of
+
+
+def _holm_verdicts(p: np.ndarray, differences, alpha: float) -> tuple[np.ndarray, list[str]]:
+    """(Holm's adjusted p over the p-values that are numbers, each pair's verdict at ``alpha``)."""
+    holm = np.full(len(p), math.nan)
+    if (~np.isnan(p)).any():
+        holm[~np.isnan(p)] = holm_adjusted(p[~np.isnan(p)])
+    return holm, ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
+                  else "a better" if diff > 0 else "b better" for q, diff in zip(holm, differences)]
+
+
+def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFrame:
+    """The columns ``model_a, model_b, cases, difference, p_value, p_holm, verdict`` of :func:`compare`'s
+    pairs (the same values, in the same order), without the draws, intervals, power or model table: what a
+    comparison under another choice of cells needs (``gavel.paper.results.release_comparisons``)."""
+    v = np.asarray(values, dtype=float)
+    if v.shape[0] != len(models):
+        raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
+    case_means = _nanmean(v, 2)
+    _, _, _, a_of, b_of = _ranked_pairs(_nanmean(case_means, 1), models)
+    gaps = case_means[a_of] - case_means[b_of]
+    cases = (~np.isnan(gaps)).sum(axis=1)
+    difference = [float(g[~np.isnan(g)].mean()) if n else math.nan for g, n in zip(gaps, cases)]
+    p = _paired_ps(gaps)
+    holm, verdict = _holm_verdicts(p, difference, alpha)
+    return pd.DataFrame({"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of],
+                         "cases": cases.astype(int), "difference": difference, "p_value": p, "p_holm": holm,
+                         "verdict": verdict})
+
+
+def _min_ranks(x: np.ndarray) -> np.ndarray:
+    """Each row's ranks, highest first, ties at their best rank (scipy's ``rankdata(-x, method="min")``):
+    1 + how many of the row are higher."""
+    return 1 + (x[:, None, :] > x[:, :, None]).sum(axis=2)
+
+
 def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
             alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(pairs, models) tables of one score (see the module); ``values``: models x cases x cells."""
-    from scipy.stats import rankdata
     v = np.asarray(values, dtype=float)
     if v.shape[0] != len(models):
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
@@ -260,14 +309,10 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
         draws = cell_draws(v, np.random.default_rng(seed), n)     # draws x cases x models
         drawn_means = _nanmean(draws, 1)                          # draws x models
     ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
-    rank_draws = rankdata(-ranked, axis=1, method="min")
-    point_rank = rankdata(-np.where(np.isnan(means), -np.inf, means), method="min")
-    order = [models[i] for i in np.argsort(-np.where(np.isnan(means), -np.inf, means), kind="stable")]
+    rank_draws = _min_ranks(ranked)
+    point_rank = _min_ranks(np.where(np.isnan(means), -np.inf, means)[None, :])[0]
+    order, index, pair_list, a_of, b_of = _ranked_pairs(means, models)
     rows = []
-    index = {m: i for i, m in enumerate(models)}
-    pair_list = [(pa, pb) for pa in range(len(order)) for pb in range(pa + 1, len(order))]  # a ranked above b
-    a_of = np.array([index[order[pa]] for pa, _ in pair_list], dtype=int)
-    b_of = np.array([index[order[pb]] for _, pb in pair_list], dtype=int)
     if draws is None:  # every pair's differences in one product
         gap = case_means[a_of] - case_means[b_of]
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -277,30 +322,32 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
     diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
     mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
+    valued = ~np.isnan(case_means)
+    seen: dict = {}  # (model, common cases) -> (values, mean, sd, spread): the same for most of a model's pairs
+
+    def on(i, both):
+        key = (i, both.tobytes())
+        if key not in seen:
+            x = case_means[i][both]
+            seen[key] = (x, float(x.mean()) if len(x) else math.nan,
+                         float(np.std(x, ddof=1)) if len(x) > 1 else math.nan, len(x) > 1 and np.ptp(x) > 0)
+        return seen[key]
     for k, (pa, pb) in enumerate(pair_list):
         a, b = a_of[k], b_of[k]
-        both = ~np.isnan(case_means[a]) & ~np.isnan(case_means[b])
-        xa, xb = case_means[a][both], case_means[b][both]
+        both = valued[a] & valued[b]
+        (xa, mean_a, sd_a, varies_a), (xb, mean_b, sd_b, varies_b) = on(a, both), on(b, both)
         d = xa - xb
         sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
-        corr = float(np.corrcoef(xa, xb)[0, 1]) if len(d) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0 else math.nan
+        corr = float(np.corrcoef(xa, xb)[0, 1]) if varies_a and varies_b else math.nan
         rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
-                     "mean_a": float(xa.mean()) if len(d) else math.nan,
-                     "mean_b": float(xb.mean()) if len(d) else math.nan,
+                     "mean_a": mean_a, "mean_b": mean_b,
                      "difference": float(d.mean()) if len(d) else math.nan,
                      "ci_low": diff_low[k], "ci_high": diff_high[k],
-                     "p_value": p_values[k],
-                     "sd_a": float(np.std(xa, ddof=1)) if len(d) > 1 else math.nan,
-                     "sd_b": float(np.std(xb, ddof=1)) if len(d) > 1 else math.nan,
+                     "p_value": p_values[k], "sd_a": sd_a, "sd_b": sd_b,
                      "correlation": corr, "sd_difference": sd, "neighbours": pb == pa + 1})
     pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in POWER_COLUMNS])
     p = pairs["p_value"].to_numpy(float)
-    holm = np.full(len(p), math.nan)
-    if (~np.isnan(p)).any():
-        holm[~np.isnan(p)] = holm_adjusted(p[~np.isnan(p)])
-    pairs["p_holm"] = holm
-    pairs["verdict"] = ["too few cases" if np.isnan(q) else "indistinguishable" if q >= alpha
-                        else "a better" if diff > 0 else "b better" for q, diff in zip(holm, pairs["difference"])]
+    pairs["p_holm"], pairs["verdict"] = _holm_verdicts(p, pairs["difference"], alpha)
     pairs["family"] = int((~np.isnan(p)).sum())
     pairs["holm_level"] = holm_levels(p, alpha)
     n_cases, sd_d = pairs["cases"].to_numpy(float), pairs["sd_difference"].to_numpy(float)
@@ -312,7 +359,8 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     pairs["resolution_ratio"] = n_cases / pairs["cases_needed"].to_numpy(float)
     pairs = pairs[PAIR_COLUMNS]
     letters = groups([o for o in order if not np.isnan(means[index[o]])],
-                     {frozenset((r.model_a, r.model_b)): r.verdict != "indistinguishable" for r in pairs.itertuples()})
+                     {frozenset((a, b)): v != "indistinguishable"
+                      for a, b, v in zip(pairs["model_a"], pairs["model_b"], pairs["verdict"])})
     model_rows = []
     for i, m in enumerate(models):
         share_cases, share_judge = variance_shares(v[i])

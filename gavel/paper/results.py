@@ -11,6 +11,7 @@ averaged, so they are the true extremes of the mean given the ambiguous cells (s
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,8 @@ from gavel.ref.stages import score
 from gavel.release.judge import RELATIONS
 
 SEED = 20251122
+#: the last :func:`compute`'s wall seconds in :func:`release_comparisons` and in all (`gavel results` prints them)
+SECONDS: dict[str, float] = {}
 LENGTH_BIN_ORDER = list(LENGTH_BINS)
 EQUAL, MODEL_CONTAINS, REFERENCE_CONTAINS, DIFFERENT = RELATIONS
 OVER_RELATIONS = {MODEL_CONTAINS, DIFFERENT}
@@ -142,7 +145,9 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
                           **scoring.correlations(sel["words"].to_numpy(), sel["s_checklist"].to_numpy())})
     corr = pd.DataFrame(corr_rows)
 
+    start = time.perf_counter()
     comparisons, comparison_models = release_comparisons(pc, cells)
+    SECONDS["comparisons"] = time.perf_counter() - start
     status = cells.groupby(["model", "status"]).size().rename("cells").reset_index()
     lost = reconstruct.lost_cases(rel)
     return {"summary_s_checklist": _round(table), "summary_bootstrap": _round(ci),
@@ -203,12 +208,19 @@ VARIANTS = ("released", "low", "high")
 VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
 
 
-def _compare_long(long: pd.DataFrame, models: list[str]) -> tuple[list, list]:
+def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> tuple[list, list]:
+    """Each score's (and item's) pairs and model tables; ``full=False``: ``paired.verdicts``' pairs alone."""
     pairs, per_model = [], []
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
-        wide = g.pivot_table(index="case_id", columns="model", values="value", aggfunc="first", dropna=False)
-        wide = wide.reindex(columns=models)
-        p, m = paired.compare(wide.to_numpy(float).T[:, :, None], models, seed=SEED)
+        _, case = np.unique(g["case_id"].to_numpy(), return_inverse=True)  # every case of the score, sorted
+        model, value = pd.Index(models).get_indexer(g["model"]), g["value"].to_numpy(float)
+        values = np.full((len(models), case.max(initial=-1) + 1, 1), np.nan)  # models x cases x 1
+        first = np.flatnonzero((model >= 0) & ~np.isnan(value))[::-1]  # written last to first: the first stays
+        values[model[first], case[first], 0] = value[first]
+        if not full:
+            pairs.append(paired.verdicts(values, models).assign(score=score_, item=item))
+            continue
+        p, m = paired.compare(values, models, seed=SEED)
         pairs.append(p.assign(score=score_, item=item))
         per_model.append(m.assign(score=score_, item=item))
     return pairs, per_model
@@ -244,7 +256,7 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     key = ["score", "item", "model_a", "model_b"]
     real = pairs["verdict"].isin(["a better", "b better"])
     for name in VARIANTS:
-        other = pd.concat(_compare_long(inputs[name], models)[0], ignore_index=True)
+        other = pd.concat(_compare_long(inputs[name], models, full=False)[0], ignore_index=True)
         # the same pair either way round: the best estimates' model_a first
         flipped = other.rename(columns={"model_a": "model_b", "model_b": "model_a"})
         flipped["difference"] = -flipped["difference"]
@@ -536,6 +548,7 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
 def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
     model is the slow part; its vectors are cached under data/interim/embeddings)."""
+    start = time.perf_counter()
     tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
     tables.update(case_tables(rel))
@@ -548,7 +561,14 @@ def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
     tables["document_extraction_cost"] = extraction_cost.table(rel)  # our computation, at dated list prices
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
+    SECONDS["compute"] = time.perf_counter() - start
     return tables
+
+
+def share_line(total: float) -> str:
+    """`gavel results`' last line: :func:`compute`'s seconds in the comparisons of the command's ``total``."""
+    spent = SECONDS["comparisons"]
+    return f"paired comparisons: {spent:.2f} s of this command's {total:.2f} s ({100 * spent / total:.1f}%)"
 
 
 def write(tables: dict[str, pd.DataFrame], folder=None) -> list:
