@@ -78,8 +78,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         print(f"wrote {_shown(path)}")
     # REPRODUCTION.md is rendered from the tables as written (what make figures also reads)
     doc = reproduction.write(results.read(out), out / "REPRODUCTION.md") if out else reproduction.write(results.read())
-    print(f"wrote {_shown(doc)}")
-    print(results.share_line(time.perf_counter() - start))
+    print(f"wrote {_shown(doc)}\n{results.share_line(time.perf_counter() - start)}")
     return 0
 
 
@@ -402,8 +401,7 @@ def _report(args: argparse.Namespace) -> int:
         data = report.run_data(run)
         if against is not None:
             d = report.diff(data, against)
-            for warning in d["warnings"]:
-                print(f"warning: {warning}", file=sys.stderr)
+            sys.stderr.write("".join(f"warning: {w}\n" for w in d["warnings"]))
             print("\n".join([d["headline"], *d["sentences"]]))
         path = report.write(data, args.output or Path(args.run) / "report.html", against=against)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser (it fetches nothing)")
