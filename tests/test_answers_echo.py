@@ -87,9 +87,12 @@ def test_rule_echoes_and_values_that_share_words():
 
 
 # ---------------------------------------------------------------- properties (hypothesis)
+import pytest  # noqa: E402
 from fuzzing import any_text, fuzz  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+from gavel.answers import Unusable  # noqa: E402
 
 TOKENS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>", "assistant", "final",
           "analysis", "commentary to=functions.x", "{'extracted': []}", " "]
@@ -104,6 +107,11 @@ def test_tokens_inside_a_json_string_never_change_the_reading(reasoning, harmony
     answer = json.dumps({"reasoning": reasoning, "extracted": [{"value": "May 21, 2019", "evidence": []}]})
     if harmony:
         answer = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>" + answer
+    parsed = json.loads(json.dumps(reasoning))  # a surrogate pair's \u escapes parse to one character
+    if any("\ud800" <= c <= "\udfff" for c in parsed):  # a lone surrogate is no text: refused, by name
+        with pytest.raises(Unusable, match="lone surrogate"):
+            read("extract", answer)
+        return
     assert read("extract", answer)["extracted"] == [{"value": "May 21, 2019", "evidence": []}]
 
 

@@ -12,7 +12,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from fuzzing import any_text, fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gavel.answers import STAGES, Unusable, placeholder_why, read, scan_objects
@@ -131,7 +132,7 @@ _keys = st.sampled_from(["extracted", "common", "relation", "readability_jargon"
                          "name", "decision", "tool_calls", "function", "parameters", "a_index", "value", "fact"])
 
 
-@settings(max_examples=400, deadline=None)
+@fuzz(400)
 @given(stage=st.sampled_from(STAGES), key=_keys, value=_json_values, finish=st.sampled_from(FINISH),
        wrap=st.sampled_from(["{}", "[{}]", "**Final Answer:** {}", "<tool_call>{}", "<|python_tag|>{}<|eom_id|>",
                              "[TOOL_CALLS]{}", "[TOOL_CALLS]get_checklist[ARGS]{}", "Scores:\n{}", "<think>x</think>{}",
@@ -142,8 +143,8 @@ def test_any_json_value_in_any_dialect_reads_or_is_unusable(stage, key, value, f
         _reads_or_unusable(stage, text, finish)
 
 
-@settings(max_examples=400, deadline=None)
-@given(stage=st.sampled_from(STAGES), text=st.text(alphabet=st.characters(codec=None), max_size=200)
+@fuzz(400)
+@given(stage=st.sampled_from(STAGES), text=any_text(max_size=200)
        | st.text(alphabet='{}[]"\':,\\ 0123456789aeNIn\u201c\u201d\n<>|/tT', max_size=200), finish=st.sampled_from(FINISH))
 def test_any_str_reads_or_is_unusable(stage, text, finish):
     _reads_or_unusable(stage, text, finish)

@@ -416,3 +416,25 @@ def test_a_run_folders_repeats_that_are_links_files_or_gapped_are_refused_in_one
         with pytest.raises(InputError) as err:
             export_run(copy, tmp_path / "out")
         assert "\n" not in str(err.value) and str(copy.resolve()) in str(err.value), (name, str(err.value))
+
+
+def test_inspect_epochs_are_gavels_repeats_with_their_own_seed(tmp_path):
+    """inspect's epoch r of a sample is gavel's repeat r: every request of epoch r > 1 carries the seed
+    `gavel evaluate --repeats` gives repeat r (gavel.runs.repeats.repeat_seed), epoch 1 none, as repeat 1."""
+    from gavel.interop.scorer import settings
+    from gavel.runs.repeats import repeat_seed
+
+    seen = []
+
+    def recording(input, tools=None, tool_choice=None, config=None):
+        seen.append(config.seed)
+        return stand_in_output(input, tools, tool_choice, config)
+
+    roles = {role: get_model("mockllm/model", custom_outputs=recording, memoize=False) for role in ("extractor", "judge")}
+    task = Task(dataset=[Sample(id="1", input="Summarize the case.", target=REF, metadata={"summary": MODEL})],
+                solver=given_summary(), scorer=gavel_ref(items=ITEMS[:2]), epochs=2)
+    [log] = eval(task, model=SUBJECT, model_roles=roles, log_dir=str(tmp_path / "logs"), display="none",
+                 log_format="eval")
+    assert log.status == "success", log.error
+    want = repeat_seed(settings("mockllm/model", "mockllm/model", items=ITEMS[:2]), 2)
+    assert set(seen) == {None, want} and seen.count(None) == seen.count(want)

@@ -147,6 +147,10 @@ def gavel_ref(checklist: str | None = None, items: list[str] | None = None, orde
         judge = get_model(role="judge", default=get_model())
         s = settings(str(extractor), str(judge), checklist, items, orders, label_orders, alpha, seed, structured,
                      max_tokens)
+        if state.epoch > 1:  # inspect's epoch r is gavel's repeat r: its own sampling seed in every request
+            from gavel.runs.repeats import repeat_settings
+
+            s = repeat_settings(s, pipeline.provider("mock"), state.epoch)
         answer = role_answer(extractor, judge, asyncio.get_running_loop())
         parts = await asyncio.to_thread(score_one, state.output.completion, target.text, str(state.model),
                                         str(state.sample_id), answer, s)
