@@ -11,6 +11,9 @@ import pytest
 from needs import unavailable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# argon2-cffi's cheapest parameters for the tests' hundreds of password hashes (the production default costs
+# a fraction of a second each, on purpose); test_annotation_store.py checks the default when this is unset
+os.environ.setdefault("GAVEL_PASSWORD_HASH_PROFILE", "CHEAPEST")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import fixture_release  # noqa: E402

@@ -28,6 +28,10 @@ REPO = Path(__file__).resolve().parent.parent
 PEOPLE = ("alice", "bob", "carol")
 PASSWORDS = {"alice": "alice-pw-7", "bob": "bob-pass-8", "carol": "carol-pw-10", "admin": "admin-pw-9"}
 RESAMPLES = 200  # the page's and notebook 13's bootstrap resamples in these tests (the same on both sides)
+#: the servers' longest pause between two computations of the table (default 10 s): the tests' reloads after a
+#: save wait for the next table, and waiting out the default pause would only add time (tests/test_annotation_store.py
+#: checks the pause itself)
+MAX_INTERVAL = ["--agreement-max-interval", "0.5"]
 
 # planted answers. Item filing_date: two single-value tasks; judge_name: one single-value task; one
 # multi-value task (trials); one style task with the LLM's ratings stored; one extraction review pre-filled
@@ -355,7 +359,7 @@ def dash_env(request, tmp_path_factory):
     url = (f"sqlite:///{tmp / 'annotation.db'}" if request.param == "sqlite"
            else request.getfixturevalue("pg_server").createdb(f"dash_{uuid.uuid4().hex[:8]}"))
     store = _store(url)
-    server = AppServer(url, tmp / "server.log", serve_args=["--agreement-resamples", str(RESAMPLES)]).start()
+    server = AppServer(url, tmp / "server.log", serve_args=["--agreement-resamples", str(RESAMPLES), *MAX_INTERVAL]).start()
     yield {"server": server, "store": store, "url": url, "backend": request.param, "tmp": tmp}
     server.stop()
     store.engine.dispose()
@@ -560,7 +564,7 @@ def test_saves_return_while_sixteen_agreement_loads_run(tmp_path, chromium):
     store = _store(url)
     _bulk_answers(store)
     server = AppServer(url, tmp_path / "server.log",
-                       serve_args=["--agreement-resamples", "20000", "--threads", "16"]).start()
+                       serve_args=["--agreement-resamples", "20000", "--threads", "16", *MAX_INTERVAL]).start()
     try:
         base = server.base
         ctx_admin, admin = _login(chromium, base, "admin")

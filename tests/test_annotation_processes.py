@@ -154,7 +154,8 @@ def test_a_hung_computation_is_stopped_at_its_time_limit_and_its_worker_replaced
     page is loaded until each step shows: how long a busy machine takes changes nothing but the wait.)"""
     url = f"sqlite:///{tmp_path / 'a.db'}"
     store = _store(url, n_tasks=10)
-    app = AppServer(url, tmp_path / "server.log", serve_args=["--agreement-time-limit", "20"]).start()
+    app = AppServer(url, tmp_path / "server.log", serve_args=["--agreement-time-limit", "20",
+                                                                      "--agreement-max-interval", "0.5"]).start()
     try:
         admin = app.login("admin", ADMIN_PW)
         _until("a current table", lambda: 'id="agreement-stale"' not in _load(admin, app.base))

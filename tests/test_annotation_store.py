@@ -88,6 +88,35 @@ def test_passwords_are_argon2_hashes(store):
         store.add_user("x", "other-password")
 
 
+def test_production_argon2_parameters_unless_overridden(tmp_path, monkeypatch):
+    """The test suite hashes with argon2-cffi's CHEAPEST profile (tests/conftest.py sets GAVEL_PASSWORD_HASH_PROFILE);
+    with the setting unset, passwords are hashed with argon2-cffi's own defaults (RFC 9106's low-memory
+    profile: 64 MiB, 3 passes, 4 lanes), and a hash made under either profile verifies under the other."""
+    import argon2
+
+    from gavel.annotation import auth
+
+    monkeypatch.setenv(auth.PROFILE_ENV, "CHEAPEST")
+    cheap = Store(f"sqlite:///{tmp_path / 'cheap.db'}").add_user("x", "secret-pass").password_hash
+    assert cheap.startswith("$argon2id$v=19$m=8,t=1,p=1$")
+    monkeypatch.delenv(auth.PROFILE_ENV)
+    default = argon2.PasswordHasher()
+    chosen, dummy = auth.hasher()
+    assert (chosen.time_cost, chosen.memory_cost, chosen.parallelism, chosen.hash_len, chosen.salt_len,
+            chosen.type) == (default.time_cost, default.memory_cost, default.parallelism, default.hash_len,
+                             default.salt_len, default.type) == (3, 65536, 4, 32, 16, argon2.Type.ID)
+    assert dummy.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    real = store.add_user("y", "secret-pass").password_hash
+    assert real.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert verify_password(cheap, "secret-pass") and not verify_password(cheap, "secret-pasS")
+    monkeypatch.setenv(auth.PROFILE_ENV, "CHEAPEST")
+    assert verify_password(real, "secret-pass") and not verify_password(real, "secret-pasS")
+    monkeypatch.setenv(auth.PROFILE_ENV, "cheapest")
+    with pytest.raises(ValueError, match="GAVEL_PASSWORD_HASH_PROFILE: one of argon2-cffi's profiles .* not 'cheapest'"):
+        auth.hash_password("secret-pass")
+
+
 def test_answers_are_validated():
     text = "one two three"
     ext = Task(key="e", kind="extraction", payload='{"text": "one two three", "prefill": {}}')
@@ -743,6 +772,25 @@ def test_the_agreement_table_is_recomputed_at_most_once_per_interval_while_saves
     while not cache.get().current:
         assert time.monotonic() < deadline, "no current table 60 s after the saves stopped"
         time.sleep(0.1)
+
+
+def test_serve_sets_the_agreement_tables_longest_pause(tmp_path):
+    """``serve --agreement-max-interval SECONDS`` (the browser tests set 0.5 s so as not to wait out the pause)
+    bounds the pause after even a slow computation; unset, the pause is at most 10 s."""
+    import time
+
+    from gavel.annotation.agreement_cache import MAX_INTERVAL_S
+    from gavel.annotation.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    for given, bound in ((None, 10.0), (0.5, 0.5)):
+        app = create_app(url, secret_key_file=tmp_path / "key", agreement_max_interval=given)
+        cache = app.extensions["gavel_agreement"]
+        assert cache.max_interval_s == (given or MAX_INTERVAL_S) == bound
+        before = time.monotonic()
+        cache._pause(30.0)  # a 30 s computation: 570 s at 5% duty, held to the bound
+        assert before + bound - 0.001 <= cache._next_start <= time.monotonic() + bound
+        app.extensions["gavel_worker"].close()
 
 
 @pytest.mark.parametrize("scope", ["annotator", "task"])

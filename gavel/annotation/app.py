@@ -49,8 +49,8 @@ from gavel.core.stats import BOOTSTRAP_RESAMPLES, STATUSES
 from gavel.core.vocab import STYLE_RUBRIC
 
 from . import guard
-from .agreement_cache import AgreementCache
-from .auth import verify_password
+from .agreement_cache import MAX_INTERVAL_S, AgreementCache
+from .auth import hasher, verify_password
 from .db import MAX_TOKEN_CHARS, Answer, Assignment, QuotaExceeded, Store, Task, TokenReused, User
 from .secret import load_secret_key
 from .tasks import COMPARISON_LABELS, PREFERENCES, checklist_items
@@ -82,12 +82,15 @@ class BadAnswer(ValueError):
 
 def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str | os.PathLike | None = None,
                login_limit_account: int | str | None = None, login_limit_address: int | str | None = None,
-               agreement_resamples: int | None = None, agreement_time_limit: float | None = None) -> Flask:
+               agreement_resamples: int | None = None, agreement_time_limit: float | None = None,
+               agreement_max_interval: float | None = None) -> Flask:
     """The app on the database ``db_url``. The failed password tries allowed before each further one waits
     (gavel.annotation.guard, counted in the database) default to the environment (GAVEL_LOGIN_LIMIT_ACCOUNT,
     GAVEL_LOGIN_LIMIT_ADDRESS), else LOGIN_LIMIT_ACCOUNT / LOGIN_LIMIT_ADDRESS. ``agreement_resamples``: bootstrap resamples of the agreement page's intervals (default gavel.core.stats.BOOTSTRAP_RESAMPLES, as
-    notebook 13); ``agreement_time_limit``: seconds one computation of it may take (gavel.annotation.worker)."""
+    notebook 13); ``agreement_time_limit``: seconds one computation of it may take (gavel.annotation.worker);
+    ``agreement_max_interval``: the longest pause between two computations (gavel.annotation.agreement_cache)."""
     check_resamples(agreement_resamples)
+    hasher()  # a GAVEL_PASSWORD_HASH_PROFILE naming no profile stops the start, not the first login
     store = Store(db_url)
     app = Flask(__name__)
     app.config.update(
@@ -311,7 +314,7 @@ def create_app(db_url: str, secure_cookies: bool = False, secret_key_file: str |
         """The agreement table from the current answers, computed in the worker process."""
         return worker.run(agreement_table_of, db_url, app.config["AGREEMENT_RESAMPLES"])
 
-    agreement_cache = AgreementCache(store, agreement_now)
+    agreement_cache = AgreementCache(store, agreement_now, max_interval_s=agreement_max_interval or MAX_INTERVAL_S)
     app.extensions["gavel_agreement"] = agreement_cache
 
     tables_html: dict = {}  # the page's tables, rendered once per computed table (loads do not render them)

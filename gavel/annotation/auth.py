@@ -1,5 +1,9 @@
-"""Password hashing with argon2 (argon2-cffi's PasswordHasher, its default parameters), and the rules for user
-names and passwords.
+"""Password hashing with argon2 (argon2-cffi's PasswordHasher, its default parameters: RFC 9106's low-memory
+profile, 64 MiB and 3 passes), and the rules for user names and passwords.
+
+``GAVEL_PASSWORD_HASH_PROFILE`` names another of argon2-cffi's parameter profiles (``argon2.profiles``): the test suite
+sets ``CHEAPEST``, so that its hundreds of logins do not each spend a fraction of a second on purpose. A hash
+keeps its own parameters, so a password hashed under one profile is verified under any other.
 
 A user name is 1-80 letters, digits and ``. _ @ + -`` (what the ``users.username`` column holds on every
 database; NUL bytes and control characters never reach the database). A password has at least
@@ -8,28 +12,47 @@ database; NUL bytes and control characters never reach the database). A password
 
 from __future__ import annotations
 
+import functools
 import re
 
-from argon2 import PasswordHasher
+from argon2 import Parameters, PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
+
+from gavel.core import config
 
 MAX_USERNAME_CHARS = 80  # users.username is String(80)
 MIN_PASSWORD_CHARS = 10
 MAX_PASSWORD_CHARS = 1024
 _USERNAME = re.compile(rf"[\w.@+-]{{1,{MAX_USERNAME_CHARS}}}")
 
-_hasher = PasswordHasher()
-# compared against when the user does not exist, so a wrong name costs as long as a wrong password
-_DUMMY = _hasher.hash("not a password")
+PROFILE_ENV = "GAVEL_PASSWORD_HASH_PROFILE"
+DEFAULT_PROFILE = "RFC_9106_LOW_MEMORY"  # what PasswordHasher() uses when given nothing
+PROFILES = tuple(sorted(n for n in dir(profiles) if isinstance(getattr(profiles, n), Parameters)))
+
+
+@functools.cache
+def _hashers(name: str) -> tuple[PasswordHasher, str]:
+    if name not in PROFILES:
+        raise ValueError(f"{PROFILE_ENV}: one of argon2-cffi's profiles ({', '.join(PROFILES)}), not {name!r}")
+    hasher = PasswordHasher.from_parameters(getattr(profiles, name))
+    # compared against when the user does not exist, so a wrong name costs as long as a wrong password
+    return hasher, hasher.hash("not a password")
+
+
+def hasher() -> tuple[PasswordHasher, str]:
+    """The password hasher of ``GAVEL_PASSWORD_HASH_PROFILE`` (default DEFAULT_PROFILE) and its hash of a dummy
+    password; ValueError naming the setting when it names no profile."""
+    return _hashers((config.env(PROFILE_ENV) or DEFAULT_PROFILE).strip())
 
 
 def hash_password(password: str) -> str:
-    return _hasher.hash(password)
+    return hasher()[0].hash(password)
 
 
 def verify_password(password_hash: str | None, password: str) -> bool:
+    chosen, dummy = hasher()
     try:
-        return _hasher.verify(password_hash or _DUMMY, password) and password_hash is not None
+        return chosen.verify(password_hash or dummy, password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 

@@ -99,6 +99,9 @@ def add_parser(sub) -> None:
     a.add_argument("--agreement-time-limit", type=options.positive_float, default=None,
                    help="seconds one computation of the agreement table may take before its worker process is "
                         "stopped and replaced (default 300)")
+    a.add_argument("--agreement-max-interval", type=options.positive_float, default=None,
+                   help="the most seconds between two computations of the agreement table while the data keeps "
+                        "changing (default 10)")
     a = sub.add_parser("export", help="every revision as JSONL or CSV")
     a.add_argument("out")
     a = sub.add_parser("export-tasks", help="every task with its payload (incl. the pipeline's judgment) as JSONL")
@@ -138,9 +141,11 @@ def run(args: argparse.Namespace) -> int:
         import waitress
 
         from .app import check_resamples, create_app
+        from .auth import hasher
 
         try:
             check_resamples(args.agreement_resamples)
+            hasher()
         except ValueError as err:
             raise AnnotateError(f"annotate serve: {err}") from err
 
@@ -148,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
                          login_limit_account=args.login_limit_account,
                          login_limit_address=args.login_limit_address,
                          agreement_resamples=args.agreement_resamples,
-                         agreement_time_limit=args.agreement_time_limit)
+                         agreement_time_limit=args.agreement_time_limit,
+                         agreement_max_interval=args.agreement_max_interval)
         print(f"annotation app on http://{args.host}:{args.port}/ (database: {url.split('://')[0]}; after "
               f"{app.config['LOGIN_LIMIT_ACCOUNT']} failed password tries per account and address, "
               f"{app.config['LOGIN_LIMIT_ADDRESS']} per address, each further try waits)", flush=True)

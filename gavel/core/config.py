@@ -45,6 +45,7 @@ ENVIRONMENT = {
     "GAVEL_ANNOTATION_SECRET_KEY_FILE": "the file (mode 0600) holding that key",
     "GAVEL_LOGIN_LIMIT_ACCOUNT": "failed password tries per account and address before each further try waits (default 5)",
     "GAVEL_LOGIN_LIMIT_ADDRESS": "failed password tries per address, from unknown browsers, before tries wait (default 50)",
+    "GAVEL_PASSWORD_HASH_PROFILE": "argon2-cffi's parameter profile for the annotation app's password hashes (default RFC_9106_LOW_MEMORY)",
     "GAVEL_ANNOTATOR_PASSWORD": "the password for `annotate adduser` / `passwd` (--password-env names another)",
 }
 HOME_ENV = "GAVEL_HOME"
