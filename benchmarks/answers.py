@@ -47,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's gavel, not an installed one
 
 from gavel.answers import GC_PAUSE_CHARS, Unusable, read  # noqa: E402
+from gavel.answers.examples import forget  # noqa: E402
 from gavel.core.config import release_root  # noqa: E402
 
 TARGET = 5_000
@@ -378,6 +379,7 @@ def throughput(repeat: int = 3) -> None:
                 pass
 
     def reader():
+        forget()  # cold: the echo checks a fresh process has not made yet (each run alike)
         outcome.clear()
         for stage, text in data:
             try:

@@ -56,15 +56,24 @@ def expand(template: str) -> str:
 
 #: every ASCII byte that is not a letter or a digit, as a blank: an ASCII text's words are what split() leaves
 _ASCII_BLANKS = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+#: the non-ASCII characters of Latin-1 and of General Punctuation that are in no word (no-break and narrow
+#: spaces, curly quotes, dashes, non-breaking hyphens, the section sign): what makes most answers' texts
+#: non-ASCII; as blanks, a text's words are the same
+_PUNCTUATION = re.compile("[{}]".format("".join(
+    re.escape(c) for c in map(chr, [*range(0x80, 0xC0), *range(0x2000, 0x2070)]) if not _WORD.match(c))))
 
 
 def words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lower case, punctuation and blanks between them dropped (a word is a run of
-    letters and digits: ``_WORD``; an ASCII text is split at C speed, to the same words)."""
+    letters and digits: ``_WORD``; a text that is ASCII once its common punctuation is blanked is split at C
+    speed, to the same words)."""
     text = text.lower()
-    if text.isascii():
-        return tuple(text.encode("ascii").translate(_ASCII_BLANKS).decode("ascii").split())
-    return tuple(_WORD.findall(text))
+    if not text.isascii():
+        blanked = _PUNCTUATION.sub(" ", text)
+        if not blanked.isascii():
+            return tuple(_WORD.findall(text))
+        text = blanked
+    return tuple(text.encode("ascii").translate(_ASCII_BLANKS).decode("ascii").split())
 
 
 def _mine(stage: str) -> list[str]:

@@ -58,8 +58,18 @@ def _int(text: str):
 
 
 _DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_pairs, parse_int=_int)
-#: the same without a Python call per integer: for spans too short to hold an integer of MAX_DIGITS digits
+#: the same without a Python call per integer: for spans that hold no integer of MAX_DIGITS digits
 _SHORT = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
+#: ASCII digits as ``0``, every other byte as a blank
+_DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_DIGIT_RUN = b"0" * MAX_DIGITS
+
+
+def _long_digits(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a run of MAX_DIGITS ASCII digits; a span without one holds no integer
+    that ``_int`` reads as infinite, so ``_SHORT`` reads it as ``_DECODER`` does. Looked for in its UTF-8 bytes
+    (a digit is one byte there, never part of another character's), at C speed."""
+    return _DIGIT_RUN in text[start:end].encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY)
 
 
 def _decode_at(text: str, i: int):
@@ -67,7 +77,7 @@ def _decode_at(text: str, i: int):
     for the C decoder)."""
     try:
         value, end = _SHORT.scan_once(text, i)  # raw_decode without its Python frame
-        if end - i <= MAX_DIGITS:
+        if end - i <= MAX_DIGITS or not _long_digits(text, i, end):
             return value, end
     except (StopIteration, json.JSONDecodeError, RecursionError):  # not JSON
         return None, i
@@ -312,7 +322,7 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
         if direct:
             try:  # _decode_at's common case, inline
                 value, end = _SHORT.scan_once(text, i)
-                if end - i > MAX_DIGITS:
+                if end - i > MAX_DIGITS and _long_digits(text, i, end):
                     value, end = _decode_at(text, i)
             except (StopIteration, json.JSONDecodeError, RecursionError):
                 value = None

@@ -363,12 +363,17 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
                     seen.add((a, b))
                     pairs.append([a, b])
     reading = {"common": pairs}
-    for side, n, pos in (("a", n_a, 0), ("b", n_b, 1)):
-        key = f"only_in_{side}"
+    for key, n, pos in (("only_in_a", n_a, 0), ("only_in_b", n_b, 1)):
         raw = obj.get(key)
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
+        if not raw:
+            reading[key] = []
+            continue
         matched = {p[pos] for p in pairs}
-        if all(x.__class__ is int and 0 < x and (n is None or x <= n) for x in raw):  # good indices only
+        for x in raw:
+            if x.__class__ is not int or x <= 0 or (n is not None and x > n):
+                break
+        else:  # good indices only
             distinct = set(raw)
             if len(distinct) == len(raw) and distinct.isdisjoint(matched):  # none repeated, none matched
                 reading[key] = list(raw)
