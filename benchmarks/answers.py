@@ -25,11 +25,14 @@ a rating string, score lines, the agent's dialects), each construct of a slot re
 one slot alternated, and all of them together; ``value_list_times_evidence`` grows M values and K quotes of
 one entry together. Each size runs in a subprocess with a time limit and is timed in CPU seconds (a busy
 machine does not skew the ratio). Growth alone (time at 10 MB / time at 1 MB) is not a fair goal: ``json.loads``
-itself grows 25-27x on some valid JSON texts of these sizes (an object of a million keys: memory, not the
-algorithm). So each shape's text is also decoded by ``json.loads`` in its own subprocess, with the cycle
-collector paused as ``read`` pauses it for texts of ``GC_PAUSE_CHARS`` or more: its JSON object when that is
-JSON, else the whole text as one JSON string; the printed ratio is read's growth over json.loads's growth, and
-the goal is at most 1.2 on every shape.
+itself grows up to twice as fast as the text on some valid JSON texts of these sizes (one object of up to a
+million distinct keys: memory, not the algorithm). So each shape's JSON object is also decoded by ``json.loads`` in its own subprocess, with the
+cycle collector paused as ``read`` pauses it for texts of ``GC_PAUSE_CHARS`` or more; the printed ratio is
+read's growth over json.loads's growth, and the goal is at most 1.2 on every shape. A text that is not JSON
+(prose, brace fragments, tool-call tags, lists nested past the C decoder's limit) gives json.loads nothing to
+decode: its growth is taken as linear (10x), so the goal there is read growing at most 12x. (Decoding such a
+text as one JSON string instead grows only 6.5-8.6x from 1 to 10 MB: a 3 ms decode is mostly fixed costs, a
+floor no reader of the text itself can follow.)
 """
 
 from __future__ import annotations
@@ -267,24 +270,27 @@ for _slot, (_stage, _finish, _context, _head, _tail, _units) in SLOTS.items():
 HOSTILE["value_list_times_evidence"] = ("extract", "stop", {"summary": "v1"}, _value_times_evidence)
 
 
-def _floor_text(text: str) -> str:
-    """What ``json.loads`` decodes as the floor of ``text``: its JSON object (:func:`_payload`) when that is
-    JSON, else the whole text written as one JSON string (a decoder must at least look at every character)."""
+def _json_payload(text: str) -> str | None:
+    """The JSON object of ``text`` (:func:`_payload`) when ``json.loads`` decodes it, else None: a text that is
+    not JSON (prose, brace fragments, tool-call tags, an object nested past the C decoder's limit) has no
+    ``json.loads`` time to compare with."""
     payload = _payload(text)
     try:
         json.loads(payload)
-        return payload
-    except ValueError:
-        return json.dumps(text)
+    except (ValueError, RecursionError):
+        return None
+    return payload
 
 
 def _time_one(name: str, size: int, what: str = "read") -> float:
     """CPU seconds of ``read`` on shape ``name`` at ``size`` characters, or (``what="floor"``) of ``json.loads`` on
-    the same text's floor (:func:`_floor_text`), with the cycle collector paused as ``read`` pauses it."""
+    the same text's JSON object, with the cycle collector paused as ``read`` pauses it (-1: not JSON)."""
     stage, finish, context, make = HOSTILE[name]
     text = make(size)
     if what == "floor":
-        payload = _floor_text(text)
+        payload = _json_payload(text)
+        if payload is None:
+            return -1.0
         pause = len(text) >= GC_PAUSE_CHARS and gc.isenabled()
         if pause:
             gc.disable()
@@ -320,31 +326,37 @@ def _fastest(name: str, size: float, what: str, repeat: int, timeout: float) -> 
 
 def hostile(names: list[str], sizes: list[float], timeout: float, repeat: int = 1) -> bool:
     """Reads each shape at each size (MB) in a subprocess (the fastest of ``repeat`` runs: a shared machine's
-    load only ever adds time), and decodes its floor with ``json.loads`` likewise; prints seconds, s/MB, both
-    growths (largest size / smallest) and their ratio: read's growth over json.loads's, goal at most 1.2."""
+    load only ever adds time), and decodes its JSON object with ``json.loads`` likewise at the smallest and the
+    largest size; prints seconds, s/MB, both growths and their ratio (goal: at most ``GROWTH_RATIO``). A shape
+    whose text is not JSON is held to linear growth (``json.loads`` has nothing to decode: ``linear``)."""
     ok = True
-    print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts); floor: json.loads of "
-          f"its JSON object, or of the text as a JSON string when it holds none")
+    linear = sizes[-1] / sizes[0]
+    print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts); json.loads: of its "
+          f"JSON object, the fastest of {max(repeat, 3)} runs, cycle collector paused as read pauses it")
     print(f"{'shape':<44} " + " ".join(f"{str(s) + ' MB':>9}" for s in sizes)
-          + f" {'s/MB':>7} {'growth':>7} {'floor':>7} {'ratio':>6}")
+          + f" {'s/MB':>7} {'growth':>7} {'json.loads':>10} {'ratio':>6}")
     for name in names:
         times = [_fastest(name, size, "read", repeat, timeout) for size in sizes]
         floors = [_fastest(name, size, "floor", max(repeat, 3), timeout) for size in (sizes[0], sizes[-1])]
         cells = " ".join(f"{t:>9.2f}" if t is not None else f"{'>' + str(int(timeout)):>9}" for t in times)
         per_mb = max((t / s for t, s in zip(times, sizes) if t is not None), default=float("nan"))
-        if times[0] is not None and times[-1] is not None and None not in floors:
-            growth = times[-1] / max(times[0], 1e-3)
-            floor_growth = floors[1] / max(floors[0], 1e-4)
-            ratio = growth / floor_growth
-            verdict = ratio <= GROWTH_RATIO
+        if times[0] is None or times[-1] is None or None in floors:
+            growth = reference = ratio = float("inf")
+            label = "?"
         else:
-            growth = floor_growth = ratio = float("inf")
-            verdict = False
+            growth = times[-1] / max(times[0], 1e-3)
+            if min(floors) < 0:  # not JSON at some size
+                reference, label = linear, "linear"
+            else:
+                reference = floors[1] / max(floors[0], 1e-4)
+                label = f"{reference:.1f}x"
+            ratio = growth / reference
+        verdict = ratio <= GROWTH_RATIO
         ok &= verdict
-        print(f"{name:<44} {cells} {per_mb:>7.3f} {growth:>6.1f}x {floor_growth:>6.1f}x {ratio:>6.2f}"
+        print(f"{name:<44} {cells} {per_mb:>7.3f} {growth:>6.1f}x {label:>10} {ratio:>6.2f}"
               f"{'' if verdict else '  NOT met'}")
-    print(f"goal: read grows at most {GROWTH_RATIO:g}x what json.loads grows on the same texts (1 ms floor on "
-          f"read's small time, 0.1 ms on json.loads's)")
+    print(f"goal: read grows at most {GROWTH_RATIO:g}x what json.loads grows on the same texts, or {GROWTH_RATIO:g}x "
+          f"linear where they are not JSON (1 ms floor on read's smallest time, 0.1 ms on json.loads's)")
     return ok
 
 
