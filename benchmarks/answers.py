@@ -1,5 +1,6 @@
-"""Reading speed of ``gavel.answers.read``: throughput on the release's recorded answers (target >= 5,000
-answers/s), and growth on hostile answers (reading is linear: 10x the text takes at most 12x the time).
+"""Reading speed of ``gavel.answers.read``: the release's recorded answers against the ``json.loads`` floor
+(goal: at most 3x), and growth on hostile answers against ``json.loads``'s growth on the same texts (goal: read
+grows at most 1.2x what json.loads grows from 1 MB to 10 MB).
 
 The answers are the release's own: every judge answer of ``evaluation*/`` (a relation string is written as
 the judge's text ``**Reasoning:** ... **Final Answer:** <A/B label>``, a list matching as the JSON block the
@@ -12,7 +13,7 @@ extractor answer of ``summary_checklists/`` (``{"reasoning", "extracted"}``) as 
 
 The release part prints the answers/s and the ratio to its floor: ``json.loads`` (the C decoder) of each
 answer's JSON object, or of the text as a JSON string when it has none, in CPU seconds, the fastest of three
-runs each (goal: at most 5x).
+runs each (goal: at most 3x); and the answers/s (target >= 5,000/s).
 
 The hostile shapes are what a runaway or adversarial model writes, each read at 1 MB and 10 MB of text
 (``finish_reason`` "stop" and, for the cut shapes, "length"): a runaway extraction list (distinct and repeated
@@ -23,12 +24,21 @@ object's keys, the extracted list, a value list, an evidence list, the common li
 a rating string, score lines, the agent's dialects), each construct of a slot repeated alone, every two of
 one slot alternated, and all of them together; ``value_list_times_evidence`` grows M values and K quotes of
 one entry together. Each size runs in a subprocess with a time limit and is timed in CPU seconds (a busy
-machine does not skew the ratio); the growth ratio (time at 10 MB / time at 1 MB) must be at most 12.
+machine does not skew the ratio). Growth alone (time at 10 MB / time at 1 MB) is not a fair goal: ``json.loads``
+itself grows up to twice as fast as the text on some valid JSON texts of these sizes (one object of up to a
+million distinct keys: memory, not the algorithm). So each shape's JSON object is also decoded by ``json.loads`` in its own subprocess, with the
+cycle collector paused as ``read`` pauses it for texts of ``GC_PAUSE_CHARS`` or more; the printed ratio is
+read's growth over json.loads's growth, and the goal is at most 1.2 on every shape. A text that is not JSON
+(prose, brace fragments, tool-call tags, lists nested past the C decoder's limit) gives json.loads nothing to
+decode: its growth is taken as linear (10x), so the goal there is read growing at most 12x. (Decoding such a
+text as one JSON string instead grows only 6.5-8.6x from 1 to 10 MB: a 3 ms decode is mostly fixed costs, a
+floor no reader of the text itself can follow.)
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import subprocess
@@ -39,12 +49,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's gavel, not an installed one
 
-from gavel.answers import Unusable, read  # noqa: E402
+from gavel.answers import GC_PAUSE_CHARS, Unusable, read  # noqa: E402
+from gavel.answers.examples import forget  # noqa: E402
 from gavel.core.config import release_root  # noqa: E402
 
 TARGET = 5_000
-FLOOR_RATIO = 5.0  # the reader on the release's answers costs at most this many times json.loads of their JSON
-GROWTH_TARGET = 12.0
+FLOOR_RATIO = 3.0  # the reader on the release's answers costs at most this many times json.loads of their JSON
+#: on each hostile shape, read's growth from the smallest to the largest size over json.loads's on the same texts
+GROWTH_RATIO = 1.2
 MB = 1_000_000
 _LABEL = {"equal": "A equals B", "different": "A and B are different", "contains_model": "B contains A",
           "contains_reference": "A contains B"}
@@ -258,9 +270,36 @@ for _slot, (_stage, _finish, _context, _head, _tail, _units) in SLOTS.items():
 HOSTILE["value_list_times_evidence"] = ("extract", "stop", {"summary": "v1"}, _value_times_evidence)
 
 
-def _time_one(name: str, size: int) -> float:
+def _json_payload(text: str) -> str | None:
+    """The JSON object of ``text`` (:func:`_payload`) when ``json.loads`` decodes it, else None: a text that is
+    not JSON (prose, brace fragments, tool-call tags, an object nested past the C decoder's limit) has no
+    ``json.loads`` time to compare with."""
+    payload = _payload(text)
+    try:
+        json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    return payload
+
+
+def _time_one(name: str, size: int, what: str = "read") -> float:
+    """CPU seconds of ``read`` on shape ``name`` at ``size`` characters, or (``what="floor"``) of ``json.loads`` on
+    the same text's JSON object, with the cycle collector paused as ``read`` pauses it (-1: not JSON)."""
     stage, finish, context, make = HOSTILE[name]
     text = make(size)
+    if what == "floor":
+        payload = _json_payload(text)
+        if payload is None:
+            return -1.0
+        pause = len(text) >= GC_PAUSE_CHARS and gc.isenabled()
+        if pause:
+            gc.disable()
+        start = time.process_time()
+        json.loads(payload)
+        elapsed = time.process_time() - start
+        if pause:
+            gc.enable()
+        return elapsed
     start = time.process_time()  # CPU time: on a shared machine, other processes' load does not count
     try:
         read(stage, text, finish, **context)
@@ -269,38 +308,55 @@ def _time_one(name: str, size: int) -> float:
     return time.process_time() - start
 
 
-def hostile(names: list[str], sizes: list[int], timeout: float, repeat: int = 1) -> bool:
+def _fastest(name: str, size: float, what: str, repeat: int, timeout: float) -> float | None:
+    """The fastest of ``repeat`` timings, each in a fresh subprocess; None past ``timeout``, NaN on a crash."""
+    runs = []
+    for _ in range(repeat):
+        try:
+            out = subprocess.run([sys.executable, __file__, "--one", name, str(size), what], capture_output=True,
+                                 text=True, timeout=timeout, check=True).stdout
+            runs.append(float(out.split()[-1]))
+        except subprocess.TimeoutExpired:
+            break
+        except subprocess.CalledProcessError as err:
+            print(f"{name}: crashed: {err.stderr.strip().splitlines()[-1:]}")
+            return float("nan")
+    return min(runs) if runs else None
+
+
+def hostile(names: list[str], sizes: list[float], timeout: float, repeat: int = 1) -> bool:
     """Reads each shape at each size (MB) in a subprocess (the fastest of ``repeat`` runs: a shared machine's
-    load only ever adds time); prints seconds, s/MB and the growth ratio."""
+    load only ever adds time), and decodes its JSON object with ``json.loads`` likewise at the smallest and the
+    largest size; prints seconds, s/MB, both growths and their ratio (goal: at most ``GROWTH_RATIO``). A shape
+    whose text is not JSON is held to linear growth (``json.loads`` has nothing to decode: ``linear``)."""
     ok = True
-    print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts)")
-    print(f"{'shape':<44} " + " ".join(f"{str(s) + ' MB':>10}" for s in sizes) + f" {'s/MB (max)':>11} {'growth':>8}")
+    linear = sizes[-1] / sizes[0]
+    print(f"CPU seconds to read each shape ({repeat} run(s) per size, the fastest counts); json.loads: of its "
+          f"JSON object, the fastest of {max(repeat, 3)} runs, cycle collector paused as read pauses it")
+    print(f"{'shape':<44} " + " ".join(f"{str(s) + ' MB':>9}" for s in sizes)
+          + f" {'s/MB':>7} {'growth':>7} {'json.loads':>10} {'ratio':>6}")
     for name in names:
-        times = []
-        for size in sizes:
-            runs = []
-            for _ in range(repeat):
-                try:
-                    out = subprocess.run([sys.executable, __file__, "--one", name, str(size)], capture_output=True,
-                                         text=True, timeout=timeout, check=True).stdout
-                    runs.append(float(out.split()[-1]))
-                except subprocess.TimeoutExpired:
-                    break
-                except subprocess.CalledProcessError as err:
-                    print(f"{name}: crashed: {err.stderr.strip().splitlines()[-1:]}")
-                    runs.append(float("nan"))
-                    break
-            times.append(min(runs) if runs else None)
-        cells = " ".join(f"{t:>10.2f}" if t is not None else f"{'>' + str(int(timeout)):>10}" for t in times)
+        times = [_fastest(name, size, "read", repeat, timeout) for size in sizes]
+        floors = [_fastest(name, size, "floor", max(repeat, 3), timeout) for size in (sizes[0], sizes[-1])]
+        cells = " ".join(f"{t:>9.2f}" if t is not None else f"{'>' + str(int(timeout)):>9}" for t in times)
         per_mb = max((t / s for t, s in zip(times, sizes) if t is not None), default=float("nan"))
-        if len(times) >= 2 and times[0] is not None and times[-1] is not None:
-            growth = times[-1] / max(times[0], 1e-3)
-            verdict = growth <= GROWTH_TARGET * (sizes[-1] / sizes[0]) / 10
+        if times[0] is None or times[-1] is None or None in floors:
+            growth = reference = ratio = float("inf")
+            label = "?"
         else:
-            growth, verdict = float("inf"), False
+            growth = times[-1] / max(times[0], 1e-3)
+            if min(floors) < 0:  # not JSON at some size
+                reference, label = linear, "linear"
+            else:
+                reference = floors[1] / max(floors[0], 1e-4)
+                label = f"{reference:.1f}x"
+            ratio = growth / reference
+        verdict = ratio <= GROWTH_RATIO
         ok &= verdict
-        print(f"{name:<44} {cells} {per_mb:>11.3f} {growth:>7.1f}x {'' if verdict else ' NOT met'}")
-    print(f"growth target: at most {GROWTH_TARGET:g}x for 10x the text (1 ms floor on the small time)")
+        print(f"{name:<44} {cells} {per_mb:>7.3f} {growth:>6.1f}x {label:>10} {ratio:>6.2f}"
+              f"{'' if verdict else '  NOT met'}")
+    print(f"goal: read grows at most {GROWTH_RATIO:g}x what json.loads grows on the same texts, or {GROWTH_RATIO:g}x "
+          f"linear where they are not JSON (1 ms floor on read's smallest time, 0.1 ms on json.loads's)")
     return ok
 
 
@@ -335,6 +391,7 @@ def throughput(repeat: int = 3) -> None:
                 pass
 
     def reader():
+        forget()  # cold: the echo checks a fresh process has not made yet (each run alike)
         outcome.clear()
         for stage, text in data:
             try:
@@ -354,8 +411,8 @@ def throughput(repeat: int = 3) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "--one":  # one timing, in its own process
-        print(_time_one(sys.argv[2], int(float(sys.argv[3]) * MB)))
+    if len(sys.argv) == 5 and sys.argv[1] == "--one":  # one timing, in its own process
+        print(_time_one(sys.argv[2], int(float(sys.argv[3]) * MB), sys.argv[4]))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("part", nargs="?", choices=["all", "release", "hostile"], default="all")

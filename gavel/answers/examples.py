@@ -40,6 +40,9 @@ FUNCTION_WORDS = frozenset("a an the of to in on at for and or is are was be it 
                            .split())
 #: the shortest run of template words (and text) that can be an echo of a rule
 RUN = 4
+#: texts up to this long are remembered by :func:`echo`, at most ``MEMO_SIZE`` of them per stage
+MEMO_CHARS = 200
+MEMO_SIZE = 1 << 16
 
 _EXAMPLE = re.compile(r"\$\{(example_[a-z_]+)\}")
 _FIELD = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|^\[(?:system|user|assistant)\][ \t]*$", re.M)
@@ -51,9 +54,36 @@ def expand(template: str) -> str:
     return _EXAMPLE.sub(lambda m: EXAMPLES.get(m.group(1), m.group(0)), template)
 
 
+#: every ASCII byte that is not a letter or a digit, as a blank: an ASCII text's words are what split() leaves
+_ASCII_BLANKS = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+#: the non-ASCII characters of Latin-1 and of General Punctuation that are in no word (no-break and narrow
+#: spaces, curly quotes, dashes, non-breaking hyphens, the section sign): what makes most answers' texts
+#: non-ASCII; as blanks, a text's words are the same
+_PUNCTUATION = re.compile("[{}]".format("".join(
+    re.escape(c) for c in map(chr, [*range(0x80, 0xC0), *range(0x2000, 0x2070)]) if not _WORD.match(c))))
+
+
 def words(text: str) -> tuple[str, ...]:
-    """The words of ``text``, lower case, punctuation and blanks between them dropped."""
-    return tuple(_WORD.findall(text.lower()))
+    """The words of ``text``, lower case, punctuation and blanks between them dropped (a word is a run of
+    letters and digits: ``_WORD``; a text that is ASCII once its common punctuation is blanked is split at C
+    speed, to the same words)."""
+    text = text.lower()
+    if not text.isascii():
+        blanked = _PUNCTUATION.sub(" ", text)
+        if not blanked.isascii():
+            return tuple(_WORD.findall(text))
+        text = blanked
+    return tuple(text.encode("ascii").translate(_ASCII_BLANKS).decode("ascii").split())
+
+
+def _mine(stage: str) -> list[str]:
+    """The texts of the format examples of ``stage``'s template."""
+    return [t for k, t in EXAMPLES.items() if k.startswith(f"example_{TEMPLATES[stage]}_")]
+
+
+#: stage -> the longest text that may be one of its examples (the longest example and 8 characters of
+#: punctuation and blanks around its words): a longer evidence quote is no example (never split into words)
+EXAMPLE_CHARS = {stage: max(map(len, _mine(stage))) + 8 for stage in TEMPLATES}
 
 
 @lru_cache(maxsize=8)
@@ -61,7 +91,7 @@ def _own_text(stage: str) -> tuple[frozenset, int, frozenset, frozenset]:
     """(word tuples of the stage's examples, the longest example's length, the runs of RUN consecutive words of
     its template's own text, every word of that text)."""
     name = TEMPLATES[stage]
-    mine = [t for k, t in EXAMPLES.items() if k.startswith(f"example_{name}_")]
+    mine = _mine(stage)
     text = expand((PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8"))
     runs, vocabulary = set(), set()
     for piece in _FIELD.split(text):  # a run never reaches across a field filled in per request
@@ -73,11 +103,38 @@ def _own_text(stage: str) -> tuple[frozenset, int, frozenset, frozenset]:
 
 def echo(stage: str, text: str, rules: bool = True) -> bool:
     """Whether ``text`` (a value or a fact of ``stage``; an evidence quote with ``rules=False``: its examples
-    only) echoes the stage's own prompt."""
-    if stage not in TEMPLATES:
+    only) echoes the stage's own prompt. A text of at most ``MEMO_CHARS`` characters is looked at once per
+    process (the release's answers repeat two in five of theirs); a longer one each time (the memo holds no
+    long text, and empties itself when it holds ``MEMO_SIZE``)."""
+    if not rules and len(text) > EXAMPLE_CHARS.get(stage, -1):  # not a stage with examples, or too long
         return False
-    examples, longest, runs, vocabulary = _own_text(stage)
-    w = words(text) if rules or len(text) <= longest + 8 else ()
+    memo = _MEMO.get((stage, rules))
+    if memo is None:
+        if stage not in TEMPLATES:
+            return False
+        memo = _MEMO.setdefault((stage, rules), {})
+    found = memo.get(text)
+    if found is None:
+        found = _echo(stage, text, rules)
+        if len(text) <= MEMO_CHARS:
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            memo[text] = found
+    return found
+
+
+#: (stage, rules) -> {text: whether it echoes}: what :func:`echo` has already looked at
+_MEMO: dict[tuple[str, bool], dict[str, bool]] = {}
+
+
+def forget() -> None:
+    """Empties the memo of :func:`echo` (a benchmark times the reader as a fresh process finds it)."""
+    _MEMO.clear()
+
+
+def _echo(stage: str, text: str, rules: bool) -> bool:
+    examples, _, runs, vocabulary = _own_text(stage)
+    w = words(text) if rules or len(text) <= EXAMPLE_CHARS[stage] else ()
     if w in examples:  # an example, give or take its brackets, case and punctuation
         return True
     if not rules or len(w) < RUN:
@@ -97,3 +154,4 @@ def echo(stage: str, text: str, rules: bool = True) -> bool:
         else:
             run = 0
     return False
+

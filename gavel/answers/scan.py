@@ -58,8 +58,18 @@ def _int(text: str):
 
 
 _DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_pairs, parse_int=_int)
-#: the same without a Python call per integer: for spans too short to hold an integer of MAX_DIGITS digits
+#: the same without a Python call per integer: for spans that hold no integer of MAX_DIGITS digits
 _SHORT = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
+#: ASCII digits as ``0``, every other byte as a blank
+_DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_DIGIT_RUN = b"0" * MAX_DIGITS
+
+
+def _long_digits(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a run of MAX_DIGITS ASCII digits; a span without one holds no integer
+    that ``_int`` reads as infinite, so ``_SHORT`` reads it as ``_DECODER`` does. Looked for in its UTF-8 bytes
+    (a digit is one byte there, never part of another character's), at C speed."""
+    return _DIGIT_RUN in text[start:end].encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY)
 
 
 def _decode_at(text: str, i: int):
@@ -67,7 +77,7 @@ def _decode_at(text: str, i: int):
     for the C decoder)."""
     try:
         value, end = _SHORT.scan_once(text, i)  # raw_decode without its Python frame
-        if end - i <= MAX_DIGITS:
+        if end - i <= MAX_DIGITS or not _long_digits(text, i, end):
             return value, end
     except (StopIteration, json.JSONDecodeError, RecursionError):  # not JSON
         return None, i
@@ -276,7 +286,8 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _surrogate_checks(text: str) -> tuple[bool, bool]:
     """(whether ``text`` may hold a raw surrogate, whether it may hold an escaped one), each checked once for
-    the whole text at C speed, so that the spans of a text without any are not searched."""
+    the whole text at C speed, so that the spans of a text without any are not searched (a backslash is looked
+    for first: one character is found faster than two)."""
     raw = not text.isascii()
     if raw:
         try:
@@ -284,7 +295,7 @@ def _surrogate_checks(text: str) -> tuple[bool, bool]:
             raw = False
         except UnicodeEncodeError:
             pass
-    return raw, "\\u" in text
+    return raw, "\\" in text and "\\u" in text
 #: a span with fewer opening brackets than this cannot nest deeper than MAX_DEPTH
 _SHALLOW = MAX_DEPTH
 
@@ -301,7 +312,7 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
     matched brace by brace first and only its span decoded, as JSON or by the tolerant reader: no character is
     looked at more than a few times."""
     found, broken, suspect, i, direct = [], [], set(), 0, True
-    raw, escaped = (False, "\\u" in text) if text.isascii() else _surrogate_checks(text)
+    raw, escaped = (False, "\\" in text and "\\u" in text) if text.isascii() else _surrogate_checks(text)
     while True:
         i = text.find("{", i)
         if i < 0:
@@ -311,7 +322,7 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
         if direct:
             try:  # _decode_at's common case, inline
                 value, end = _SHORT.scan_once(text, i)
-                if end - i > MAX_DIGITS:
+                if end - i > MAX_DIGITS and _long_digits(text, i, end):
                     value, end = _decode_at(text, i)
             except (StopIteration, json.JSONDecodeError, RecursionError):
                 value = None

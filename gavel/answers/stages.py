@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from gavel.answers.examples import echo
+from gavel.answers.examples import EXAMPLE_CHARS, echo
 from gavel.answers.scan import MAX_DIGITS, scan
 from gavel.answers.text import Unusable, _candidates, _drop, _lower, _one, _read_each, sound
 from gavel.core.vocab import AB_RELATIONS, STYLE_ASPECTS, STYLE_RUBRIC, STYLE_SCALE
@@ -100,6 +100,8 @@ def _kept_text(x) -> tuple[str | None, str | None]:
     return t, None
 
 
+#: an evidence quote longer than this is no example of the extract prompt (``echo`` need not look at it)
+_QUOTE_CHARS = EXAMPLE_CHARS["extract"]
 _TOP_KEYS = _known("extracted")
 _ENTRY_KEYS = _known("value", "evidence", "evidences")
 
@@ -112,13 +114,17 @@ def _extract(obj: dict, summary: str | None) -> dict:
         if not isinstance(raw, dict):
             _drop(dropped, f"extracted[{n}]", raw, "not_an_object")
             continue
-        entry = raw if len(raw) == 2 and "value" in raw and "evidence" in raw else _lower(raw)
-        _unknown(entry, _ENTRY_KEYS, f"extracted[{n}].", dropped)
+        if len(raw) == 2 and "value" in raw and "evidence" in raw:  # the prompt's keys: none unknown
+            entry = raw
+        else:
+            entry = _lower(raw)
+            _unknown(entry, _ENTRY_KEYS, f"extracted[{n}].", dropped)
         ev = entry["evidence"] if "evidence" in entry else entry.get("evidences")
         ev = [] if ev is None else ev if isinstance(ev, list) else [ev]
         evidence = []
         for e in ev:
-            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026" and not echo("extract", t, False):
+            if e.__class__ is str and (t := e.strip()) and t[0] not in "<.\u2026" and (
+                    len(t) > _QUOTE_CHARS or not echo("extract", t, False)):
                 evidence.append(e)  # a plain quote: kept as it is
                 continue
             t = _text_of(e.get("text") if isinstance(e, dict) else e)
@@ -357,12 +363,17 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
                     seen.add((a, b))
                     pairs.append([a, b])
     reading = {"common": pairs}
-    for side, n, pos in (("a", n_a, 0), ("b", n_b, 1)):
-        key = f"only_in_{side}"
+    for key, n, pos in (("only_in_a", n_a, 0), ("only_in_b", n_b, 1)):
         raw = obj.get(key)
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
+        if not raw:
+            reading[key] = []
+            continue
         matched = {p[pos] for p in pairs}
-        if all(x.__class__ is int and 0 < x and (n is None or x <= n) for x in raw):  # good indices only
+        for x in raw:
+            if x.__class__ is not int or x <= 0 or (n is not None and x > n):
+                break
+        else:  # good indices only
             distinct = set(raw)
             if len(distinct) == len(raw) and distinct.isdisjoint(matched):  # none repeated, none matched
                 reading[key] = list(raw)
