@@ -270,7 +270,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from gavel.core.items import load as load_checklist
     from gavel.ref import tables as tables_mod
-    from gavel.runs import costing, pipeline, sharding, stability
+    from gavel.runs import comparisons, costing, label_orders, orders, pipeline, sharding, stability
     from gavel.runs import repeats as repeated
 
     from .llm.secrets import scrub
@@ -317,7 +317,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                  items=items, checklist=checklist, alpha=args.alpha, seed=args.seed, mode=args.mode,
                                  max_tokens=args.max_tokens, progress=True, orders=args.orders,
                                  label_orders=args.label_orders, usage_from=tuple(args.usage_from),
-                                 allow_unserved=args.allow_unserved)
+                                 allow_unserved=args.allow_unserved, chunk=args.group_size)
     if args.mock_judge and args.provider != "mock":
         raise pipeline.InputError(f"--mock-judge sets the mock's judge, not --provider {args.provider}'s")
     from gavel.runs.stand_in import mock_options
@@ -339,15 +339,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.repeats > 1:
         print(stability.summary_line(result, args.out))
     if args.orders == "both":
-        from gavel.runs import orders
-
         print(orders.summary_line(result, args.out))
     if args.label_orders > 1:
-        from gavel.runs import label_orders
-
         print(label_orders.summary_line(result, args.out))
-
-    from gavel.runs import comparisons
 
     line = comparisons.summary_line(result.get("comparisons", tables["comparisons"]),
                                     result.get("comparison_models", tables["comparison_models"]), args.out)
@@ -526,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", default="online", choices=["batch", "online"])
     p.add_argument("--max-tokens", type=options.positive_int, default=None,
                    help="output cap of every request (default: the model's; --provider local: its measured cap per stage)")
+    p.add_argument("--group-size", type=options.non_negative_int, default=1000, metavar="N",
+                   help="more than N summaries: case groups of about N, one after another (flat memory; 0: one group)")
     p.add_argument("--repeats", type=options.positive_int, default=1,
                    help="run the LLM stages N times with distinct seeds (or cache namespaces) and write the stability "
                         "report (stability*.csv); 1 (default) is a single run with today's cache keys")

@@ -190,3 +190,50 @@ def test_fuzz_cached_answers(tmp_path_factory, name, body):
         assert n in (0, 1)
         written = [p for p in out.rglob("*") if p.is_file()]
         assert len(written) == n and all(out in p.parents for p in written)
+
+
+def test_case_groups_keep_cases_whole_in_their_first_order():
+    from gavel.runs.pipeline import case_groups
+
+    kept = {(m, c): "t" for c in ("c3", "c1", "c2", "c9") for m in ("a", "b", "c")[: 3 if c == "c2" else 2]}
+    assert case_groups(kept, 4) == [["c3", "c1"], ["c2"], ["c9"]]  # c2's three summaries do not join c1's group
+    assert case_groups(kept, 2) == [["c3"], ["c1"], ["c2"], ["c9"]]  # a case larger than a group is one
+    assert case_groups(kept, 0) == [["c3", "c1", "c2", "c9"]] == case_groups(kept, 100)
+
+
+def _rows(run: Path) -> dict:
+    """Each table of a run folder as its rows, sorted (a run in case groups writes them group by group)."""
+    import pandas as pd
+
+    from gavel.core.spreadsheet import read_csv
+
+    out = {}
+    for p in sorted(run.glob("*.csv")):
+        try:
+            t = read_csv(p)
+        except pd.errors.EmptyDataError:
+            out[p.name] = None
+            continue
+        t = t[sorted(t.columns)]
+        out[p.name] = sorted(map(repr, t.astype(object).where(t.notna(), None).itertuples(index=False, name=None)))
+    out["texts.jsonl"] = sorted((run / "texts.jsonl").read_text().splitlines())
+    return out
+
+
+def test_a_run_in_case_groups_has_the_rows_of_one_group_and_its_shards_merge_to_it(shard_runs, tmp_path, capsys):
+    """--group-size 3 (8 cases x 2 models: 8 groups of one case) gives the tables of the run in one group, row
+    for row; the run's shards, each in groups, merge to it byte for byte; its report renders."""
+    tmp, s, r = shard_runs
+    grouped = tmp_path / "grouped"
+    assert evaluate(s, r, grouped, "--group-size", "3") == 0
+    assert json.loads((grouped / "evaluation.json").read_text())["groups"] == 8
+    assert not (grouped / ".groups").exists()
+    assert _rows(grouped) == _rows(tmp / "single" / "run")
+    for i in (1, 2):
+        assert evaluate(s, r, tmp_path / f"g{i}", "--shard", f"{i}/2", "--group-size", "3") == 0
+    assert main(["merge", str(tmp_path / "g1"), str(tmp_path / "g2"), "--out", str(tmp_path / "merged")]) == 0
+    single, merged = outputs(grouped), outputs(tmp_path / "merged")
+    assert single.keys() == merged.keys() and [k for k in single if single[k] != merged[k]] == []
+    capsys.readouterr()
+    assert main(["report", str(grouped), "-o", str(tmp_path / "grouped.html")]) == 0
+    assert "model-a" in (tmp_path / "grouped.html").read_text()

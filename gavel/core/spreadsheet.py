@@ -112,3 +112,32 @@ def read_csv(path, **kw) -> pd.DataFrame:
         df.index = df.index.map(plain_cell)
     df.index.name = plain_cell(df.index.name)
     return df
+
+
+def join_csv(parts, path) -> Path:
+    """The CSV files ``parts`` (each written by :func:`write_csv`, each with its header) as one CSV at ``path``,
+    row by row, never a whole part in memory: its columns are every part's, in the order they first appear; a
+    part lacking a column leaves its cells empty (what :func:`write_csv` writes for a missing value). A part
+    with no header at all (a table without columns) adds nothing. Cells are copied as written (quoted where a
+    text holds a delimiter, a quote or a line break)."""
+    headers = []
+    for part in parts:
+        with open(part, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        headers.append([] if header == [""] else header)
+    columns = list(dict.fromkeys(c for h in headers for c in h))
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        quoted = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)  # a bare CR ends no row when quoted
+        writer.writerow(columns) if columns else out.write("\n")
+        for part, header in zip(parts, headers):
+            if not header:
+                continue
+            where = [header.index(c) if c in header else None for c in columns]
+            with open(part, newline="", encoding="utf-8") as fh:
+                rows = csv.reader(fh)
+                next(rows)
+                for row in rows:
+                    cells = ["" if i is None else row[i] for i in where]
+                    (quoted if any("\r" in c for c in cells) else writer).writerow(cells)
+    return Path(path)

@@ -10,10 +10,11 @@ within every provider's limit (Anthropic's is the tightest: 64).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from gavel.core import jsonl
 
@@ -80,10 +81,19 @@ class Request:
         if self.schema is not None and not (isinstance(self.schema, dict) and "schema" in self.schema):
             raise RequestError("field 'schema' must be {\"name\": ..., \"schema\": {a JSON Schema}}")
 
+    def __setattr__(self, name, value):  # a field set anew: the id is computed again
+        self.__dict__.pop("_custom_id", None)
+        object.__setattr__(self, name, value)
+
     @property
     def custom_id(self) -> str:
-        return make_custom_id(self.stage, self.model, self.case_id, self.item, self.messages, self.params,
-                              self.schema, self.subject)
+        """Computed once per request (a hash of its whole content; a request is not changed in place after it
+        is made: ``dataclasses.replace`` makes another, and setting a field computes the id again)."""
+        cid = self.__dict__.get("_custom_id")
+        if cid is None:
+            cid = self.__dict__["_custom_id"] = make_custom_id(
+                self.stage, self.model, self.case_id, self.item, self.messages, self.params, self.schema, self.subject)
+        return cid
 
     def to_dict(self) -> dict:
         return {**asdict(self), "custom_id": self.custom_id}
@@ -127,11 +137,18 @@ class Response:
         return self.finish_reason == "length"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as a dict (``usage`` a copy): what ``dataclasses.asdict`` gives, without its recursion."""
+        d = {name: getattr(self, name) for name in _RESPONSE_FIELDS}
+        if d["usage"] is not None:
+            d["usage"] = copy.deepcopy(d["usage"])
+        return d
 
     @classmethod
     def from_dict(cls, data: dict) -> Response:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+
+_RESPONSE_FIELDS = tuple(f.name for f in fields(Response))
 
 
 def write_requests(path, requests: list[Request]) -> None:

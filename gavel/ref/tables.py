@@ -46,7 +46,7 @@ def failed_requests(tables: dict) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     last = a.loc[a.groupby(["stage", "subject", "case_id", "item"], dropna=False)["round"].idxmax()]
     failed = last[last["status"] == "failed"][cols]
-    failed.attrs["requests"] = len(last)
+    failed.attrs["requests"] = a.attrs.get("requests", len(last))  # a grouped run keeps only the unusable ones
     return failed
 
 
@@ -189,7 +189,8 @@ def score_lines(tables: dict, limit: int = 5) -> list[str]:
     """Per evaluated summary, one line: its S_checklist and S_GAVEL-REF, or exactly why one is missing
     (the first ``limit`` summaries with a missing score; a count of the rest)."""
     lines, missing = [], 0
-    for r in tables["scores"].itertuples():
+    scores = tables["scores"]
+    for r in scores[scores["s_checklist"].isna() | scores["s_gavel_ref"].isna()].itertuples():  # the others say nothing
         why = why_missing(tables, r.subject, r.case_id)
         if not why:
             continue

@@ -26,21 +26,17 @@ scores with bounds, never scored as 0; all rounds of a request ask for at most `
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from gavel import answers
-from gavel.core import config, options, stats
+from gavel.core import config, options
 from gavel.core.items import Item
 from gavel.core.items import load as load_checklist
 from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import LABEL_ORDER_ROWS
 from gavel.llm import ledger
-from gavel.llm.records import Request, Response
-from gavel.llm.runner import PENDING_ERROR, StageRunner
 from gavel.ref import prompts
 from gavel.ref.inputs import (  # noqa: F401 -- the pipeline's names for its inputs
     MAX_SUMMARY_CHARS,
@@ -51,7 +47,7 @@ from gavel.ref.inputs import (  # noqa: F401 -- the pipeline's names for its inp
     summary_problem,
     writable_folder,
 )
-from gavel.ref.stages import compare, extract, residual, score, style
+from gavel.ref.stages import compare, extract, residual, style
 from gavel.ref.stages import summarize as summarize_stage
 from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     failed_requests,
@@ -61,12 +57,22 @@ from gavel.ref.tables import (  # noqa: F401 -- the notebooks' names
     read_tables,
     unusable_answers,
 )
-from gavel.runs import comparisons
+from gavel.runs import comparisons, scoring
 from gavel.runs.judgments import JUDGMENT_COLUMNS
+from gavel.runs.scoring import results_tables, summary_scores  # noqa: F401 -- results_tables: the pipeline's name
+from gavel.runs.stages import (  # noqa: F401 -- the pipeline's names for its stages
+    ANSWER_COLUMNS,
+    REASK_TOKEN_FACTOR,
+    REASKABLE,
+    StagePending,
+    Stages,
+    larger_cap,
+    reask,
+    reask_larger,
+)
 from gavel.runs.stand_in import stand_in_answer
 
 ORDERS = ("one", "both")  # --orders: each judged pair asked in one order (today's run) or in both
-REASKABLE = {"no_json", "schema", "ambiguous", "unknown_label", "indices", "empty", "no_rating"}
 TEMPLATES = ("extract", "compare_single", "compare_multi", "residual", "style")
 
 
@@ -89,6 +95,7 @@ class Settings:
     pace: object = None  # a gavel.llm.pace.Pace, or a function giving one: each stage says its duration first
     checklist: object = None  # a gavel.core.items.Checklist, a packaged name or a file; None: the default
     usage_from: tuple = ()  # dry run: earlier runs' folders or ledgers measuring usage (gavel.llm.measured)
+    chunk: int = 1000  # summaries per case group (CHUNK_SUMMARIES; 0: the whole run as one group)
 
     def cap(self, stage: str, model: str) -> int | None:
         """The output cap of a stage's requests: ``max_tokens`` when set, else the model's cap for the stage
@@ -120,125 +127,6 @@ def default_roles(provider: str | None = None) -> dict:
         return {"extractor": default_model(), "judge": default_model()}
     roles = config._registry().get("roles", {})
     return {"extractor": roles.get("summary_checklist_extractor"), "judge": roles.get("checklist_judge")}
-
-
-def reask(request: Request, response: Response, reason: str, detail: str, round_: int) -> Request:
-    """The same request with the unusable answer and what was wrong with it appended (a new custom_id)."""
-    note = (f"Your answer could not be used ({reason}: {detail[:200]}). Answer again, following the output "
-            f"format exactly.")
-    messages = request.messages + [{"role": "assistant", "content": response.text or ""},
-                                   {"role": "user", "content": note}]
-    return Request(stage=request.stage, model=request.model, messages=messages, params=dict(request.params),
-                   case_id=request.case_id, item=request.item, subject=request.subject, schema=request.schema)
-
-
-def larger_cap(request: Request, response: Response) -> int | None:
-    """The output cap to ask a truncated answer's request again with, or None when it is not asked again:
-    twice the request's own cap (``max_tokens`` of its params: a stage's measured cap, or ``--max-tokens``),
-    where the prompt and that cap fit the model's context window. A request without a cap of its own (the
-    paper's configuration) was cut at the model's output limit: nothing larger to ask for."""
-    cap = request.params.get("max_tokens")
-    if not isinstance(cap, int) or not response.input_tokens:
-        return None
-    try:
-        from gavel.llm.registry import llm_model
-
-        window = llm_model(request.model).context_window
-    except (KeyError, ValueError):
-        return None
-    if not window:
-        return None
-    larger = min(2 * cap, window - response.input_tokens)
-    return larger if larger > cap else None
-
-
-#: output tokens all rounds of a request may ask for, in units of its own cap: the answer, a cut one asked
-#: again with twice the cap, one re-ask at its cap (issue 46: re-asks kept the doubled cap, paid up to 5x)
-REASK_TOKEN_FACTOR = 4
-
-
-def reask_larger(request: Request, cap: int) -> Request:
-    """The same request with a larger output cap (a new custom_id): a truncated answer is asked again once."""
-    return replace(request, params={**request.params, "max_tokens": cap})
-
-
-class _Stages:
-    """One runner per stage under ``out/runs/<stage>``; every answer logged for ``answers.csv``."""
-
-    def __init__(self, provider, out: Path, s: Settings, timeout: float | None = None):
-        self.provider, self.out, self.s, self.timeout = provider, out, s, timeout
-        self.log: list[dict] = []
-        self.sent = {}
-        self.cached = {}
-        self.runners: list[StageRunner] = []
-        self.label_judgments: list[dict] = []  # --label-orders: the judgments of label-order rows > 0
-
-    def cost_table(self) -> pd.DataFrame:
-        """Every stage's ledger in one table (cost.csv of the output folder)."""
-        tables = [r.cost_table(self.s.mode) for r in self.runners]
-        return pd.concat(tables, ignore_index=True) if tables else ledger.table([])
-
-    def run(self, stage: str, jobs: list[tuple[Request, object]], parse) -> list:
-        """Run jobs (request, meta); ``parse(meta, response) -> (result, status, detail)``; re-ask unusable
-        answers. Returns the results in job order."""
-        runner = StageRunner(stage, self.provider, workdir=self.out / "runs" / stage, progress=self.s.progress,
-                             **{**self.s.runner_options, **self.s.runner_namespace})
-        self.runners.append(runner)
-        results: list = [None] * len(jobs)
-        pending = list(range(len(jobs)))
-        current = [replace(req, params={**req.params, **self.s.repeat_params}) if self.s.repeat_params else req
-                   for req, _ in jobs]
-        from gavel.llm.pace import announce
-
-        announce(self.s.pace, runner, current, f"stage {stage}")  # with a measured speed: the stage's duration
-        enlarged: set[int] = set()  # jobs whose truncated answer was asked again with a larger cap
-        own = [r.params.get("max_tokens") if isinstance(r.params.get("max_tokens"), int) else None for r in current]
-        asked = list(own)  # output tokens asked for so far, per job with a cap of its own
-        for round_ in range(answers.MAX_REASKS + 1):
-            if not pending:
-                break
-            report = runner.run([current[i] for i in pending], mode=self.s.mode, timeout=self.timeout)
-            waiting = sum(1 for i in pending if (report.responses.get(current[i].custom_id) or Response("", "errored"))
-                          .error == PENDING_ERROR)
-            if waiting:
-                raise StagePending(stage, waiting, len(jobs))
-            self.sent[stage] = self.sent.get(stage, 0) + report.sent
-            self.cached[stage] = self.cached.get(stage, 0) + report.cached
-            again = []
-            for i in pending:
-                req, meta = current[i], jobs[i][1]
-                resp = report.responses.get(req.custom_id)
-                result, status, detail = parse(meta, resp)
-                results[i] = result
-                self.log.append({"stage": req.stage, "subject": req.subject, "case_id": req.case_id, "item": req.item,
-                                 "round": round_, "custom_id": req.custom_id, "status": status, "detail": detail,
-                                 "finish_reason": resp.finish_reason if resp else None,
-                                 "input_tokens": resp.input_tokens if resp else None,
-                                 "output_tokens": resp.output_tokens if resp else None})
-                budget = None if own[i] is None else REASK_TOKEN_FACTOR * own[i] - asked[i]
-                if status in REASKABLE and resp is not None and round_ < answers.MAX_REASKS:
-                    if budget is not None and budget < own[i]:
-                        self.log[-1]["detail"] = (f"{detail}; not asked again: its rounds have asked for "
-                                                  f"{asked[i]:,} output tokens of {REASK_TOKEN_FACTOR * own[i]:,} "
-                                                  f"({REASK_TOKEN_FACTOR} times its cap)").lstrip("; ")
-                        continue
-                    current[i] = reask(req, resp, status, detail, round_)
-                    if own[i] is not None:  # back to the request's own cap (a doubled one served the cut answer)
-                        current[i] = reask_larger(current[i], own[i])
-                        asked[i] += own[i]
-                    again.append(i)
-                elif status == "truncated" and resp is not None and round_ < answers.MAX_REASKS and i not in enlarged:
-                    cap = larger_cap(req, resp)
-                    if cap and budget is not None and cap > budget:
-                        cap = None
-                    if cap:  # asked again once, with room; the log row says so
-                        self.log[-1]["detail"] = f"{detail}; asked again with max_tokens {cap}".lstrip("; ")
-                        current[i] = reask_larger(req, cap)
-                        asked[i] += cap
-                        enlarged.add(i)
-                        again.append(i)
-            pending = again
-        return results
 
 
 def _index_summaries(rows, where: str, problems: list[dict], evaluated: bool = True) -> dict[tuple[str, str], str]:
@@ -300,9 +188,89 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         write_csv(pd.DataFrame(problems, columns=["subject", "case_id", "problem"]), out / "problems.csv")
         raise InputError(no_reference_message(models, out))
     refs = {c: references[c] for c in sorted({c for _, c in kept})}
-    texts = {**kept, **{("human", c): t for c, t in refs.items()}}
-    st = _Stages(provider, out, s, timeout)
+    groups = case_groups(kept, s.chunk if s.orders == "one" and s.label_orders == 1 else 0)
+    if len(groups) > 1:
+        return _evaluate_groups(groups, kept, refs, problems, provider, out, s, bins, timeout)
+    st = Stages(provider, out, s, timeout)
+    part = _evaluate_part(kept, refs, st, s)
+    scores = part.pop("scores")
+    texts = part.pop("texts")
+    judgments = part.pop("judgments")
+    tables = {**_run_scores(scores, s, bins), **part, "answers": pd.DataFrame(st.log), "cost": st.cost_table(),
+              "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"])}
+    for name, table in comparisons.report(comparisons.cells([tables]), s.seed).items():  # two or more models
+        tables[name] = table.assign(checklist=s.checklist.name)[["checklist", *table.columns]]
+    for name, table in tables.items():
+        write_csv(table, out / f"{name}.csv")
+    tables["judgments"] = judgments
+    if s.label_orders > 1:  # the other label orders' judgments (row 0: the compare rows of ``judgments``)
+        tables["label_judgments"] = pd.DataFrame(st.label_judgments, columns=[*JUDGMENT_COLUMNS, "label_order"])
+    # the texts evaluated (model summaries and references): what a report highlights the offsets in
+    (out / "texts.jsonl").write_text(_texts_lines(texts), encoding="utf-8")
+    tables["manifest"] = _manifest(out, s, provider, st.sent, st.cached)
+    return tables
 
+
+#: a run of more summaries than this is evaluated in groups of about this many (whole cases, in the order
+#: their first summary comes), every stage for one group before the next: what one process holds at a time
+#: stays the same whatever the run's size (issue 48 §3). ``--orders both`` and ``--label-orders`` compare every
+#: judgment of the run, and ``--repeats`` every repeat's: those runs are one group.
+CHUNK_SUMMARIES = 1000
+#: the tables written group by group (each group's rows in turn); the others are the run's, made at its end
+GROUP_TABLES = ("values", "answers", "compare", "residual", "residual_match", "style", "residual_facts")
+
+
+def case_groups(kept: dict, size: int) -> list[list[str]]:
+    """The cases of ``kept`` ({(subject, case_id): text}) in groups of at most ``size`` summaries (a case with
+    more summaries than that is a group of its own), in the order of their first summary; ``size`` 0: one."""
+    per_case: dict[str, int] = {}
+    for _, c in kept:
+        per_case[c] = per_case.get(c, 0) + 1
+    groups, current, n = [], [], 0
+    for c, k in per_case.items():
+        if current and size and n + k > size:
+            groups.append(current)
+            current, n = [], 0
+        current.append(c)
+        n += k
+    return [*groups, current]
+
+
+def _texts_lines(texts: dict) -> str:
+    return "".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False) + "\n"
+                   for (subj, c), t in texts.items())
+
+
+def _run_scores(scores: pd.DataFrame, s: Settings, bins: dict | None) -> dict[str, pd.DataFrame]:
+    """The run's score tables from its summaries' ``scores``: per model (and bin), and data/results/'s shapes."""
+    by = ["subject"]
+    if bins:
+        scores["bin"] = scores["case_id"].map(bins)
+        by = ["subject", "bin"]
+    model_scores = scoring.model_scores(scores, by, s.seed)
+    scores.insert(0, "checklist", s.checklist.name)
+    model_scores.insert(0, "checklist", s.checklist.name)
+    return {**results_tables(scores, s.seed), "scores": scores, "model_scores": model_scores}
+
+
+def _manifest(out: Path, s: Settings, provider, sent: dict, cached: dict, **more) -> dict:
+    """``evaluation.json`` (written, with the run's checklist) and returned."""
+    manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
+                "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
+                "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
+                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": sent, "cached": cached,
+                **({"orders": s.orders} if s.orders != "one" else {}),
+                **({"label_orders": s.label_orders} if s.label_orders > 1 else {}),
+                **served_file(provider), **more}
+    (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    write_checklist(s.checklist, out)
+    return manifest
+
+
+def _evaluate_part(kept: dict, refs: dict, st: Stages, s: Settings) -> dict:
+    """Every stage for the summaries ``kept`` and the references ``refs`` of their cases: the per-summary tables
+    (``scores`` among them), ``judgments`` and ``texts`` ({(subject, case_id): text})."""
+    texts = {**kept, **{("human", c): t for c, t in refs.items()}}
     # 1. extract (model summaries and references)
     items_by_key = {it.key: it for it in s.items}
     ex_reqs = extract.build_requests([extract.Summary(subj, c, t) for (subj, c), t in texts.items()], s.extractor,
@@ -360,45 +328,93 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     style_rows = pd.DataFrame(st.run("style", sjobs, lambda meta, resp: _with_status(style.parse_response(meta, resp))))
 
     # 5. scores
-    scores = _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, s.alpha)
-    by = ["subject"]
-    if bins:
-        scores["bin"] = scores["case_id"].map(bins)
-        by = ["subject", "bin"]
-    model_scores = _model_scores(scores, by, s.seed)
-    scores.insert(0, "checklist", s.checklist.name)
-    model_scores.insert(0, "checklist", s.checklist.name)
-    tables = {**results_tables(scores, s.seed),
-        "values": pd.DataFrame(value_rows), "answers": pd.DataFrame(st.log), "compare": compare_rows,
-        "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
-                                   "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
-                                   "facts_ok": fact_ok[k]} for k, v in spans.items()]),
-        "residual_match": residual_rows, "style": style_rows, "scores": scores, "model_scores": model_scores,
-        "residual_facts": pd.DataFrame([r for rows, _ in fact_results for r in rows],
-                                       columns=["subject", "case_id", "index", "fact", "evidence_spans"]),
-        "cost": st.cost_table(),
-        "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"]),
-    }
-    for name, table in comparisons.report(comparisons.cells([tables]), s.seed).items():  # two or more models
+    return {"scores": summary_scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, s.alpha),
+            "values": pd.DataFrame(value_rows), "compare": compare_rows,
+            "residual": pd.DataFrame([{"subject": k[0], "case_id": k[1], "spans": json.dumps(v),
+                                       "r": residual.residual_ratio(texts[k], v), "facts": len(facts[k]),
+                                       "facts_ok": fact_ok[k]} for k, v in spans.items()]),
+            "residual_match": residual_rows, "style": style_rows,
+            "residual_facts": pd.DataFrame([r for rows, _ in fact_results for r in rows],
+                                           columns=["subject", "case_id", "index", "fact", "evidence_spans"]),
+            "judgments": pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS), "texts": texts}
+
+
+def _evaluate_groups(groups: list, kept: dict, refs: dict, problems: list, provider, out: Path, s: Settings,
+                     bins: dict | None, timeout: float | None) -> dict:
+    """:func:`evaluate` of a run in case groups (``CHUNK_SUMMARIES``): each group's ``GROUP_TABLES``, judgments and
+    texts written when it ends (under ``out/.groups``, joined at the end: the tables of the run, group by
+    group), the run's own tables made at the end from what stays in memory: the summaries' scores, the rows
+    that say why a summary's score is missing, the answers still unusable, and (two or more models) one number
+    per summary and item for the paired comparisons. A group with batches still running raises nothing until
+    every group was sent (one ``StagePending`` for all)."""
+    import shutil
+
+    from gavel.core.spreadsheet import join_csv
+
+    parts = out / ".groups"
+    shutil.rmtree(parts, ignore_errors=True)
+    parts.mkdir()
+    sent, cached, costs, scores, cells, pending, done = {}, {}, [], [], [], [], []
+    why = {name: [] for name in ("compare", "style", "residual_match")}
+    unusable, requests, many = [], 0, len({subj for subj, _ in kept}) > 1
+    for g, cases in enumerate(groups, 1):
+        mine = set(cases)
+        st = Stages(provider, out, s, timeout)
+        try:
+            part = _evaluate_part({k: t for k, t in kept.items() if k[1] in mine}, {c: refs[c] for c in sorted(mine)},
+                                  st, s)
+        except StagePending as err:
+            pending.append(err)
+            continue
+        for total, counts in ((sent, st.sent), (cached, st.cached)):
+            for stage, n in counts.items():
+                total[stage] = total.get(stage, 0) + n
+        costs.append(st.cost_table())
+        part["answers"] = log = pd.DataFrame(st.log)
+        for name in GROUP_TABLES:
+            write_csv(part[name], parts / f"{name}.{g}.csv")
+        write_csv(part["judgments"].assign(checklist=s.checklist.name, repeat=1)[["checklist", "repeat", *JUDGMENT_COLUMNS]],
+                  parts / f"judgments.{g}.csv")
+        (parts / f"texts.{g}.jsonl").write_text(_texts_lines(part["texts"]), encoding="utf-8")
+        done.append(g)
+        sc = part["scores"]
+        scores.append(sc)
+        missing = set(zip(*[sc.loc[sc["s_checklist"].isna() | sc["s_gavel_ref"].isna(), k] for k in ("subject", "case_id")]))
+        for name, kept_rows in why.items():
+            t = part[name]
+            if len(t) and missing:
+                kept_rows.append(t[[k in missing for k in zip(t["subject"], t["case_id"])]])
+        if len(log):
+            keys = ["stage", "subject", "case_id", "item"]
+            last = log.loc[log.groupby(keys, dropna=False)["round"].idxmax()]
+            requests += len(last)
+            bad = set(map(tuple, last.loc[~last["status"].isin(["ok", "gated"]), keys].itertuples(index=False)))
+            if bad:
+                unusable.append(log[[k in bad for k in log[keys].itertuples(index=False, name=None)]])
+        if many or not cells:
+            cells.append(comparisons.cells([{"scores": sc, "compare": part["compare"]}]))
+        del part, st, log
+    if pending:
+        shutil.rmtree(parts, ignore_errors=True)
+        raise StagePending(pending[0].stage, sum(p.pending for p in pending), sum(p.total for p in pending))
+    for name in (*GROUP_TABLES, "judgments"):
+        join_csv([parts / f"{name}.{g}.csv" for g in done], out / f"{name}.csv")
+    with open(out / "texts.jsonl", "wb") as whole:
+        for g in done:
+            with open(parts / f"texts.{g}.jsonl", "rb") as one:
+                shutil.copyfileobj(one, whole)
+    tables = {**_run_scores(pd.concat(scores, ignore_index=True), s, bins), "cost": ledger.combine(costs),
+              "problems": pd.DataFrame(problems, columns=["subject", "case_id", "problem"])}
+    for name, table in comparisons.report(pd.concat(cells, ignore_index=True), s.seed).items():
         tables[name] = table.assign(checklist=s.checklist.name)[["checklist", *table.columns]]
     for name, table in tables.items():
         write_csv(table, out / f"{name}.csv")
-    tables["judgments"] = pd.DataFrame(judgments + residual_judgments, columns=JUDGMENT_COLUMNS)
-    if s.label_orders > 1:  # the other label orders' judgments (row 0: the compare rows of ``judgments``)
-        tables["label_judgments"] = pd.DataFrame(st.label_judgments, columns=[*JUDGMENT_COLUMNS, "label_order"])
-    # the texts evaluated (model summaries and references): what a report highlights the offsets in
-    (out / "texts.jsonl").write_text("".join(json.dumps({"subject": subj, "case_id": c, "text": t}, ensure_ascii=False)
-                                             + "\n" for (subj, c), t in texts.items()), encoding="utf-8")
-    manifest = {"extractor": s.extractor, "judge": s.judge, "alpha": s.alpha, "seed": s.seed, "mode": s.mode,
-                "items": [it.key for it in s.items], "checklist": {"name": s.checklist.name, "source": s.checklist.source,
-                "fingerprint": s.checklist.fingerprint}, "provider": getattr(provider, "name", str(provider)),
-                "templates": {t: prompts.template_hash(t) for t in TEMPLATES}, "sent": st.sent, "cached": st.cached,
-                **({"orders": s.orders} if s.orders != "one" else {}),
-                **({"label_orders": s.label_orders} if s.label_orders > 1 else {}),
-                **served_file(provider)}
-    (out / "evaluation.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
-    write_checklist(s.checklist, out)
-    tables["manifest"] = manifest
+    shutil.rmtree(parts, ignore_errors=True)
+    answers_rest = pd.concat(unusable, ignore_index=True) if unusable else pd.DataFrame(columns=list(ANSWER_COLUMNS))
+    answers_rest.attrs["requests"] = requests
+    tables.update({"answers": answers_rest, "judgments": pd.DataFrame(columns=JUDGMENT_COLUMNS),
+                   **{name: pd.concat(rows, ignore_index=True) if rows else pd.DataFrame() for name, rows in why.items()}})
+    tables["manifest"] = _manifest(out, s, provider, sent, cached, groups=len(groups))
     return tables
 
 
@@ -443,7 +459,7 @@ def summarize(cases: list[tuple[str, list[tuple[str, str]]]], provider, model: s
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     jobs = summarize_stage.build_requests(cases, model, max_tokens, context_window)
-    st = _Stages(provider, out, Settings(extractor=model, judge=model, mode=mode))
+    st = Stages(provider, out, Settings(extractor=model, judge=model, mode=mode))
     rows = st.run("summarize", jobs, lambda meta, resp: _with_status(summarize_stage.parse_response(meta, resp)))
     table = pd.DataFrame(rows).merge(pd.DataFrame([m for _, m in jobs]).drop(columns=["truncated"]), on="case_id")
     write_csv(table, out / "summaries.csv")
@@ -463,7 +479,7 @@ def check_orders(orders: str, label_orders: int = 1) -> None:
                          f"Latin square over the four relations), got {label_orders!r}")
 
 
-def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFrame, list[dict]]:
+def _judge(st: Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFrame, list[dict]]:
     """The judge's verdicts on ``pairs``: the table of ``stage`` (order 1, gated pairs included: today's
     ``compare.csv`` / ``residual_match.csv``) and every judgment (both orders with ``--orders both``)."""
     cap = s.cap(stage, s.judge)
@@ -480,47 +496,6 @@ def _judge(st: _Stages, stage: str, pairs: list, s: Settings) -> tuple[pd.DataFr
     first = compare.table_rows([r for r in judged if r["order"] == 1 and "label_order" not in r])
     st.label_judgments += [{**r, "stage": stage} for r in judged if "label_order" in r]
     return pd.DataFrame(gated + first), [{**r, "stage": stage} for r in judged if "label_order" not in r]
-
-
-def _scores(kept, refs, texts, spans, compare_rows, residual_rows, style_rows, facts, alpha) -> pd.DataFrame:
-    checklist = score.checklist_scores(compare_rows).set_index(["subject", "case_id"])
-    res = residual_rows.set_index(["subject", "case_id"])
-    sty = style_rows.set_index(["subject", "case_id"]) if len(style_rows) else pd.DataFrame()
-    rows = []
-    for subj, c in kept:
-        key = (subj, c)
-        ch = checklist.loc[key] if key in checklist.index else None
-        s_check = float(ch["s_checklist"]) if ch is not None else math.nan
-        rr = res.loc[key] if key in res.index else None
-        s_res = math.nan
-        if rr is not None and rr["status"] in ("ok", "gated"):
-            s_res = math.nan if rr["gate"] == "not_applicable" else 100.0 * float(rr["score"])
-        s_sty = float(sty.loc[key, "s_style"]) if len(sty) and key in sty.index and sty.loc[key, "s_style"] is not None \
-            else math.nan
-        r_ref = residual.residual_ratio(texts[("human", c)], spans[("human", c)])
-        r_own = residual.residual_ratio(texts[key], spans[key])
-        rows.append({"subject": subj, "case_id": c, "s_checklist": s_check,
-                     "s_checklist_low": float(ch["s_checklist_low"]) if ch is not None else math.nan,
-                     "s_checklist_high": float(ch["s_checklist_high"]) if ch is not None else math.nan,
-                     "unusable_items": int(ch["unusable"]) if ch is not None else None,
-                     "s_residual": s_res, "s_style": s_sty, "r_reference": r_ref, "r_own": r_own,
-                     "s_gavel_ref": score.gavel_ref(s_check, s_res, s_sty, r_ref, alpha)})
-    return pd.DataFrame(rows)
-
-
-def _model_scores(scores: pd.DataFrame, by: list[str], seed: int) -> pd.DataFrame:
-    rows = []
-    for key, g in scores.groupby(by, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(by, key))
-        row["cases"] = len(g)
-        for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
-            row[col] = g[col].mean()
-            row[f"{col}_n"] = int(g[col].notna().sum())
-            if col.startswith("s_"):
-                row[f"{col}_ci_low"], row[f"{col}_ci_high"] = stats.mean_interval(g[col].tolist(), seed=seed)
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # ---------- inputs ----------
@@ -549,51 +524,3 @@ def provider(name: str, base_url: str | None = None, **kwargs):
     if base_url:
         kwargs["base_url"] = base_url
     return get_provider(name, **kwargs)
-
-
-# ---------- notebooks: create batches, retrieve, evaluate, analyse ----------
-class StagePending(RuntimeError):
-    """A stage's batches have not all ended; rerun later (nothing is lost, nothing is sent twice)."""
-
-    def __init__(self, stage: str, pending: int, total: int):
-        super().__init__(f"stage {stage}: {pending} of {total} answers still pending in running batches")
-        self.stage, self.pending, self.total = stage, pending, total
-
-
-# ---------- the same table shapes as data/results/ ----------
-def results_tables(scores: pd.DataFrame, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """``summary_s_checklist`` and ``summary_bootstrap`` in the shapes of ``data/results/`` (so
-    ``gavel.paper.figures`` draws a new run beside the paper's), plus ``gavel_ref_scores`` with every component."""
-    from gavel.core import config
-
-    frame = scores.copy()
-    if "bin" not in frame:
-        frame["bin"] = None
-    rows = []
-    for subject, g in frame.groupby("subject", sort=True):
-        parts = [("all", g)] + [(b, gb) for b, gb in g.groupby("bin") if b]
-        for length_bin, gb in parts:
-            rows.append({"model": subject, "length_bin": length_bin, "s_checklist": gb["s_checklist"].mean(),
-                         "s_checklist_low": gb["s_checklist_low"].mean(), "s_checklist_high": gb["s_checklist_high"].mean(),
-                         "cases": int(gb["s_checklist"].notna().sum()), "ambiguous_cells": int(gb["unusable_items"].sum()),
-                         "label": config.model_label(subject), "checklist_parts_released": 2})
-    table = pd.DataFrame(rows)
-    overall = table[table["length_bin"] == "all"].sort_values("s_checklist", ascending=False)
-    table["rank"] = table["model"].map({m: i + 1 for i, m in enumerate(overall["model"])})
-    boot, full = [], []
-    for subject, g in frame.groupby("subject", sort=True):
-        lo, hi = stats.mean_interval(g["s_checklist"].tolist(), seed=seed)
-        blo, _ = stats.mean_interval(g["s_checklist_low"].tolist(), seed=seed)
-        _, bhi = stats.mean_interval(g["s_checklist_high"].tolist(), seed=seed)
-        boot.append({"model": subject, "label": config.model_label(subject), "s_checklist": g["s_checklist"].mean(),
-                     "cases": int(g["s_checklist"].notna().sum()), "ci_low": lo, "ci_high": hi,
-                     "bounds_ci_low": blo, "bounds_ci_high": bhi})
-        row = {"model": subject, "label": config.model_label(subject), "cases": len(g)}
-        for col in ("s_checklist", "s_residual", "s_style", "s_gavel_ref", "r_own", "r_reference"):
-            row[col] = g[col].mean()
-        full.append(row)
-    out = {"summary_s_checklist": table, "summary_bootstrap": pd.DataFrame(boot), "gavel_ref_scores": pd.DataFrame(full)}
-    if "checklist" in scores:  # every table of a run names its checklist (figures drawn from them do too)
-        for t in out.values():
-            t.insert(0, "checklist", scores["checklist"].iloc[0] if len(scores) else None)
-    return out

@@ -55,10 +55,14 @@ def evaluate_repeats(summaries, references, provider, out: str | Path, settings,
     written to ``out``)."""
     if not isinstance(repeats, int) or repeats < 1:
         raise pipeline.InputError(f"--repeats must be a whole number >= 1, got {repeats!r}")
+    if repeats > 1:  # the stability report compares every judgment of every repeat: one group each
+        settings = replace(settings, chunk=0)
     runs = [pipeline.evaluate(summaries, references, provider, repeat_folder(out, r),
                               repeat_settings(settings, provider, r), bins=bins, timeout=timeout)
             for r in range(1, repeats + 1)]
-    result = {"runs": runs, "judgments": judgment_table(runs)}
+    result = {"runs": runs}
+    if not runs[0]["manifest"].get("groups"):  # a run in case groups wrote judgments.csv group by group
+        result["judgments"] = judgment_table(runs)
     if repeats > 1:
         result.update(stability.report(runs, seed=settings.seed))
     if settings.orders == "both":
