@@ -52,11 +52,12 @@ def requests_of(run: Path) -> int:
     return sum(manifest["sent"].values()) + sum(manifest["cached"].values())
 
 
-def one_size(n: int, items: list[str], shards: int, tmp: Path) -> dict:
+def one_size(n: int, items: list[str], shards: int, tmp: Path, group_size: int | None = None) -> dict:
     folder = tmp / f"n{n}"
     folder.mkdir()
     s, r = write_inputs(folder, n)
-    base = ["evaluate", "--summaries", str(s), "--references", str(r), "--provider", "mock", "--items", *items]
+    base = ["evaluate", "--summaries", str(s), "--references", str(r), "--provider", "mock", "--items", *items,
+            *(["--group-size", str(group_size)] if group_size is not None else [])]
     cpu, peak, wall, requests = 0.0, 0, 0.0, 0
     outs = []
     for i in range(1, shards + 1):
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--items", type=int, default=26, help="the first K items of the checklist (default 26)")
     ap.add_argument("--shards-at", type=int, default=None, help="sizes from this one on run in shards")
     ap.add_argument("--shards", type=int, default=10)
+    ap.add_argument("--group-size", type=int, default=None, help="gavel evaluate --group-size (default: its own)")
     args = ap.parse_args(argv)
     from gavel.core.items import ITEMS
 
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             shards = args.shards if args.shards_at is not None and n >= args.shards_at else 1
-            row = one_size(n, items, shards, Path(tmp))
+            row = one_size(n, items, shards, Path(tmp), args.group_size)
             rows.append(row)
             first = rows[0]
             line = (f"  {n:>7,} summaries{f' ({shards} shards)' if shards > 1 else ''}: {row['requests']:>9,} requests, "

@@ -324,7 +324,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     provider = sharding.guard(pipeline.provider(args.provider, args.base_url,
                                                 **({"model_path": args.gguf} if args.gguf else {}),
-                                                **mock_options(args.mock_judge)), args)
+                                                **mock_options(args.mock_judge),
+                                                **({"record": False} if args.provider == "mock" else {})), args)
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:

@@ -237,3 +237,32 @@ def test_a_run_in_case_groups_has_the_rows_of_one_group_and_its_shards_merge_to_
     capsys.readouterr()
     assert main(["report", str(grouped), "-o", str(tmp_path / "grouped.html")]) == 0
     assert "model-a" in (tmp_path / "grouped.html").read_text()
+
+
+def test_a_group_with_batches_pending_does_not_stop_the_others(shard_runs, tmp_path, monkeypatch, capsys):
+    """A group whose stage is still pending (batches running past the time limit) lets every other group run;
+    one StagePending counts them all, nothing half-joined is left, and the rerun completes the run."""
+    from gavel.runs import stages
+
+    tmp, s, r = shard_runs
+    real, seen = stages.Stages.run, []
+
+    def run(self, stage, jobs, parse):
+        cases = {req.case_id for req, _ in jobs if hasattr(req, "case_id")}
+        seen.append((stage, tuple(sorted(cases))))
+        if stage == "extract" and cases & {"case-2", "case-5"}:
+            raise stages.StagePending(stage, len(jobs) - 1, len(jobs))
+        return real(self, stage, jobs, parse)
+
+    monkeypatch.setattr(stages.Stages, "run", run)
+    out = tmp_path / "pending"
+    capsys.readouterr()
+    assert evaluate(s, r, out, "--group-size", "3") == 1  # the command line waits for batches: no limit there
+    assert "stage extract: 10 of 12 answers still pending" in capsys.readouterr().err  # two groups of 6 requests
+    assert {c for st, cs in seen if st == "style" for c in cs} == {f"case-{i}" for i in range(8)} - {"case-2", "case-5"}
+    assert not (out / ".groups").exists() and not (out / "scores.csv").exists()
+    monkeypatch.setattr(stages.Stages, "run", real)
+    assert evaluate(s, r, out, "--group-size", "3") == 0
+    rows, single = _rows(out), _rows(tmp / "single" / "run")
+    assert rows.pop("cost.csv") != single.pop("cost.csv")  # the rerun's ledger: the first try's answers cached
+    assert rows == single

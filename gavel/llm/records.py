@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 import re
+import weakref
 from dataclasses import asdict, dataclass, field, fields
 
 from gavel.core import jsonl
@@ -23,6 +24,10 @@ _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 ROLES = ("system", "user", "assistant")
 #: the fields of one line of a requests JSONL file (``custom_id`` is optional and must match the content)
 REQUEST_FIELDS = ("stage", "model", "messages", "params", "case_id", "item", "schema", "subject", "custom_id")
+
+
+#: id(request) -> (a weak reference to it, its custom_id): each live request's id, computed once
+_IDS: dict[int, tuple] = {}
 
 
 class RequestError(ValueError):
@@ -82,17 +87,21 @@ class Request:
             raise RequestError("field 'schema' must be {\"name\": ..., \"schema\": {a JSON Schema}}")
 
     def __setattr__(self, name, value):  # a field set anew: the id is computed again
-        self.__dict__.pop("_custom_id", None)
+        _IDS.pop(id(self), None)
         object.__setattr__(self, name, value)
 
     @property
     def custom_id(self) -> str:
         """Computed once per request (a hash of its whole content; a request is not changed in place after it
-        is made: ``dataclasses.replace`` makes another, and setting a field computes the id again)."""
-        cid = self.__dict__.get("_custom_id")
-        if cid is None:
-            cid = self.__dict__["_custom_id"] = make_custom_id(
-                self.stage, self.model, self.case_id, self.item, self.messages, self.params, self.schema, self.subject)
+        is made: ``dataclasses.replace`` makes another, and setting a field computes the id again). Kept
+        beside the request, not in it: ``Request(**request.__dict__)`` is the same request."""
+        known = _IDS.get(id(self))
+        if known is not None and known[0]() is self:
+            return known[1]
+        cid = make_custom_id(self.stage, self.model, self.case_id, self.item, self.messages, self.params,
+                             self.schema, self.subject)
+        key = id(self)
+        _IDS[key] = (weakref.ref(self, lambda _, key=key: _IDS.pop(key, None)), cid)
         return cid
 
     def to_dict(self) -> dict:

@@ -24,7 +24,8 @@ class MockProvider(Provider):
     max_batch_requests = 1000
     max_batch_bytes = 10 * 1024 * 1024
 
-    def __init__(self, answer=None, polls_to_end: int = 1, fail=None, variant: str | None = None):
+    def __init__(self, answer=None, polls_to_end: int = 1, fail=None, variant: str | None = None,
+                 record: bool = True):
         self.answer = answer or (lambda r: json.dumps({"echo": r.custom_id}))
         # what answers, when it is not the default stand-in (a seeded noisy judge, gavel.runs.stand_in): it
         # enters the cache key, so that its answers and the default's are never served as each other's
@@ -36,6 +37,9 @@ class MockProvider(Provider):
         self.attempts: Counter = Counter()  # custom id -> times submitted
         self._ids = itertools.count(1)
         self._lock = threading.Lock()  # online mode calls complete() from several threads
+        # record=False: no log of what was sent (``submissions``, ``attempts`` stay empty; ``fail`` sees 0
+        # attempts): the command line's mock, whose log nobody reads, holds nothing per request of a long run
+        self.record = record
 
     def identity(self) -> dict:
         """The default identity; a ``variant`` adds itself (the default mock's cache keys do not change)."""
@@ -45,6 +49,8 @@ class MockProvider(Provider):
         return {"messages": request.messages, **request.params}
 
     def _record(self, where: str, custom_ids: list[str]) -> None:
+        if not self.record:
+            return
         with self._lock:
             self.submissions += [(where, cid) for cid in custom_ids]
             self.attempts.update(custom_ids)
