@@ -322,10 +322,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise pipeline.InputError(f"--mock-judge sets the mock's judge, not --provider {args.provider}'s")
     from gavel.runs.stand_in import mock_options
 
-    provider = sharding.guard(pipeline.provider(args.provider, args.base_url,
-                                                **({"model_path": args.gguf} if args.gguf else {}),
-                                                **mock_options(args.mock_judge),
-                                                **({"record": False} if args.provider == "mock" else {})), args)
+    made = pipeline.provider(args.provider, args.base_url, **({"model_path": args.gguf} if args.gguf else {}),
+                             **mock_options(args.mock_judge))
+    if args.provider == "mock":  # its log of what was sent: read by no one here, held per request of a long run
+        made.record = False
+    provider = sharding.guard(made, args)
     if args.dry_run:
         table = pipeline.dry_run(summaries, references, provider, settings, args.out)
         if args.repeats > 1:

@@ -37,9 +37,10 @@ class MockProvider(Provider):
         self.attempts: Counter = Counter()  # custom id -> times submitted
         self._ids = itertools.count(1)
         self._lock = threading.Lock()  # online mode calls complete() from several threads
-        # record=False: no log of what was sent (``submissions``, ``attempts`` stay empty; ``fail`` sees 0
-        # attempts): the command line's mock, whose log nobody reads, holds nothing per request of a long run
+        # record=False: no log of what was sent (``submissions`` stays empty; ``attempts`` is counted only for
+        # a ``fail`` of one's own): the command line's mock holds nothing per request of a long run
         self.record = record
+        self._counts_attempts = fail is not None
 
     def identity(self) -> dict:
         """The default identity; a ``variant`` adds itself (the default mock's cache keys do not change)."""
@@ -49,10 +50,11 @@ class MockProvider(Provider):
         return {"messages": request.messages, **request.params}
 
     def _record(self, where: str, custom_ids: list[str]) -> None:
-        if not self.record:
+        if not self.record and not self._counts_attempts:
             return
         with self._lock:
-            self.submissions += [(where, cid) for cid in custom_ids]
+            if self.record:
+                self.submissions += [(where, cid) for cid in custom_ids]
             self.attempts.update(custom_ids)
 
     def submit(self, requests: list[Request], tag: str) -> str:
