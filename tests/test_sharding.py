@@ -225,7 +225,13 @@ def test_a_run_in_case_groups_has_the_rows_of_one_group_and_its_shards_merge_to_
     for row; the run's shards, each in groups, merge to it byte for byte; its report renders."""
     tmp, s, r = shard_runs
     grouped = tmp_path / "grouped"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not ours")
+    grouped.mkdir()
+    (grouped / ".groups").symlink_to(outside)  # a link swapped in where the groups' folder goes: not followed
     assert evaluate(s, r, grouped, "--group-size", "3") == 0
+    assert (outside / "keep.txt").read_text() == "not ours" and [p.name for p in outside.iterdir()] == ["keep.txt"]
     assert json.loads((grouped / "evaluation.json").read_text())["groups"] == 8
     assert not (grouped / ".groups").exists()
     assert _rows(grouped) == _rows(tmp / "single" / "run")

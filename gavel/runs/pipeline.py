@@ -368,6 +368,8 @@ def _evaluate_groups(groups: list, kept: dict, refs: dict, problems: list, provi
     from gavel.core.spreadsheet import join_csv
 
     parts = out / ".groups"
+    if parts.is_symlink() or (parts.exists() and not parts.is_dir()):  # never followed: ours is a folder
+        parts.unlink()
     shutil.rmtree(parts, ignore_errors=True)
     parts.mkdir()
     sent, cached, costs, scores, cells, pending, done = {}, {}, [], [], [], [], []
