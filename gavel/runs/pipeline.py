@@ -241,13 +241,11 @@ def _release_freed() -> None:
     nothing): freed blocks left in the allocator's arenas would otherwise raise the process's resident peak
     group after group."""
     import ctypes
-    import ctypes.util
     import gc
 
     gc.collect()
-    name = ctypes.util.find_library("c")
     try:
-        ctypes.CDLL(name).malloc_trim(0)
+        ctypes.CDLL(None).malloc_trim(0)  # the process's own C library (find_library would start ldconfig)
     except (OSError, AttributeError, TypeError):  # not glibc
         pass
 
