@@ -6,6 +6,11 @@ then prints each leftover and exits 1 if there is any (0: nothing left). .ci/run
 ``make test`` killed half-way and the one run after it to the end leave nothing.
 
     python tests/leftovers.py FOLDER [--wait SECONDS]
+    python tests/leftovers.py FOLDER --until-servers K [--wait SECONDS]
+
+The second form is how .ci/run picks the moment to kill a ``make test`` half-way: it returns as soon as a
+test run has servers of at least K of ``SERVERS``' kinds alive at once (or after ``--wait`` seconds, saying
+so), and prints the kinds it saw; it never kills anything itself.
 """
 
 from __future__ import annotations
@@ -50,6 +55,29 @@ def processes(folder: Path) -> list[str]:
     return found
 
 
+#: the kinds of server a test run starts, by a word of their command lines
+SERVERS = {"llama.cpp server": "llama_cpp.server", "Chromium": "chromium", "PostgreSQL": "postgres -D",
+           "SLURM": "slurmctld"}
+
+
+def servers(folder: Path) -> set[str]:
+    """The kinds of ``SERVERS`` with a live process of a test run."""
+    lines = processes(folder)
+    return {kind for kind, word in SERVERS.items() if any(word in line for line in lines)}
+
+
+def wait_for_servers(folder: Path, kinds: int, wait: float) -> int:
+    deadline = time.monotonic() + wait
+    while len(alive := servers(folder)) < kinds and time.monotonic() < deadline:
+        time.sleep(0.5)
+    said = ", ".join(sorted(alive)) or "none"
+    if len(alive) >= kinds:
+        print(f"servers of {len(alive)} kinds alive ({said}): the test run is half-way")
+    else:
+        print(f"after {wait:.0f} s, servers of only {len(alive)} kinds alive ({said})")
+    return 0
+
+
 def files(folder: Path) -> list[str]:
     return sorted(str(p) for p in folder.iterdir() if not p.name.startswith("pytest-of-"))
 
@@ -58,7 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--wait", type=float, default=60.0)
+    p.add_argument("--until-servers", type=int, default=None, metavar="K",
+                   help="wait until servers of K kinds are alive (or --wait passes), then return")
     args = p.parse_args(argv)
+    if args.until_servers is not None:
+        return wait_for_servers(args.folder, args.until_servers, args.wait)
     deadline = time.monotonic() + args.wait
     while (left := processes(args.folder) + files(args.folder)) and time.monotonic() < deadline:
         time.sleep(0.5)
