@@ -2,7 +2,7 @@
 SmolLM2-135M, gavel.llm.providers.local) and a real release case: the model summary of GPT-4.1 against the
 human reference. The model is tiny, so its answers are poor; what is checked is that every answer is either
 scored within its range or recorded with its reason, and that nothing else happens. A sample keeps it short:
-the first two paragraphs of each summary for the pointwise metric (every pair judged, so the pre-selection
+the first paragraph of each summary for the pointwise metric (every pair judged, so the pre-selection
 loss is measured), the whole texts for the judge."""
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def case(shared_rel):
 
 def test_pointwise_end_to_end_on_a_release_case(server, case, tmp_path):
     case_id, summary, reference = case
-    first_two = ["\n\n".join(pointwise_points.paragraphs(t)[:2]) for t in (summary, reference)]
-    row = pointwise_run.evaluate(SUBJECT, case_id, first_two[0], first_two[1], model=MODEL, k=2, judge_all=True,
+    first = [pointwise_points.paragraphs(t)[0] for t in (summary, reference)]
+    row = pointwise_run.evaluate(SUBJECT, case_id, first[0], first[1], model=MODEL, k=2, judge_all=True,
                                  runner=lambda stage: StageRunner(stage, server, tmp_path / stage, progress=False),
                                  embed_kwargs={"cache_dir": None})
     print({k: v for k, v in row.items() if not k.startswith("points_")})
