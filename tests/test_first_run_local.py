@@ -1,6 +1,7 @@
-"""Issue 28 on the real local model (llama.cpp + SmolLM2-135M): `make demo` ends with each repeat's S_checklist
-and S_GAVEL-REF or exactly why one is missing, and a first own run says its expected duration before it
-starts and keeps each stage's answers within the model's measured caps. Slow on a shared machine: a handful
+"""Issue 28 on the real local model (llama.cpp + SmolLM2-135M): a first own run says its expected duration before
+it starts and keeps each stage's answers within the model's measured caps. (That `make demo` ends with each
+repeat's S_checklist and S_GAVEL-REF or exactly why one is missing is checked on the demo run of
+tests/test_local_model.py: one demo run is minutes here.) Slow on a shared machine: a handful
 of requests each."""
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from needs import unavailable
 from gavel.cli import main
 from gavel.llm import pace
 from gavel.llm.providers.local import default_model, installed
-from gavel.runs import demo
 
 DATA = Path(__file__).parent / "data"
-SCORE = r"(\d+\.\d|missing: .+)"
 
 
 @pytest.fixture(autouse=True)
@@ -27,23 +26,6 @@ def _local_model():
     problem = installed()
     if problem:
         unavailable(f"the local model is not installed: {problem}")
-
-
-def test_demo_ends_with_each_repeats_scores_or_why(tmp_path):
-    lines: list[str] = []
-    result = demo.run(workdir=tmp_path, show=lines.append)
-    said = [i for i, line in enumerate(lines) if "expected" in line]
-    first_answer = next(i for i, line in enumerate(lines) if line.startswith("-- "))
-    assert said and said[0] < first_answer, lines  # the duration before the first answer
-    assert any(line.startswith("local model: ") and "expected duration" in line for line in lines)
-    finals = [line for line in lines if line.startswith("repeat ")]
-    assert len(finals) == 2, lines
-    for line in finals:
-        assert re.fullmatch(rf"repeat \d: S_checklist {SCORE}; S_GAVEL-REF {SCORE}", line), line
-    scores = result["gavel_ref"]["scores"].iloc[0]
-    if scores["s_checklist"] != scores["s_checklist"]:  # NaN: the line says why, from the run's own tables
-        assert "S_checklist missing: no item has a score: filing_date: " in finals[0]
-    assert demo.failures(result) == []
 
 
 def test_a_first_own_run_says_its_duration_and_keeps_the_caps(tmp_path, capsys):

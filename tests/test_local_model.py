@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,6 +23,8 @@ from gavel.llm.providers.local import LocalServer, installed
 from gavel.llm.providers.mock import MockProvider
 from gavel.llm.runner import StageRunner
 from gavel.runs import demo
+
+SCORE = r"(\d+\.\d|missing: .+)"  # a score as a demo's repeat line prints it, or why it is missing
 
 MODEL = "SmolLM2-135M-Instruct"
 SMALL_SCHEMA = {
@@ -305,6 +308,16 @@ def test_demo_runs_then_answers_from_the_cache(local_server, tmp_path):
         assert all(pd.notna(row[c]) for c in ("s_checklist", "s_residual", "s_style", "s_gavel_ref")), \
             (row.to_dict(), run["answers"][["stage", "subject", "status", "detail"]].to_string())
     assert sum(line.startswith("repeat ") and "missing" not in line for line in lines) == 2
+    # issue 28: the expected duration is said before the first answer, and each repeat ends with its
+    # S_checklist and S_GAVEL-REF or exactly why one is missing (this demo run checks both; one run is minutes)
+    said = [i for i, line in enumerate(lines) if "expected" in line]
+    first_answer = next(i for i, line in enumerate(lines) if line.startswith("-- "))
+    assert said and said[0] < first_answer, lines
+    assert any(line.startswith("local model: ") and "expected duration" in line for line in lines)
+    finals = [line for line in lines if line.startswith("repeat ")]
+    assert len(finals) == 2, lines
+    for line in finals:
+        assert re.fullmatch(rf"repeat \d: S_checklist {SCORE}; S_GAVEL-REF {SCORE}", line), line
     answer = next(iter(first["demo_answer"]["outcomes"].values()))
     assert answer["status"] == "parsed" and answer["rows"][0]["answer"]
     extract = next(iter(first["demo_extract"]["outcomes"].values()))
