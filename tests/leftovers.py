@@ -72,9 +72,9 @@ def wait_for_servers(folder: Path, kinds: int, wait: float) -> int:
         time.sleep(0.5)
     said = ", ".join(sorted(alive)) or "none"
     if len(alive) >= kinds:
-        print(f"servers of {len(alive)} kinds alive ({said}): the test run is half-way")
+        print(f"servers of {len(alive)} kind(s) alive ({said}): the test run is half-way")
     else:
-        print(f"after {wait:.0f} s, servers of only {len(alive)} kinds alive ({said})")
+        print(f"after {wait:.0f} s, servers of only {len(alive)} kind(s) alive ({said})")
     return 0
 
 

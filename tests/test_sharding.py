@@ -272,3 +272,20 @@ def test_a_group_with_batches_pending_does_not_stop_the_others(shard_runs, tmp_p
     rows, single = _rows(out), _rows(tmp / "single" / "run")
     assert rows.pop("cost.csv") != single.pop("cost.csv")  # the rerun's ledger: the first try's answers cached
     assert rows == single
+
+
+def test_the_memos_of_a_group_are_forgotten_before_the_next():
+    """What a group's texts left in the memos (summaries normalised, snippets located, sections rendered,
+    tokens counted) is emptied between groups: kept, its entries pin the memory the group used."""
+    from gavel.core import tokens
+    from gavel.ref import grounding, prompts
+    from gavel.runs import pipeline
+
+    text = "The plaintiffs filed the complaint on 3 March 2019 in the District Court."
+    assert grounding.located("filed the COMPLAINT", text).status == "normalized"
+    tokens.count_tokens(text)
+    memos = (grounding.normalize, grounding._located, tokens._count)
+    assert all(m.cache_info().currsize for m in memos)
+    pipeline._release_freed()
+    assert [m.cache_info().currsize for m in (*memos, grounding.normalized_str, grounding._alignment,
+                                              prompts._section)] == [0] * 6

@@ -91,6 +91,11 @@ def _count(text: str, name: str) -> int:
     return len(encoding(name).encode(text, disallowed_special=()))
 
 
+def forget() -> None:
+    """Empties the memo of counted texts: between a run's case groups."""
+    _count.cache_clear()
+
+
 #: where o200k's pre-tokeniser ends a piece whatever text stands around: after a lowercase letter, before a
 #: space. No piece runs from a letter across a space, and none ending earlier looks past that space, so the
 #: tokens on either side are those of each side alone (tiktoken encodes piece by piece; its pattern has no

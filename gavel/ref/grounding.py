@@ -189,6 +189,13 @@ def _located(snippet: str, text: str) -> Located:
     return locate(snippet, text, normalized_text=normalize(text))
 
 
+def forget() -> None:
+    """Empties the memos of normalised texts and located snippets: a run in case groups calls it between
+    groups (the next group's summaries are other texts; what a memo keeps of the last group is only memory)."""
+    for memo in (normalize, normalized_str, _located, _alignment):
+        memo.cache_clear()
+
+
 def _hits(text: str, values: list[tuple[str, list[str]]], fuzzy: bool) -> list[tuple]:
     """Per (value, evidence): the value's span after normalisation (or None) and, per evidence snippet, its
     span under each of ``MATCHES`` (None where not found; ``fuzzy=False``: no fuzzy step, the fuzzy span is

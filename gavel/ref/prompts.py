@@ -152,6 +152,11 @@ def _section(layout: tuple, index: int, values: tuple) -> tuple[tuple, int] | No
     return tuple(parts), tokens.count_parts(parts)
 
 
+def forget() -> None:
+    """Empties the memo of rendered sections (they hold the texts put into them): between a run's case groups."""
+    _section.cache_clear()
+
+
 def _sections_of(name: str, prompts_dir: Path | None, fields: dict) -> list[tuple[tuple, int]] | None:
     names = tuple(sorted(fields))
     layout = _layout(name, prompts_dir, names)

@@ -237,12 +237,20 @@ def case_groups(kept: dict, size: int) -> list[list[str]]:
 
 
 def _release_freed() -> None:
-    """Gives the memory a finished group freed back to the system (glibc's ``malloc_trim``; elsewhere
-    nothing): freed blocks left in the allocator's arenas would otherwise raise the process's resident peak
-    group after group."""
+    """Forgets the memos of a finished group's texts (summaries normalised, snippets located, sections
+    rendered, tokens counted, echoes looked at: the next group's are other texts) and gives the memory freed
+    back to the system (glibc's ``malloc_trim``; elsewhere nothing). Kept, a memo's entries stay scattered
+    over the memory the group used, which the allocator then cannot give back, and the process's resident
+    peak rises group after group."""
     import ctypes
     import gc
 
+    from gavel.answers import examples
+    from gavel.core import tokens
+    from gavel.ref import grounding
+
+    for forget in (grounding.forget, prompts.forget, tokens.forget, examples.forget):
+        forget()
     gc.collect()
     try:
         ctypes.CDLL(None).malloc_trim(0)  # the process's own C library (find_library would start ldconfig)
