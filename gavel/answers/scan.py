@@ -350,6 +350,29 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
         i = end
 
 
+def one_object(text: str) -> tuple[int, int, object] | None:
+    """(start, end, value) of the one object of ``text`` when :func:`scan` would find that object alone and
+    mark it clean: it starts at the first ``{``, the C decoder reads it where it stands, it holds no key given
+    twice, no lone surrogate, no integer of MAX_DIGITS digits and fewer than MAX_DEPTH brackets, and no ``{``
+    follows it; else None (then :func:`scan` tells what the text holds). The common answer, for less than a
+    scan."""
+    i = text.find("{")
+    if i < 0:
+        return None
+    made = _CONFLICTED[0]
+    try:
+        value, end = _SHORT.scan_once(text, i)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if (_CONFLICTED[0] != made or text.find("{", end) >= 0 or (end - i > MAX_DIGITS and _long_digits(text, i, end))
+            or text.count("{", i, end) + text.count("[", i, end) > _SHALLOW):
+        return None
+    raw, escaped = (False, "\\" in text and "\\u" in text) if text.isascii() else _surrogate_checks(text)
+    if (raw and _SURROGATE.search(text, i, end)) or (escaped and _ESCAPED_SURROGATE.search(text, i, end)):
+        return None
+    return i, end, value
+
+
 def _shallow(text: str, start: int, end: int, value) -> bool:
     """Whether the value decoded from ``text[start:end]`` nests at most MAX_DEPTH deep (counted brackets
     first: fewer than MAX_DEPTH cannot nest deeper)."""
