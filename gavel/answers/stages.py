@@ -108,7 +108,7 @@ _ENTRY_KEYS = _known("value", "evidence", "evidences")
 
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
-    out, dropped, seen, quotes, shared = [], [], set(), {}, 0
+    out, dropped, first, again, shared = [], [], {}, {}, 0
     _unknown(obj, _TOP_KEYS, "", dropped)
     for n, raw in enumerate(entries):
         if not isinstance(raw, dict):
@@ -140,7 +140,7 @@ def _extract(obj: dict, summary: str | None) -> dict:
             _drop(dropped, f"extracted[{n}]", raw, "no_value")
             continue
         value = entry["value"]
-        evidence_id = quotes.setdefault(tuple(evidence), len(quotes))  # hashed once per entry, not per value
+        hashed = None  # the entry's evidence as a key: made once per entry, and only when one of its values repeats
         if isinstance(value, list):
             parts = value
         elif isinstance(value, dict):
@@ -158,9 +158,21 @@ def _extract(obj: dict, summary: str | None) -> dict:
             else:
                 t, why = _kept_text(x)
             if t is not None:
-                key = (t, evidence_id)
-                if key not in seen:
-                    seen.add(key)
+                # a value is new unless a kept one has its text and the same evidence: the text of every kept value
+                # is in ``first`` (with the evidence it was kept with), that of a text kept again in ``again``
+                prior = first.get(t)
+                if prior is None:
+                    first[t] = evidence
+                    new = True
+                else:
+                    kept = again.get(t)
+                    if kept is None:
+                        kept = again[t] = {tuple(prior)}
+                    if hashed is None:
+                        hashed = tuple(evidence)
+                    new = hashed not in kept
+                    kept.add(hashed)
+                if new:
                     if listed:
                         shared += len(evidence)
                         if shared > MAX_SHARED_EVIDENCE:
@@ -319,15 +331,24 @@ _PAIR_KEYS = _known("a_index", "b_index")
 _FACT_KEYS = _known("fact", "evidence_spans")
 
 
+#: the keys of a matching object as the prompt writes them, and the reasoning keys: none of them unknown, no two
+#: of them the same in lower case
+_MULTI_AS_ASKED = frozenset({"common", "only_in_A", "only_in_B"}) | REASONING_KEYS
+
+
 def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
-    obj = _lower(obj)
-    common = obj.get("common")
+    dropped = []
+    if obj.keys() <= _MULTI_AS_ASKED:  # the common case: read as they are, as _lower would give them
+        common, only = obj.get("common"), (obj.get("only_in_A"), obj.get("only_in_B"))
+    else:
+        obj = _lower(obj)
+        _unknown(obj, _MULTI_KEYS, "", dropped)
+        common, only = obj.get("common"), (obj.get("only_in_a"), obj.get("only_in_b"))
     if common is None:
         common = []
     if not isinstance(common, list):
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
-    dropped, pairs, seen, size = [], [], set(), 0
-    _unknown(obj, _MULTI_KEYS, "", dropped)
+    pairs, seen, size = [], set(), 0
     for k, raw in enumerate(common):
         if raw.__class__ is dict and len(raw) == 2:  # the prompt's own pair of two good indices: the common case
             a, b = raw.get("A_index"), raw.get("B_index")
@@ -363,8 +384,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
                     seen.add((a, b))
                     pairs.append([a, b])
     reading = {"common": pairs}
-    for key, n, pos in (("only_in_a", n_a, 0), ("only_in_b", n_b, 1)):
-        raw = obj.get(key)
+    for key, n, pos, raw in (("only_in_a", n_a, 0, only[0]), ("only_in_b", n_b, 1, only[1])):
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
         if not raw:
             reading[key] = []
