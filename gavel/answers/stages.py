@@ -109,7 +109,8 @@ _ENTRY_KEYS = _known("value", "evidence", "evidences")
 def _extract(obj: dict, summary: str | None) -> dict:
     entries = _entries(obj)
     out, dropped, first, again, shared = [], [], {}, {}, 0
-    _unknown(obj, _TOP_KEYS, "", dropped)
+    if not obj.keys() <= _TOP_KEYS:
+        _unknown(obj, _TOP_KEYS, "", dropped)
     for n, raw in enumerate(entries):
         if not isinstance(raw, dict):
             _drop(dropped, f"extracted[{n}]", raw, "not_an_object")

@@ -112,7 +112,8 @@ def harmony_messages(text: str) -> list[tuple[str, str | None, str, bool]]:
 
 def _prepare(text: str | None, truncated: bool) -> tuple[str, list | None]:
     """(answer text, Harmony messages or None). Reasoning is dropped; Harmony keeps only ``final`` content."""
-    text = _normalize(text)
+    if text.__class__ is not str or "\ufeff" in text or "\r" in text:
+        text = _normalize(text)
     messages = None
     if "<" not in text:  # no Harmony, no <think>: the common case
         return text, messages
