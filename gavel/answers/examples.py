@@ -137,7 +137,7 @@ def forget() -> None:
     _MEMO.clear()
 
 
-def _split(text: str) -> tuple[bytes, ...] | None:
+def _split(text: str) -> list[bytes] | None:
     """The words of :func:`words` as ASCII bytes, split at C speed, when ``text`` holds no letter or digit
     beyond ASCII and at most ``_FEW`` characters beyond ASCII at all; else None. Every other character beyond
     ASCII is a blank there, as it is to ``_WORD``, and so is what it becomes in lower case (never a letter or
@@ -151,7 +151,7 @@ def _split(text: str) -> tuple[bytes, ...] | None:
             if text[at].isalnum():  # a letter or a digit beyond ASCII (an ASCII "?" is neither)
                 return None
             at = raw.find(b"?", at + 1)
-    return tuple(raw.translate(_ASCII_WORDS).split())
+    return raw.translate(_ASCII_WORDS).split()
 
 
 #: a text with more characters beyond ASCII than this is split by :func:`words`
@@ -169,14 +169,16 @@ def _echo(stage: str, text: str, rules: bool) -> bool:
         w, (examples, runs, vocabulary, content, function) = words(text), own
     else:  # the common case: the same words as bytes, told by the same words as bytes
         examples, runs, vocabulary, content, function = as_bytes
-    if len(w) in lengths and w in examples:  # an example, give or take its brackets, case and punctuation
+    n = len(w)
+    if n in lengths and tuple(w) in examples:  # an example, give or take its brackets, case and punctuation
         return True
     # A run that echoes the template covers more than half of the words, so it holds the middle one; and at
     # least three words of the template that are not function words.
-    if not rules or len(w) < RUN or w[len(w) // 2] not in vocabulary or content.isdisjoint(w):
+    if not rules or n < RUN or w[n // 2] not in vocabulary or content.isdisjoint(w):
         return False
-    if 2 * sum(map(vocabulary.__contains__, w)) <= len(w):  # most values hold words no template has
+    if 2 * sum(map(vocabulary.__contains__, w)) <= n:  # most values hold words no template has
         return False
+    w = tuple(w)
     counted = [0]  # counted[i]: the words of w[:i] that are not function words (each text looked at once)
     for x in w:
         counted.append(counted[-1] + (x not in function))
