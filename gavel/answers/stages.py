@@ -141,6 +141,11 @@ def _extract(obj: dict, summary: str | None) -> dict:
             _drop(dropped, f"extracted[{n}]", raw, "no_value")
             continue
         value = entry["value"]
+        if (value.__class__ is str and (t := value.strip()) and t[0] not in "nN<.\u2026" and t not in first
+                and not echo("extract", t)):  # the common case: one plain text, not seen before
+            first[t] = evidence
+            out.append({"value": t, "evidence": list(evidence)})
+            continue
         hashed = None  # the entry's evidence as a key: made once per entry, and only when one of its values repeats
         if isinstance(value, list):
             parts = value
