@@ -103,13 +103,16 @@ def _kept_text(x) -> tuple[str | None, str | None]:
 #: an evidence quote longer than this is no example of the extract prompt (``echo`` need not look at it)
 _QUOTE_CHARS = EXAMPLE_CHARS["extract"]
 _TOP_KEYS = _known("extracted")
+#: the keys of an extract answer as the prompt asks for them
+_AS_ASKED = frozenset({"extracted", "reasoning"})
 _ENTRY_KEYS = _known("value", "evidence", "evidences")
 
 
 def _extract(obj: dict, summary: str | None) -> dict:
-    entries = _entries(obj)
+    entries = obj.get("extracted")
     out, dropped, first, again, shared = [], [], {}, {}, 0
-    if not obj.keys() <= _TOP_KEYS:
+    if entries.__class__ is not list or not obj.keys() <= _AS_ASKED:  # else: the prompt's keys, a list
+        entries = _entries(obj)
         _unknown(obj, _TOP_KEYS, "", dropped)
     for n, raw in enumerate(entries):
         if not isinstance(raw, dict):
