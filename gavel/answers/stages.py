@@ -103,8 +103,7 @@ def _kept_text(x) -> tuple[str | None, str | None]:
 #: an evidence quote longer than this is no example of the extract prompt (``echo`` need not look at it)
 _QUOTE_CHARS = EXAMPLE_CHARS["extract"]
 _TOP_KEYS = _known("extracted")
-#: the keys of an extract answer as the prompt asks for them
-_AS_ASKED = frozenset({"extracted", "reasoning"})
+_AS_ASKED = frozenset({"extracted", "reasoning"})  # an extract answer's keys as the prompt asks for them
 _ENTRY_KEYS = _known("value", "evidence", "evidences")
 
 
@@ -167,18 +166,11 @@ def _extract(obj: dict, summary: str | None) -> dict:
             else:
                 t, why = _kept_text(x)
             if t is not None:
-                # a value is new unless a kept one has its text and the same evidence: the text of every kept value
-                # is in ``first`` (with the evidence it was kept with), that of a text kept again in ``again``
-                prior = first.get(t)
-                if prior is None:
-                    first[t] = evidence
-                    new = True
-                else:
-                    kept = again.get(t)
-                    if kept is None:
-                        kept = again[t] = {tuple(prior)}
-                    if hashed is None:
-                        hashed = tuple(evidence)
+                if t not in first:  # every kept text, with the evidence it was first kept with
+                    first[t], new = evidence, True
+                else:  # kept before: new with other evidence (``again``: each evidence the text was kept with)
+                    hashed = tuple(evidence) if hashed is None else hashed
+                    kept = again[t] if t in again else again.setdefault(t, {tuple(first[t])})
                     new = hashed not in kept
                     kept.add(hashed)
                 if new:
@@ -338,10 +330,7 @@ def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
 _MULTI_KEYS = _known("common", "only_in_a", "only_in_b")
 _PAIR_KEYS = _known("a_index", "b_index")
 _FACT_KEYS = _known("fact", "evidence_spans")
-
-
-#: the keys of a matching object as the prompt writes them, and the reasoning keys: none of them unknown, no two
-#: of them the same in lower case
+#: a matching object's keys as the prompt writes them, and reasoning keys: none unknown, no two alike in lower case
 _MULTI_AS_ASKED = frozenset({"common", "only_in_A", "only_in_B"}) | REASONING_KEYS
 
 
