@@ -271,10 +271,14 @@ HOSTILE["value_list_times_evidence"] = ("extract", "stop", {"summary": "v1"}, _v
 
 
 def _json_payload(text: str) -> str | None:
-    """The JSON object of ``text`` (:func:`_payload`) when ``json.loads`` decodes it, else None: a text that is
-    not JSON (prose, brace fragments, tool-call tags, an object nested past the C decoder's limit) has no
-    ``json.loads`` time to compare with."""
-    payload = _payload(text)
+    """The JSON object of ``text`` (first ``{`` to last ``}``) when ``json.loads`` decodes it, else None: a text
+    that is not JSON (prose, brace fragments, tool-call tags, an object nested past the C decoder's limit) has
+    no ``json.loads`` time to compare with. Prose without any object is no JSON either: decoding it as one JSON
+    string is no floor (see the module doc), unlike :func:`_payload` for the release's answers."""
+    i, j = text.find("{"), text.rfind("}")
+    if not 0 <= i < j:
+        return None
+    payload = text[i:j + 1]
     try:
         json.loads(payload)
     except (ValueError, RecursionError):

@@ -141,3 +141,35 @@ def test_an_unknown_key_beside_an_empty_matching_is_no_lost_index():
     lost = json.dumps({"common": [{"A_index": 7, "B_index": 9}], "only_in_A": [], "only_in_B": []})
     row = compare.parse_response(meta, Response(custom_id="x", status="succeeded", text=lost, finish_reason="stop"))
     assert row["status"] == "indices"
+
+
+def test_no_character_beyond_ascii_lowers_into_a_word():
+    """The echo check splits a text into words as ASCII bytes, lowered as bytes, when each of its characters
+    beyond ASCII is a blank to ``_WORD`` (no letter, no digit): right only while none of them becomes a letter
+    or a digit in lower case (checked for every character this Python knows)."""
+    turned = [hex(c) for c in range(0x80, 0x110000)
+              if not chr(c).isalnum() and any(x.isalnum() for x in chr(c).lower())]
+    assert turned == []
+
+
+PIECES = ["the", "Information", "stated", "briefly", "EXACT", "quote", "from", "summary", "one", "atomic", "fact",
+          "copied", "character", "for", "é", "\u212a", "\u0130", "\u2019", "\u2014", "?", "\ufb01", "\u00b2", "\u0663",
+          "\u24b6", "\u00a0", " ", ".", "<", ">"]
+
+
+@fuzz(300)
+@given(parts=st.lists(st.sampled_from(PIECES) | any_text(max_size=4), max_size=40),
+       glue=st.sampled_from(["", " ", "\u2019", ". "]), stage=st.sampled_from(sorted(TEMPLATES)),
+       rules=st.booleans())
+def test_words_split_as_bytes_tell_what_the_words_tell(parts, glue, stage, rules, monkeypatch):
+    """Split as ASCII bytes (the common case), a text has the words :func:`words` finds, and the echo check
+    tells the same from them as from the words as strings."""
+    from gavel.answers import examples
+
+    text = glue.join(parts)
+    split = examples._split(text)
+    assert split is None or tuple(split) == tuple(w.encode() for w in examples.words(text))
+    fast = examples._echo(stage, text, rules)
+    with monkeypatch.context() as m:
+        m.setattr(examples, "_split", lambda _: None)
+        assert examples._echo(stage, text, rules) == fast

@@ -97,6 +97,38 @@ def test_the_cap_holds_a_reading_that_would_not_fit():
     assert probe.stdout.split() == ["capped", "schema"]
 
 
+def test_a_text_of_one_clean_object_is_found_as_a_scan_finds_it():
+    """A text of one clean object is read without a scan (``first_object``), and a scan given the first object's
+    reading does not decode it again: whatever the text, a scan finds the same either way, and a text called
+    clean is one object that a scan finds alone and unmarked."""
+    from fuzzing import any_text, fuzz
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from gavel.answers.scan import first_object, scan
+
+    piece = st.one_of(st.sampled_from(PIECES), any_text(max_size=8))
+    values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | any_text(max_size=6),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text(max_size=4), inner,
+                                                                                     max_size=3), max_leaves=12)
+    objects = st.dictionaries(st.sampled_from(["extracted", "common", "relation", "a", "A"]), values, min_size=1,
+                              max_size=3).map(json.dumps)
+
+    @fuzz(300)
+    @given(before=st.lists(piece, max_size=4).map("".join), obj=objects, inside=st.lists(piece, max_size=3),
+           after=st.lists(piece, max_size=4).map("".join))
+    def same(before, obj, inside, after):
+        text = before + obj[:-1] + "".join(inside) + obj[-1] + after
+        fresh = scan(text)
+        first, clean = first_object(text)
+        assert repr(scan(text, first)) == repr(fresh)
+        if clean:
+            found, broken, unclosed, suspect = fresh
+            assert repr(found) == repr([first[:3]]) and not broken and unclosed is None and not suspect
+
+    same()
+
+
 def _cap_memory() -> None:
     import resource
 

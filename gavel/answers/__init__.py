@@ -62,7 +62,8 @@ def read(stage: str, text: str | None, finish_reason: str | None = "stop", **con
     if pause:
         gc.disable()
     try:
-        return _read(stage, text, is_cut(finish_reason), context)
+        truncated = not (finish_reason.__class__ is str and finish_reason == "stop") and is_cut(finish_reason)
+        return _read(stage, text, truncated, context)
     except Unusable as err:
         if err.reason == "truncated" and str(finish_reason).lower() != "length":
             raise Unusable("truncated", f"finish_reason {finish_reason!r} (read as a cut): {err.detail}") from None
@@ -72,23 +73,31 @@ def read(stage: str, text: str | None, finish_reason: str | None = "stop", **con
             gc.enable()
 
 
+#: the signature keys of the stages read through :func:`_candidates`
+_EXTRACTED, _COMMON = frozenset({"extracted"}), frozenset({"common"})
+
+
 def _read(stage: str, text: str | None, truncated: bool, context: dict) -> dict:
     if stage == "agent_action":
         return _agent(text, truncated)
     body, _ = _prepare(text, truncated)
     if not body or body.isspace():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
+    if stage == "extract":
+        found, _ = _candidates(body, _EXTRACTED, truncated)
+        if len(found) == 1:  # one candidate: its reading, or why it is unusable (as _read_each reads it)
+            return _extract(found[0], context.get("summary"))
+        return _read_each(found, lambda o: _extract(o, context.get("summary")))
+    if stage == "compare_multi":
+        found, _ = _candidates(body, _COMMON, truncated)
+        if len(found) == 1:
+            return _compare_multi(found[0], context.get("n_a"), context.get("n_b"))
+        return _read_each(found, lambda o: _compare_multi(o, context.get("n_a"), context.get("n_b")))
     if stage == "compare_single":
         return _compare_single(body, truncated)
     if stage == "style":
         return _style(body, truncated)
-    if stage == "extract":
-        found, _ = _candidates(body, {"extracted"}, truncated)
-        return _read_each(found, lambda o: _extract(o, context.get("summary")))
-    if stage == "compare_multi":
-        found, _ = _candidates(body, {"common"}, truncated)
-        return _read_each(found, lambda o: _compare_multi(o, context.get("n_a"), context.get("n_b")))
-    found, _ = _candidates(body, {"extracted"}, truncated)
+    found, _ = _candidates(body, _EXTRACTED, truncated)
     return _read_each(found, lambda o: _residual(o, context.get("n_spans")))
 
 

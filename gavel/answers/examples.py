@@ -87,18 +87,23 @@ EXAMPLE_CHARS = {stage: max(map(len, _mine(stage))) + 8 for stage in TEMPLATES}
 
 
 @lru_cache(maxsize=8)
-def _own_text(stage: str) -> tuple[frozenset, int, frozenset, frozenset]:
-    """(word tuples of the stage's examples, the longest example's length, the runs of RUN consecutive words of
-    its template's own text, every word of that text)."""
+def _own_text(stage: str) -> tuple[tuple, tuple, frozenset]:
+    """What an echo of ``stage`` is told by, as strings and as bytes (the words of an ASCII text, split at C
+    speed): (word tuples of the stage's examples, the runs of RUN consecutive words of its template's own text,
+    every word of that text, those of them that are not ``FUNCTION_WORDS``, the ``FUNCTION_WORDS``); and
+    the examples' lengths in words."""
     name = TEMPLATES[stage]
-    mine = _mine(stage)
     text = expand((PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8"))
     runs, vocabulary = set(), set()
     for piece in _FIELD.split(text):  # a run never reaches across a field filled in per request
         w = words(piece)
         vocabulary.update(w)
         runs.update(w[i:i + RUN] for i in range(len(w) - RUN + 1))
-    return frozenset(words(t) for t in mine), max(map(len, mine)), frozenset(runs), frozenset(vocabulary)
+    examples = frozenset(words(t) for t in _mine(stage))
+    own = (examples, frozenset(runs), frozenset(vocabulary), frozenset(vocabulary - FUNCTION_WORDS), FUNCTION_WORDS)
+    as_bytes = tuple(frozenset(tuple(x.encode() for x in w) if isinstance(w, tuple) else w.encode() for w in part)
+                     for part in own)
+    return own, as_bytes, frozenset(map(len, examples))
 
 
 def echo(stage: str, text: str, rules: bool = True) -> bool:
@@ -132,26 +137,58 @@ def forget() -> None:
     _MEMO.clear()
 
 
+def _split(text: str) -> list[bytes] | None:
+    """The words of :func:`words` as ASCII bytes, split at C speed, when ``text`` holds no letter or digit
+    beyond ASCII and at most ``_FEW`` characters beyond ASCII at all; else None. Every other character beyond
+    ASCII is a blank there, as it is to ``_WORD``, and so is what it becomes in lower case (never a letter or
+    a digit: tests/test_answers_echo.py checks every character), so the text is lowered as ASCII bytes."""
+    raw = text.encode("ascii", "replace")  # each character beyond ASCII as one "?"
+    if not text.isascii():
+        if raw.count(b"?") > _FEW:
+            return None
+        at = raw.find(b"?")
+        while at >= 0:
+            if text[at].isalnum():  # a letter or a digit beyond ASCII (an ASCII "?" is neither)
+                return None
+            at = raw.find(b"?", at + 1)
+    return raw.translate(_ASCII_WORDS).split()
+
+
+#: a text with more characters beyond ASCII than this is split by :func:`words`
+_FEW = 16
+#: ASCII letters in lower case, digits as they are, every other byte a blank
+_ASCII_WORDS = bytes(ord(chr(c).lower()) if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+
+
 def _echo(stage: str, text: str, rules: bool) -> bool:
-    examples, _, runs, vocabulary = _own_text(stage)
-    w = words(text) if rules or len(text) <= EXAMPLE_CHARS[stage] else ()
-    if w in examples:  # an example, give or take its brackets, case and punctuation
+    if not rules and len(text) > EXAMPLE_CHARS[stage]:  # too long to be an example
+        return False
+    own, as_bytes, lengths = _own_text(stage)
+    w = _split(text)
+    if w is None:
+        w, (examples, runs, vocabulary, content, function) = words(text), own
+    else:  # the common case: the same words as bytes, told by the same words as bytes
+        examples, runs, vocabulary, content, function = as_bytes
+    n = len(w)
+    if n in lengths and tuple(w) in examples:  # an example, give or take its brackets, case and punctuation
         return True
-    if not rules or len(w) < RUN:
+    # A run that echoes the template covers more than half of the words, so it holds the middle one; and at
+    # least three words of the template that are not function words.
+    if not rules or n < RUN or w[n // 2] not in vocabulary or content.isdisjoint(w):
         return False
-    if 2 * sum(map(vocabulary.__contains__, w)) <= len(w):  # most values hold words no template has
+    if 2 * sum(map(vocabulary.__contains__, w)) <= n:  # most values hold words no template has
         return False
-    content = [0]  # content[i]: the words of w[:i] that are not function words (each text looked at once)
+    w = tuple(w)
+    counted = [0]  # counted[i]: the words of w[:i] that are not function words (each text looked at once)
     for x in w:
-        content.append(content[-1] + (x not in FUNCTION_WORDS))
+        counted.append(counted[-1] + (x not in function))
     run = 0  # consecutive windows of RUN words found in the template: a run of run + RUN - 1 words
     for i in range(len(w) - RUN + 1):
         if w[i:i + RUN] in runs:
             run += 1
             start, end = i - run + 1, i + RUN
-            if 2 * (end - start) > len(w) and content[end] - content[start] >= 3:
+            if 2 * (end - start) > len(w) and counted[end] - counted[start] >= 3:
                 return True
         else:
             run = 0
     return False
-

@@ -300,7 +300,8 @@ def _surrogate_checks(text: str) -> tuple[bool, bool]:
 _SHALLOW = MAX_DEPTH
 
 
-def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None, set[int]]:
+def scan(text: str, first: tuple[int, int, object, int] | None = None
+         ) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]], int | None, set[int]]:
     """(complete top-level objects as (start, end, value), spans of closed ``{...}`` that are not objects,
     where an object that never closes starts or None, the positions in the first list of the objects that may
     hold a key given twice or a lone surrogate: only those need :func:`gavel.answers.text.sound`). Nested
@@ -310,7 +311,8 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
     brace matcher would close it (outside strings, JSON has no quote). A failed decode costs as much as the
     text before it (the decoder's error counts lines from the start), so after the first one each ``{`` is
     matched brace by brace first and only its span decoded, as JSON or by the tolerant reader: no character is
-    looked at more than a few times."""
+    looked at more than a few times. ``first``: the C decoder's reading of the first ``{`` already made
+    (:func:`first_object`)."""
     found, broken, suspect, i, direct = [], [], set(), 0, True
     raw, escaped = (False, "\\" in text and "\\u" in text) if text.isascii() else _surrogate_checks(text)
     while True:
@@ -319,7 +321,10 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
             return found, broken, None, suspect
         made, start = _CONFLICTED[0], i
         value = None
-        if direct:
+        if first is not None:
+            _, end, value, made = first
+            first = None
+        elif direct:
             try:  # _decode_at's common case, inline
                 value, end = _SHORT.scan_once(text, i)
                 if end - i > MAX_DIGITS and _long_digits(text, i, end):
@@ -348,6 +353,30 @@ def scan(text: str) -> tuple[list[tuple[int, int, object]], list[tuple[int, int]
             suspect.add(len(found))
         found.append((start, end, value))
         i = end
+
+
+def first_object(text: str) -> tuple[tuple[int, int, object, int] | None, bool]:
+    """The object at the first ``{`` as the C decoder reads it where it stands: ((start, end, value, the count
+    of ``_CONFLICTED`` before it) or None when the decoder does not read it there or it may hold an integer of
+    MAX_DIGITS digits; whether :func:`scan` would find it alone and mark it clean: no key given twice, no lone
+    surrogate, fewer than MAX_DEPTH brackets and no ``{`` after it). The common answer is one clean object: it
+    needs no scan, and a scan given this reading (``first``) does not decode it again."""
+    i = text.find("{")
+    if i < 0:
+        return None, False
+    made = _CONFLICTED[0]
+    try:
+        value, end = _SHORT.scan_once(text, i)
+    except (StopIteration, ValueError, RecursionError):
+        return None, False
+    if end - i > MAX_DIGITS and _long_digits(text, i, end):
+        return None, False
+    first = (i, end, value, made)
+    if (_CONFLICTED[0] != made or text.find("{", end) >= 0
+            or text.count("{", i, end) + text.count("[", i, end) > _SHALLOW):
+        return first, False
+    raw, escaped = (False, "\\" in text and "\\u" in text) if text.isascii() else _surrogate_checks(text)
+    return first, not ((raw and _SURROGATE.search(text, i, end)) or (escaped and _ESCAPED_SURROGATE.search(text, i, end)))
 
 
 def _shallow(text: str, start: int, end: int, value) -> bool:

@@ -103,13 +103,16 @@ def _kept_text(x) -> tuple[str | None, str | None]:
 #: an evidence quote longer than this is no example of the extract prompt (``echo`` need not look at it)
 _QUOTE_CHARS = EXAMPLE_CHARS["extract"]
 _TOP_KEYS = _known("extracted")
+_AS_ASKED = frozenset({"extracted", "reasoning"})  # an extract answer's keys as the prompt asks for them
 _ENTRY_KEYS = _known("value", "evidence", "evidences")
 
 
 def _extract(obj: dict, summary: str | None) -> dict:
-    entries = _entries(obj)
-    out, dropped, seen, quotes, shared = [], [], set(), {}, 0
-    _unknown(obj, _TOP_KEYS, "", dropped)
+    entries = obj.get("extracted")
+    out, dropped, first, again, shared = [], [], {}, {}, 0
+    if entries.__class__ is not list or not obj.keys() <= _AS_ASKED:  # else: the prompt's keys, a list
+        entries = _entries(obj)
+        _unknown(obj, _TOP_KEYS, "", dropped)
     for n, raw in enumerate(entries):
         if not isinstance(raw, dict):
             _drop(dropped, f"extracted[{n}]", raw, "not_an_object")
@@ -140,7 +143,12 @@ def _extract(obj: dict, summary: str | None) -> dict:
             _drop(dropped, f"extracted[{n}]", raw, "no_value")
             continue
         value = entry["value"]
-        evidence_id = quotes.setdefault(tuple(evidence), len(quotes))  # hashed once per entry, not per value
+        if (value.__class__ is str and (t := value.strip()) and t[0] not in "nN<.\u2026" and t not in first
+                and not echo("extract", t)):  # the common case: one plain text, not seen before
+            first[t] = evidence
+            out.append({"value": t, "evidence": list(evidence)})
+            continue
+        hashed = None  # the entry's evidence as a key: made once per entry, and only when one of its values repeats
         if isinstance(value, list):
             parts = value
         elif isinstance(value, dict):
@@ -158,9 +166,14 @@ def _extract(obj: dict, summary: str | None) -> dict:
             else:
                 t, why = _kept_text(x)
             if t is not None:
-                key = (t, evidence_id)
-                if key not in seen:
-                    seen.add(key)
+                if t not in first:  # every kept text, with the evidence it was first kept with
+                    first[t], new = evidence, True
+                else:  # kept before: new with other evidence (``again``: each evidence the text was kept with)
+                    hashed = tuple(evidence) if hashed is None else hashed
+                    kept = again[t] if t in again else again.setdefault(t, {tuple(first[t])})
+                    new = hashed not in kept
+                    kept.add(hashed)
+                if new:
                     if listed:
                         shared += len(evidence)
                         if shared > MAX_SHARED_EVIDENCE:
@@ -317,17 +330,23 @@ def _side(value, field: str, n: int | None, dropped: list) -> list[int]:
 _MULTI_KEYS = _known("common", "only_in_a", "only_in_b")
 _PAIR_KEYS = _known("a_index", "b_index")
 _FACT_KEYS = _known("fact", "evidence_spans")
+#: a matching object's keys as the prompt writes them, and reasoning keys: none unknown, no two alike in lower case
+_MULTI_AS_ASKED = frozenset({"common", "only_in_A", "only_in_B"}) | REASONING_KEYS
 
 
 def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
-    obj = _lower(obj)
-    common = obj.get("common")
+    dropped = []
+    if obj.keys() <= _MULTI_AS_ASKED:  # the common case: read as they are, as _lower would give them
+        common, only = obj.get("common"), (obj.get("only_in_A"), obj.get("only_in_B"))
+    else:
+        obj = _lower(obj)
+        _unknown(obj, _MULTI_KEYS, "", dropped)
+        common, only = obj.get("common"), (obj.get("only_in_a"), obj.get("only_in_b"))
     if common is None:
         common = []
     if not isinstance(common, list):
         raise Unusable("schema", f"common is {type(common).__name__}, not a list")
-    dropped, pairs, seen, size = [], [], set(), 0
-    _unknown(obj, _MULTI_KEYS, "", dropped)
+    pairs, seen, size = [], set(), 0
     for k, raw in enumerate(common):
         if raw.__class__ is dict and len(raw) == 2:  # the prompt's own pair of two good indices: the common case
             a, b = raw.get("A_index"), raw.get("B_index")
@@ -363,8 +382,7 @@ def _compare_multi(obj: dict, n_a: int | None, n_b: int | None) -> dict:
                     seen.add((a, b))
                     pairs.append([a, b])
     reading = {"common": pairs}
-    for key, n, pos in (("only_in_a", n_a, 0), ("only_in_b", n_b, 1)):
-        raw = obj.get(key)
+    for key, n, pos, raw in (("only_in_a", n_a, 0, only[0]), ("only_in_b", n_b, 1, only[1])):
         raw = [] if raw is None else raw if isinstance(raw, list) else [raw]
         if not raw:
             reading[key] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from gavel.answers.scan import Conflicted, has_lone_surrogate, scan, scan_objects
+from gavel.answers.scan import Conflicted, first_object, has_lone_surrogate, scan, scan_objects
 
 STAGES = ("extract", "compare_single", "compare_multi", "residual_facts", "style", "agent_action")
 #: Why an answer is unusable (``Unusable.reason``); stages add ``failed`` (no answer) and ``indices``.
@@ -112,7 +112,8 @@ def harmony_messages(text: str) -> list[tuple[str, str | None, str, bool]]:
 
 def _prepare(text: str | None, truncated: bool) -> tuple[str, list | None]:
     """(answer text, Harmony messages or None). Reasoning is dropped; Harmony keeps only ``final`` content."""
-    text = _normalize(text)
+    if text.__class__ is not str or "\ufeff" in text or "\r" in text:
+        text = _normalize(text)
     messages = None
     if "<" not in text:  # no Harmony, no <think>: the common case
         return text, messages
@@ -203,8 +204,16 @@ def _candidates(text: str, keys, truncated: bool, required: bool = True,
                 text_only: bool = True) -> tuple[list[dict], list[tuple[int, int, object]]]:
     """Objects carrying a signature key (unwrapped one level) and all complete objects as (start, end, value). A closed
     ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
-    ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`)."""
-    objs, broken, unclosed, suspect = scan(text)
+    ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`). A text of one clean object
+    (:func:`gavel.answers.scan.first_object`) is not scanned: it holds nothing else."""
+    first, clean = first_object(text)
+    if clean:
+        one = first[:3]
+        if not keys.isdisjoint(one[2]):  # the common answer: the object carries a signature key itself
+            return [one[2]], [one]
+        objs, broken, unclosed, suspect = [one], [], None, ()
+    else:
+        objs, broken, unclosed, suspect = scan(text, first)
     if unclosed is not None:
         tail = text[unclosed:].lower()
         if truncated:
