@@ -133,7 +133,8 @@ _MEMO: dict[tuple[str, bool], dict[str, bool]] = {}
 
 
 def forget() -> None:
-    """Empties the memo of :func:`echo` (a benchmark times the reader as a fresh process finds it)."""
+    """Empties the memo of :func:`echo`: between the case groups of a run (the next group's texts are others),
+    and before a benchmark times the reader as a fresh process finds it."""
     _MEMO.clear()
 
 
