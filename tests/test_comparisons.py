@@ -284,3 +284,19 @@ def test_verdicts_are_compare_s_columns_and_ranks_are_scipy_s():
     x = rng.integers(0, 4, (50, 7)).astype(float)
     x[x == 0] = -np.inf
     assert np.array_equal(paired._min_ranks(x), rankdata(-x, axis=1, method="min"))
+
+
+@pytest.mark.parametrize("cells", [1, 7, 1000, 1 << 20])
+def test_bootstrap_means_in_blocks_are_the_means_of_one_draw(cells, monkeypatch):
+    """A bootstrap drawn a block of resamples at a time (bounded memory, issue 48) gives the means of the
+    resamples drawn at once: the same generator numbers in the same order, whatever the block."""
+    import numpy as np
+
+    from gavel.core import stats
+
+    monkeypatch.setattr(stats, "RESAMPLE_CELLS", cells)
+    for size in (1, 3, 100, 1001):
+        x = np.random.default_rng(size).random(size)
+        whole = x[stats.resamples(size, np.random.default_rng(7))].mean(axis=1)
+        assert (stats.bootstrap_means(x, np.random.default_rng(7)) == whole).all()
+    assert stats.bootstrap_means(np.ones(3), np.random.default_rng(0), n=0).shape == (0,)
