@@ -8,7 +8,9 @@ smallest size within 1.5) is linear.
     .venv/bin/python benchmarks/scale_mock.py 100 1000 --items 26          # what a 2-core machine finishes
     .venv/bin/python benchmarks/scale_mock.py 1000 10000 100000 --shards-at 100000 --jobs 2 --no-merge
 
-``--jobs J`` runs J shards at once (each is still timed and measured alone: its own CPU and peak). Each shard's
+``--sample-shards K`` runs only the first K of the shards at the sharded sizes (each a whole shard of the run:
+its peak and CPU per request are those of any other shard; no merge), for a machine that cannot spend the CPU
+hours of all of them; the line says how many ran. ``--jobs J`` runs J shards at once (each is still timed and measured alone: its own CPU and peak). Each shard's
 line is printed when it ends. ``--no-merge`` skips the merge at the sharded sizes and removes each shard's
 answer cache once it is measured: the merge reads every shard's cache, one file per answer (100,000 summaries:
 5.4 million files, about 22 GB on a 4 KB-block disk), which a small machine's disk may not hold.
@@ -60,7 +62,7 @@ def requests_of(run: Path) -> int:
 
 
 def one_size(n: int, items: list[str], shards: int, tmp: Path, group_size: int | None = None, jobs: int = 1,
-             merge: bool = True) -> dict:
+             merge: bool = True, sample: int | None = None) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
     folder = tmp / f"n{n}"
@@ -76,16 +78,16 @@ def one_size(n: int, items: list[str], shards: int, tmp: Path, group_size: int |
         if shards > 1:
             print(f"    shard {i}/{shards}: {k:,} requests, {1000 * c / k:.2f} CPU s per 1,000, peak {p / 1024:.1f} MiB, "
                   f"wall {w:.0f} s", flush=True)
-            if not merge:  # measured: its answers are not needed again
+            if not merge or (sample or shards) < shards:  # measured: its answers are not needed again
                 shutil.rmtree(out)
         return c, p, w, k, str(out)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads that wait on gavel processes
-        done = list(pool.map(shard, range(1, shards + 1)))
+        done = list(pool.map(shard, range(1, min(shards, sample or shards) + 1)))
     cpu, wall, requests = sum(d[0] for d in done), sum(d[2] for d in done), sum(d[3] for d in done)
-    row = {"summaries": n, "shards": shards, "requests": requests, "cpu_per_1000": 1000 * cpu / requests,
+    row = {"summaries": n, "shards": shards, "ran": len(done), "requests": requests, "cpu_per_1000": 1000 * cpu / requests,
            "peak_mib": max(d[1] for d in done) / 1024, "wall_s": wall}
-    if shards > 1 and merge:
+    if shards > 1 and merge and len(done) == shards:
         c, p, w = measured(["merge", *(d[4] for d in done), "--out", str(folder / "merged")])
         row.update(merge_cpu_s=c, merge_peak_mib=p / 1024, merge_wall_s=w)
     shutil.rmtree(folder)
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shards", type=int, default=10)
     ap.add_argument("--group-size", type=int, default=None, help="gavel evaluate --group-size (default: its own)")
     ap.add_argument("--jobs", type=int, default=1, help="shards run at once (default 1)")
+    ap.add_argument("--sample-shards", type=int, default=None, metavar="K",
+                    help="at the sharded sizes, only the first K shards (no merge)")
     ap.add_argument("--no-merge", action="store_true",
                     help="no merge at the sharded sizes; each shard's answers removed once it is measured")
     args = ap.parse_args(argv)
@@ -111,17 +115,18 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             shards = args.shards if args.shards_at is not None and n >= args.shards_at else 1
-            row = one_size(n, items, shards, Path(tmp), args.group_size, args.jobs, not args.no_merge)
+            row = one_size(n, items, shards, Path(tmp), args.group_size, args.jobs, not args.no_merge, args.sample_shards)
             rows.append(row)
             first = rows[0]
-            line = (f"  {n:>7,} summaries{f' ({shards} shards)' if shards > 1 else ''}: {row['requests']:>9,} requests, "
+            ran = f" ({shards} shards)" if row["ran"] == shards else f" ({row['ran']} of {shards} shards run)"
+            line = (f"  {n:>7,} summaries{ran if shards > 1 else ''}: {row['requests']:>9,} requests, "
                     f"{row['cpu_per_1000']:6.2f} CPU s per 1,000 requests (x{row['cpu_per_1000'] / first['cpu_per_1000']:.2f}), "
                     f"peak {row['peak_mib']:7.1f} MiB (x{row['peak_mib'] / first['peak_mib']:.2f}), wall {row['wall_s']:.0f} s")
             if shards > 1 and "merge_cpu_s" in row:
                 line += (f"; merge {row['merge_cpu_s']:.0f} CPU s, peak {row['merge_peak_mib']:.1f} MiB, "
                          f"wall {row['merge_wall_s']:.0f} s")
             if shards > 1 and "merge_cpu_s" not in row:
-                line += "; not merged (--no-merge)"
+                line += "; not merged" + (" (--no-merge)" if args.no_merge else " (not every shard ran)")
             print(line, flush=True)
     worst_cpu = max(r["cpu_per_1000"] for r in rows) / rows[0]["cpu_per_1000"]
     worst_mem = max(r["peak_mib"] for r in rows) / rows[0]["peak_mib"]
