@@ -36,9 +36,10 @@ def _ours() -> set[int]:
     return pids
 
 
-def processes(folder: Path) -> list[str]:
-    """'PID command line' of every live process carrying a test run's token or naming ``folder``."""
-    mark, named, found, ours = f"{MARK}=".encode(), str(folder).encode(), [], _ours()
+def processes(folder: Path, token: str | None = None) -> list[str]:
+    """'PID command line' of every live process carrying a test run's token (``token``: that one only) or
+    naming ``folder``."""
+    mark, named, found, ours = f"{MARK}={token or ''}".encode(), str(folder).encode(), [], _ours()
     for p in Path("/proc").iterdir():
         if not p.name.isdigit() or int(p.name) in ours:
             continue
@@ -49,7 +50,7 @@ def processes(folder: Path) -> list[str]:
             env = (p / "environ").read_bytes().split(b"\0")
         except (OSError, IndexError):
             continue
-        if any(e.startswith(mark) for e in env) or named in cmdline:
+        if any(e == mark if token else e.startswith(mark) for e in env) or named in cmdline:
             shown = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
             found.append(f"{p.name} {shown}")
     return found
@@ -60,15 +61,15 @@ SERVERS = {"llama.cpp server": "llama_cpp.server", "Chromium": "chromium", "Post
            "SLURM": "slurmctld"}
 
 
-def servers(folder: Path) -> set[str]:
-    """The kinds of ``SERVERS`` with a live process of a test run."""
-    lines = processes(folder)
+def servers(folder: Path, token: str | None = None) -> set[str]:
+    """The kinds of ``SERVERS`` with a live process of a test run (``token``: of that run only)."""
+    lines = processes(folder, token)
     return {kind for kind, word in SERVERS.items() if any(word in line for line in lines)}
 
 
-def wait_for_servers(folder: Path, kinds: int, wait: float) -> int:
+def wait_for_servers(folder: Path, kinds: int, wait: float, token: str | None = None) -> int:
     deadline = time.monotonic() + wait
-    while len(alive := servers(folder)) < kinds and time.monotonic() < deadline:
+    while len(alive := servers(folder, token)) < kinds and time.monotonic() < deadline:
         time.sleep(0.5)
     said = ", ".join(sorted(alive)) or "none"
     if len(alive) >= kinds:
@@ -88,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wait", type=float, default=60.0)
     p.add_argument("--until-servers", type=int, default=None, metavar="K",
                    help="wait until servers of K kinds are alive (or --wait passes), then return")
+    p.add_argument("--token", default=None, help="only the processes of the test run with this token")
     args = p.parse_args(argv)
     if args.until_servers is not None:
-        return wait_for_servers(args.folder, args.until_servers, args.wait)
+        return wait_for_servers(args.folder, args.until_servers, args.wait, args.token)
     deadline = time.monotonic() + args.wait
     while (left := processes(args.folder) + files(args.folder)) and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -70,17 +70,22 @@ def test_a_killed_test_run_leaves_no_server_running(tmp_path):
 def test_ci_kills_a_test_run_once_servers_of_two_kinds_are_alive(tmp_path):
     """.ci/run's moment to kill a `make test` half-way (tests/leftovers.py --until-servers): it returns once
     servers of K kinds of a test run are alive, and after --wait seconds otherwise, saying which it saw."""
+    from reaper import MARK
+
     folder = tmp_path / "run"
     folder.mkdir()
+    token = f"ci-kill-{os.getpid()}"  # this test's own run: the suite's other servers carry the suite's token
+    env = {**os.environ, MARK: token}
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    first = subprocess.Popen([*sleeper, "llama_cpp.server", str(folder)])  # a llama.cpp server of this run
+    first = subprocess.Popen([*sleeper, "llama_cpp.server"], env=env)  # a llama.cpp server of this run
     try:
-        check = [sys.executable, str(TESTS / "leftovers.py"), str(folder), "--until-servers"]
+        check = [sys.executable, str(TESTS / "leftovers.py"), str(tmp_path / "elsewhere"), "--token", token,
+                 "--until-servers"]
         one = subprocess.run([*check, "1", "--wait", "30"], capture_output=True, text=True, timeout=60)
         assert one.returncode == 0 and one.stdout.startswith("servers of 1 kind(s) alive (llama.cpp server)"), one
         two = subprocess.run([*check, "2", "--wait", "1"], capture_output=True, text=True, timeout=60)
         assert two.stdout.startswith("after 1 s, servers of only 1 kind(s) alive (llama.cpp server)"), two
-        second = subprocess.Popen([*sleeper, "/usr/lib/chromium/chromium", str(folder)])
+        second = subprocess.Popen([*sleeper, "/usr/lib/chromium/chromium"], env=env)
         try:
             both = subprocess.run([*check, "2", "--wait", "30"], capture_output=True, text=True, timeout=60)
             assert both.stdout.startswith("servers of 2 kind(s) alive (Chromium, llama.cpp server)"), both
