@@ -6,6 +6,7 @@ off, and the release report's 12 models."""
 from __future__ import annotations
 
 import ast
+import re
 
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ from gavel.core.items import item
 from gavel.report import page as report
 
 need_module("playwright", "browser tests need the playwright package (annotation extra)")
+from playwright.sync_api import expect  # noqa: E402  (polled from Python: the page's CSP refuses eval)
 
 
 @pytest.fixture(scope="module")
@@ -58,19 +60,26 @@ def _count(page) -> int:
     return int(page.text_content("#cell-count").split()[0])
 
 
+def _shows(page, n: int) -> None:
+    """Waits (polled from Python) until the cell count reads n: the page draws after its fragment changes."""
+    expect(page.locator("#cell-count")).to_have_text(re.compile(rf"^\s*{n}\b"))
+
+
 def test_filters_select_cells_and_keep_the_view_in_the_fragment(browser, pages):
     o = Opened(browser, pages["run"])
     compare = pd.read_csv(pages["b"] / "compare.csv", dtype={"case_id": str})
     assert _count(o.page) == len(compare)
     o.page.select_option("#filter-status", "unusable")
-    o.page.wait_for_function("location.hash.includes('status=unusable')")
+    expect(o.page).to_have_url(re.compile(re.escape("status=unusable")))
     unusable = compare[~compare["status"].isin(["ok", "gated"])]
-    assert _count(o.page) == len(unusable) == 1
+    assert len(unusable) == 1
+    _shows(o.page, 1)
     o.page.select_option("#filter-status", "")
     o.page.select_option("#filter-gate", "single")
     o.page.select_option("#filter-subject", "model-x")
-    o.page.wait_for_function("location.hash.includes('subject=model-x')")
+    expect(o.page).to_have_url(re.compile(re.escape("subject=model-x")))
     want = compare[(compare["gate"] == "single") & (compare["subject"] == "model-x")]
+    _shows(o.page, len(want))
     assert _count(o.page) == len(want) == len(o.page.query_selector_all("table.cells tbody tr")) == 2
     o.close()
 
@@ -112,19 +121,19 @@ def test_the_diff_lists_exactly_the_planted_changes(browser, pages):
     assert rows[0][0] == "regression"
     assert "file:" not in o.page.text_content("#diff")  # every link is an element, none spelled out as text
     o.page.click("#diff a[href='#view=diff&kind=improvement']")
-    o.page.wait_for_function("document.querySelectorAll('table.changes tbody tr').length === 1")
+    expect(o.page.locator("table.changes tbody tr")).to_have_count(1)
     assert o.page.text_content("table.changes tbody td") == "improvement"
     o.page.click("#diff a[href='#view=diff']")
-    o.page.wait_for_function("document.querySelectorAll('table.changes tbody tr').length === 2")
+    expect(o.page.locator("table.changes tbody tr")).to_have_count(2)
     only = [li.text_content() for li in o.page.query_selector_all("#diff-only_a li.summary-key")]
     assert only == [f"{ONLY_IN_A[0]}|{ONLY_IN_A[1]}"]
     assert o.page.query_selector_all("#diff-only_b li") == []
     o.page.click("table.changes tbody tr:first-child a.change-link")
     o.page.wait_for_selector("#cell")
-    assert "different" in o.page.text_content("#verdict")
+    expect(o.page.locator("#verdict")).to_contain_text("different")
     o.page.click("#other-run")
-    o.page.wait_for_function("location.hash.includes('run=b')")
-    assert "equal" in o.page.text_content("#verdict")
+    expect(o.page).to_have_url(re.compile(re.escape("run=b")))
+    expect(o.page.locator("#verdict")).to_contain_text("equal")  # drawn after the fragment changes
     o.close()
 
 
@@ -138,8 +147,8 @@ def test_the_flipped_filter_shows_the_cells_whose_verdict_flips(browser, pages, 
                    "repeat_1": "relation:equal", "repeat_2": "unusable"}]).to_csv(run / "stability_units.csv", index=False)
     o = Opened(browser, report.write(report.run_data(run), tmp_path / "r.html"))
     o.page.check("#filter-flipped")
-    o.page.wait_for_function("location.hash.includes('flipped=1')")
-    assert _count(o.page) == 1
+    expect(o.page).to_have_url(re.compile(re.escape("flipped=1")))
+    _shows(o.page, 1)
     o.page.click("table.cells a.cell-link")
     o.page.wait_for_selector("#optional-stability_units")
     assert "relation:equal" in o.page.text_content("#optional-stability_units")
