@@ -16,6 +16,7 @@ from gavel.core.spreadsheet import write_csv
 from gavel.core.vocab import PROVIDERS
 from gavel.documents import cli as documents_cli
 from gavel.interop import cli as interop_cli
+from gavel.llm import packs
 from gavel.llm import slurm as slurm_cli
 
 #: what --provider takes: every provider but replay (it answers only from recorded runs: replay-check), and for
@@ -107,7 +108,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
     return (RequestError, ProviderError, WorkdirBusyError, config.ModelsFileError, UnknownItemError,
             config.ReleaseNotFoundError, CorpusError, DocumentNotFoundError, AgentError, InputError, ChecklistError,
-            ReferenceError, annotation_cli.AnnotateError)
+            ReferenceError, annotation_cli.AnnotateError, packs.PackError)
 
 
 def one_line_errors(label: str, run, expected: tuple = (), traceback: bool = False) -> int:
@@ -587,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(flag, help="--release without --cost-from: the dry run's (docs/plan.md)")
     p.set_defaults(func=cmd_plan)
     slurm_cli.add_parser(sub)
+    packs.add_parser(sub)
     interop_cli.add_parser(sub)
     args = parser.parse_args(argv)
     label = " ".join(str(x) for x in (args.command, getattr(args, "documents_command", None),

@@ -52,7 +52,7 @@ from pathlib import Path
 
 from gavel.core import config, options, prices
 
-from . import ledger, measured
+from . import ledger, measured, packs
 from . import usage as usage_of
 from .lock import WorkdirBusyError, hold  # noqa: F401 (WorkdirBusyError: the runner's error)
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
@@ -82,22 +82,50 @@ TOO_LONG_ERROR = "not sent: too long"
 
 
 class ResponseCache:
-    """Succeeded responses on disk, one JSON file per custom_id."""
+    """Succeeded responses on disk, one JSON file per custom_id, or packed into one file per cache folder
+    (``gavel.llm.packs``: ``gavel cache pack``); a loose file is looked for first."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
+        self._pack: packs.Pack | None = None
+        self._pack_lock = threading.Lock()
 
     def _path(self, key: str) -> Path:
         return self.folder / key[-2:] / f"{key}.json"
 
+    def _packed(self, key: str) -> str | None:
+        """The packed answer of ``key``; the pack is opened once, and again when a miss finds it replaced."""
+        with self._pack_lock:
+            for fresh in (False, True):
+                if fresh or self._pack is None:
+                    try:
+                        info = os.stat(self.folder / packs.PACK)
+                    except FileNotFoundError:
+                        return None
+                    now = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+                    if self._pack is not None and self._pack.identity == now:
+                        return None  # not replaced since: the miss stands
+                    if self._pack is not None:
+                        self._pack.close()
+                    self._pack = packs.open_pack(self.folder / packs.PACK)
+                text = self._pack.get(key)
+                if text is not None:
+                    return text
+            return None
+
     def get(self, key: str) -> Response | None:
         path = self._path(key)
         try:
-            return Response.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return None
+            text = self._packed(key)
+            if text is None:
+                return None
+            path = self.folder / packs.PACK
+        try:
+            return Response.from_dict(json.loads(text))
         except (json.JSONDecodeError, TypeError, ValueError) as err:
-            raise RuntimeError(f"cache file {path} is unreadable ({err}); delete it to refetch") from None
+            raise RuntimeError(f"cache file {path} is unreadable at {key} ({err}); delete it to refetch") from None
 
     def put(self, response: Response, key: str | None = None) -> None:
         """Store a succeeded response under ``key`` (a StageRunner's cache key; default its custom_id)."""
@@ -106,7 +134,7 @@ class ResponseCache:
         atomic_write(self._path(key or response.custom_id), json.dumps(response.to_dict(), ensure_ascii=False))
 
     def __contains__(self, key: str) -> bool:
-        return self._path(key).exists()
+        return self._path(key).exists() or self._packed(key) is not None
 
 
 @dataclass

@@ -1,0 +1,174 @@
+"""Answer packs (gavel.llm.packs, issue 48 §3): a stage cache's answers moved into one SQLite file read
+where they are, nothing lost on the way, a pack from someone else checked before a row of it is used."""
+
+import json
+import os
+import sqlite3
+import threading
+
+import pytest
+
+from gavel.llm import packs
+from gavel.llm.records import Response
+from gavel.llm.runner import ResponseCache
+
+
+def answer(i: int, text: str | None = None) -> Response:
+    return Response(custom_id=f"judge-{i}", status="succeeded", text=text or f"answer {i} ☃ \u2028",
+                    provider="mock", output_tokens=i, usage={"reasoning": None})
+
+
+def key(i: int) -> str:
+    return f"judge-{i:040x}"
+
+
+def filled(folder, n: int) -> ResponseCache:
+    cache = ResponseCache(folder)
+    for i in range(n):
+        cache.put(answer(i), key(i))
+    return cache
+
+
+def test_packed_answers_are_the_loose_ones_and_the_files_are_gone(tmp_path):
+    folder = tmp_path / "cache"
+    before = filled(folder, 300)
+    got = {i: before.get(key(i)) for i in range(300)}
+    assert packs.pack(folder) == (300, 300)
+    assert sorted(p.name for p in folder.iterdir()) == [packs.PACK]  # no loose file, no empty sub-folder
+    after = ResponseCache(folder)
+    assert all(after.get(key(i)) == got[i] and key(i) in after for i in range(300))
+    assert after.get(key(300)) is None and key(300) not in after
+
+
+def test_a_repack_keeps_the_pack_and_a_loose_answer_wins(tmp_path):
+    folder = tmp_path / "cache"
+    filled(folder, 10)
+    packs.pack(folder)
+    cache = ResponseCache(folder)
+    cache.put(answer(3, "rewritten"), key(3))  # loose, beside its packed self
+    cache.put(answer(11), key(11))
+    assert cache.get(key(3)).text == "rewritten"
+    assert packs.pack(folder) == (11, 2)
+    again = ResponseCache(folder)
+    assert again.get(key(3)).text == "rewritten" and again.get(key(11)) == answer(11)
+    assert again.get(key(4)) == answer(4)
+
+
+def test_a_reader_finds_what_a_pack_made_after_it_opened_the_last_one(tmp_path):
+    folder = tmp_path / "cache"
+    filled(folder, 5)
+    packs.pack(folder)
+    reader = ResponseCache(folder)
+    assert reader.get(key(0)) == answer(0)  # the first pack is open now
+    writer = ResponseCache(folder)
+    writer.put(answer(7), key(7))
+    packs.pack(folder)  # the loose file moves into a new pack
+    assert not (folder / key(7)[-2:] / f"{key(7)}.json").exists()
+    assert reader.get(key(7)) == answer(7) and key(7) in reader
+
+
+def test_answers_are_always_somewhere_while_a_pack_is_made(tmp_path):
+    """A reader looking up every key over and over while the cache is packed never misses one."""
+    folder = tmp_path / "cache"
+    filled(folder, 400)
+    reader = ResponseCache(folder)
+    missed, stop = [], threading.Event()
+
+    def look():
+        while not stop.is_set():
+            missed.extend(i for i in range(0, 400, 7) if reader.get(key(i)) is None)
+    t = threading.Thread(target=look)
+    t.start()
+    packs.pack(folder)
+    stop.set()
+    t.join()
+    assert missed == []
+
+
+def test_a_rewrite_after_the_listing_stays_loose(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    cache = filled(folder, 3)
+    real = packs.write
+
+    def write_then_rewrite(f, rows, replacing=()):
+        n = real(f, rows, replacing)
+        os.utime(folder / key(1)[-2:] / f"{key(1)}.json", ns=(1, 1))  # changed since it was read
+        return n
+    monkeypatch.setattr(packs, "write", write_then_rewrite)
+    assert packs.pack(folder) == (3, 2)
+    assert (folder / key(1)[-2:] / f"{key(1)}.json").exists()
+    assert ResponseCache(folder).get(key(1)) == cache.get(key(1))
+
+
+def _db(path, *statements, rows=()):
+    db = sqlite3.connect(path)
+    for s in statements:
+        db.execute(s)
+    db.executemany("INSERT INTO answers VALUES (?, ?, ?)", rows)
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("extra", [
+    "CREATE TABLE other (x)",
+    "CREATE VIEW v AS SELECT * FROM answers",
+    "CREATE INDEX i ON answers (body)",
+    "CREATE TRIGGER t AFTER INSERT ON answers BEGIN SELECT 1; END",
+])
+def test_a_pack_holding_more_than_its_table_is_refused(tmp_path, extra):
+    folder = tmp_path / "cache"
+    _db(folder.mkdir() or folder / packs.PACK, packs.SCHEMA, extra)
+    with pytest.raises(packs.PackError, match=r"answers\.sqlite: not an answer pack gavel writes \(it holds "):
+        ResponseCache(folder).get(key(1))
+
+
+@pytest.mark.parametrize("schema", [
+    "CREATE TABLE answers (key TEXT PRIMARY KEY, mtime REAL, body TEXT)",
+    "CREATE TABLE answers (key, mtime, body)",
+])
+def test_a_pack_of_another_schema_is_refused(tmp_path, schema):
+    folder = tmp_path / "cache"
+    _db(folder.mkdir() or folder / packs.PACK, schema)
+    with pytest.raises(packs.PackError, match="not an answer pack gavel writes"):
+        packs.open_pack(folder / packs.PACK)
+
+
+def test_files_that_are_no_pack_are_named(tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / packs.PACK).write_bytes(b"SQLite format 3\x00" + os.urandom(2000))
+    with pytest.raises(packs.PackError, match=r"answers\.sqlite: not an answer pack \("):
+        ResponseCache(folder).get(key(1))
+    (folder / packs.PACK).unlink()
+    outside = tmp_path / "elsewhere.sqlite"
+    _db(outside, packs.SCHEMA, rows=[(key(1), 0.0, json.dumps(answer(1).to_dict()))])
+    (folder / packs.PACK).symlink_to(outside)
+    with pytest.raises(packs.PackError, match="a link, not an answer pack"):
+        ResponseCache(folder).get(key(1))
+    (folder / packs.PACK).unlink()
+    os.mkfifo(folder / packs.PACK)
+    with pytest.raises(packs.PackError, match="not a regular file"):
+        ResponseCache(folder).get(key(1))
+
+
+def test_rows_that_are_no_answers_are_named_by_key(tmp_path):
+    path = tmp_path / packs.PACK
+    _db(path, packs.SCHEMA, rows=[("../../etc", 0.0, "{}")])
+    with pytest.raises(packs.PackError, match="a row whose key is not a cache key"):
+        list(packs.open_pack(path).rows())
+    path.unlink()
+    _db(path, packs.SCHEMA, rows=[(key(2), 0.0, b"\x00binary")])
+    with pytest.raises(packs.PackError, match=rf"key '{key(2)}': not the text of an answer"):
+        packs.open_pack(path).get(key(2))
+
+
+def test_the_cli_packs_every_stage_cache_of_a_run(tmp_path, capsys):
+    from gavel.cli import main
+
+    for stage in ("extract", "compare"):
+        filled(tmp_path / "run" / "runs" / stage / "cache", 4)
+    assert main(["cache", "pack", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("4 answers in answers.sqlite") == 2 and out.count("4 loose files removed") == 2
+    assert main(["cache", "pack", str(tmp_path / "nothing-here")]) == 2
+    assert "no stage cache folder under" in capsys.readouterr().err
