@@ -172,3 +172,16 @@ def test_the_cli_packs_every_stage_cache_of_a_run(tmp_path, capsys):
     assert out.count("4 answers in answers.sqlite") == 2 and out.count("4 loose files removed") == 2
     assert main(["cache", "pack", str(tmp_path / "nothing-here")]) == 2
     assert "no stage cache folder under" in capsys.readouterr().err
+
+
+def test_measured_usage_reads_packed_answers_as_loose_ones(tmp_path):
+    from gavel.llm import measured
+
+    folder = tmp_path / "cache"
+    filled(folder, 12)
+    before = measured.of_cache(folder, "judge")
+    assert before.requests == 12 and packs.any_answer(folder)
+    packs.pack(folder)
+    after = measured.of_cache(folder, "judge")
+    assert (after.requests, after.output, after.reasoning) == (before.requests, before.output, before.reasoning)
+    assert not packs.any_answer(tmp_path / "empty")

@@ -249,6 +249,32 @@ def test_a_copied_run_folder_gives_the_same_page(tmp_path):
     assert after == before and "Day the complaint was filed" in after
 
 
+def test_a_packed_run_folder_gives_the_same_page_and_a_bad_pack_is_named(tmp_path, capsys):
+    """`gavel cache pack RUN`: the report reads the answers from the packs, the page unchanged; a pack that
+    is not one gavel writes is named in one line."""
+    import sqlite3
+
+    from gavel.llm import packs
+
+    from gavel.report.run import raw_answers
+
+    run = make_run(tmp_path / "run")
+    before, answers = report.render(report.run_data(run)), raw_answers(run)
+    assert len(answers) == len(list(run.rglob("cache/*/*.json"))) > 0
+    assert main(["cache", "pack", str(run)]) == 0
+    assert not list(run.rglob("cache/*/*.json")) and list(run.rglob(f"cache/{packs.PACK}"))
+    assert raw_answers(run) == answers and report.render(report.run_data(run)) == before
+    pack = sorted(run.rglob(f"cache/{packs.PACK}"))[0]
+    db = sqlite3.connect(pack)
+    db.execute("CREATE TRIGGER t AFTER INSERT ON answers BEGIN SELECT 1; END")
+    db.commit()
+    db.close()
+    capsys.readouterr()
+    assert main(["report", str(run), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"{pack}: not an answer pack gavel writes (it holds table answers, trigger t)" in err
+
+
 # ---------------------------------------------------------------- a relative folder is resolved once
 def test_a_relative_run_folder_is_read_from_the_working_directory(base, tmp_path):
     work = tmp_path / "elsewhere"

@@ -123,6 +123,61 @@ def test_a_shard_missing_answers_sends_nothing(shard_runs, tmp_path, capsys):
     assert not (tmp_path / "m" / "model_scores.csv").exists()
 
 
+def test_packed_shards_merge_to_the_single_run_and_keep_their_answers_packed(shard_runs, tmp_path, capsys):
+    """Two of three shards packed (`gavel cache pack`), one loose: the merge is the single run byte for byte,
+    its stage caches are packs holding every answer (no loose file), and nothing was sent."""
+    from gavel.llm import packs
+
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    loose_before = len(list((tmp_path / "s2").rglob("cache/*/*.json")))
+    assert main(["cache", "pack", copies[0], copies[1]]) == 0
+    assert not list((tmp_path / "s2").rglob("cache/*/*.json")) and loose_before > 0
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 0
+    total = sum(len(list((tmp / f"s{i}").rglob("cache/*/*.json"))) for i in (1, 2, 3))
+    assert f"{total} answers copied" in capsys.readouterr().out
+    assert [k for k, v in outputs(tmp / "single" / "run").items() if outputs(tmp_path / "m").get(k) != v] == []
+    caches = sorted((tmp_path / "m" / "runs").glob("*/cache"))
+    assert len(caches) == 5 and not list((tmp_path / "m").rglob("cache/*/*.json"))
+    held = 0
+    for c in caches:
+        p = packs.open_pack(c / packs.PACK)
+        held += len(list(p.rows()))
+        p.close()
+    assert held == total
+
+
+def test_a_packed_shard_missing_an_answer_or_holding_a_foreign_one_is_named(shard_runs, tmp_path, capsys):
+    import sqlite3
+
+    from gavel.llm import packs
+
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    assert main(["cache", "pack", *copies]) == 0
+    pack = tmp_path / "s2" / "runs" / "style" / "cache" / packs.PACK
+    db = sqlite3.connect(pack)
+    key = db.execute("SELECT key FROM answers ORDER BY key LIMIT 1").fetchone()[0]
+    db.execute("DELETE FROM answers WHERE key = ?", (key,))
+    db.commit()
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    assert "the shards lack answers this run needs" in capsys.readouterr().err
+    from gavel.llm.records import Response
+
+    failed = Response(custom_id="x", status="errored", error="boom").to_dict()
+    db.execute("INSERT INTO answers VALUES (?, 0, ?)", (key, json.dumps(failed)))
+    db.commit()
+    db.close()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m2")]) == 2
+    assert f"{pack} (key {key}): a cached answer must have succeeded" in capsys.readouterr().err
+    pack.unlink()
+    pack.symlink_to(tmp_path / "s1" / "runs" / "style" / "cache" / packs.PACK)
+    assert main(["merge", *copies, "--out", str(tmp_path / "m3")]) == 2
+    assert "a link, not an answer pack" in capsys.readouterr().err
+
+
 def test_a_killed_shard_is_partial(tmp_path, capsys, monkeypatch):
     """A shard whose run stops (here: a provider error) leaves shard.json saying complete: false."""
     s, r = inputs(tmp_path, 4)

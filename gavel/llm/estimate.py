@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gavel.core import prices
 
-from . import measured
+from . import measured, packs
 from .providers.base import ProviderError
 
 
@@ -136,7 +136,7 @@ def dry_run(runner, requests, mode: str = "batch", expected_output_tokens=None, 
     allowances: dict[tuple, float] = {}
     registry: dict[str, object] = {}
     prices_now = prices.table()
-    answered = any(Path(runner.cache.folder).glob("*/*.json"))  # with none, no request is already answered
+    answered = packs.any_answer(runner.cache.folder)  # with none, no request is already answered
     rows, too_long, too_long_requests, priced_as = [], {}, {}, {}
     for r in requests:
         if r.model not in registry:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from gavel.core import prices
 
+from . import packs
+
 #: the most records read from one ledger (a ledger gavel writes has one line per stage, model, mode and row)
 MAX_RECORDS = 100_000
 #: the most bytes read from one ledger
@@ -77,16 +79,19 @@ def of_cache(folder: str | Path, stage: str) -> Measured:
     """The answers of ``stage`` in a stage cache folder (``<workdir>/cache``): their reported output and
     reasoning (a damaged or implausible file is not a measurement)."""
     m = Measured(source=f"this stage's cache ({folder})")
-    for path in sorted(Path(folder).glob("*/*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str) \
-                or data["custom_id"].rsplit("-", 1)[0] != stage[:23]:
-            continue
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        _add(m, _whole(data.get("output_tokens")), usage)
+    try:
+        for _, text in packs.answers(Path(folder)):
+            try:
+                data = json.loads(text)
+            except ValueError:
+                continue
+            if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str) \
+                    or data["custom_id"].rsplit("-", 1)[0] != stage[:23]:
+                continue
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            _add(m, _whole(data.get("output_tokens")), usage)
+    except packs.PackError:
+        pass  # a damaged pack is no measurement (the run's own reading names it)
     return m
 
 

@@ -213,6 +213,42 @@ def write(folder: Path, rows, replacing=()) -> int:
     return n
 
 
+class Builder:
+    """A pack written row by row (a merge gathering its shards' answers): ``add`` a row, or get back the text
+    already held under its key; ``finish`` syncs it and renames it into place. Rows stay on disk."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.folder / f".{PACK}.{os.getpid()}.tmp"
+        self.tmp.unlink(missing_ok=True)
+        self.db = sqlite3.connect(self.tmp)
+        self.db.execute("PRAGMA journal_mode = OFF")
+        self.db.execute(SCHEMA)
+        self.added = 0
+
+    def add(self, key: str, mtime: float, body: str) -> str | None:
+        """None when the row was added; else the body already held under ``key`` (nothing written)."""
+        held = self.db.execute("SELECT body FROM answers WHERE key = ?", (key,)).fetchone()
+        if held is not None:
+            return held[0]
+        self.db.execute("INSERT INTO answers VALUES (?, ?, ?)", (key, mtime, body))
+        self.added += 1
+        return None
+
+    def finish(self) -> Path:
+        self.db.commit()
+        self.db.close()
+        with open(self.tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self.tmp, self.folder / PACK)
+        return self.folder / PACK
+
+    def abandon(self) -> None:
+        self.db.close()
+        self.tmp.unlink(missing_ok=True)
+
+
 def pack(folder: Path) -> tuple[int, int]:
     """Move ``folder``'s loose answers into its pack (the old pack's rows kept, a loose answer winning over a
     packed one of its key); returns (answers in the pack, loose files removed)."""
@@ -247,6 +283,30 @@ def pack(folder: Path) -> tuple[int, int]:
         except OSError:
             pass
     return n, removed
+
+
+def answers(folder: Path) -> Iterator[tuple[str, str]]:
+    """(key, JSON text) of every answer of a cache folder, each key once (a loose file over its packed row); a
+    loose file that cannot be read is left out, as the cache's own reading would refuse it."""
+    folder = Path(folder)
+    found = loose(folder)
+    keys = {k for k, _ in found}
+    if os.path.lexists(folder / PACK):
+        p = open_pack(folder / PACK)
+        try:
+            yield from ((k, text) for k, _, text in p.rows() if k not in keys)
+        finally:
+            p.close()
+    for key, path in found:
+        read = _read_loose(path)
+        if read is not None:
+            yield key, read[1]
+
+
+def any_answer(folder: Path) -> bool:
+    """Whether the cache folder holds an answer, loose or packed."""
+    folder = Path(folder)
+    return any(folder.glob("*/*.json")) or os.path.lexists(folder / PACK)
 
 
 def caches(root: Path) -> list[Path]:

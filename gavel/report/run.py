@@ -24,6 +24,7 @@ import pandas as pd
 from gavel.core import config, jsonl, stats
 from gavel.core import items as gitems
 from gavel.core.vocab import STYLE_ASPECTS
+from gavel.llm import packs
 from gavel.report import folder as rf
 from gavel.report import judge_view
 from gavel.report.folder import ReportInputError
@@ -257,9 +258,18 @@ def raw_answers(folder: Path, stages=None) -> dict[str, dict]:
         for path in (stage_dir / "cache").glob("*/*.json"):
             admitted = rf.regular_file(folder, path.relative_to(folder), rf.MAX_ANSWER_BYTES)  # opened once
             if admitted is not None:
-                files.append((admitted.stat().st_mtime, admitted))
-        for _, path in sorted(files):
-            rec = rf.json_value(rf.read_text(path, rf.MAX_ANSWER_BYTES), f"cache file {path}")
+                files.append((admitted.stat().st_mtime, str(admitted), admitted))
+        packed = rf.regular_file(folder, (stage_dir / "cache" / packs.PACK).relative_to(folder), rf.MAX_TABLE_BYTES)
+        if packed is not None:  # a packed cache (gavel cache pack): its rows, each with its file's time
+            try:
+                pack = packs.from_bytes(packed, packed.data)
+                files += [(mtime, f"{packed} (key {key})", text) for key, mtime, text in pack.rows()]
+                pack.close()
+            except packs.PackError as err:
+                raise ReportInputError(str(err)) from None
+        for _, path, source in sorted(files, key=lambda f: f[:2]):
+            text = source if isinstance(source, str) else rf.read_text(source, rf.MAX_ANSWER_BYTES)
+            rec = rf.json_value(text, f"cache file {path}")
             if isinstance(rec, dict) and rec.get("custom_id"):
                 if not isinstance(rec["custom_id"], str) or not isinstance(rec.get("text"), (str, type(None))):
                     raise ReportInputError(f"cache file {path}: not a cached answer (custom_id and text are not text)")

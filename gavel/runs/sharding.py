@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gavel.core import shards
 from gavel.core.spreadsheet import read_csv
-from gavel.llm import ledger
+from gavel.llm import ledger, packs
 from gavel.ref.inputs import InputError
 
 SHARD_FILE = "shard.json"
@@ -163,12 +163,67 @@ def check(folders: list[Path]) -> tuple[dict, list[dict]]:
     return first["settings"], [rec for _, rec in sorted(records, key=lambda x: x[1]["shard"][0])]
 
 
-def copy_answers(folder: Path, out: Path) -> int:
-    """Copy a shard's cached answers (``**/cache/XX/KEY.json``) into the same places under ``out``; each is
-    opened, then checked (a regular file, JSON with a text answer) before it is written. Returns how many."""
+def _answer(where: str, raw: bytes | str):
+    """A cached answer's Response from its JSON text (a succeeded one, else InputError naming ``where``)."""
     from gavel.llm.records import Response
 
+    try:
+        resp = Response.from_dict(json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw))
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, AttributeError) as err:
+        raise InputError(f"{where}: not a cached answer ({type(err).__name__})") from None
+    if not resp.ok:
+        raise InputError(f"{where}: a cached answer must have succeeded")
+    return resp
+
+
+def packed_caches(folders: list[Path]) -> set[Path]:
+    """The stage cache folders (relative to a shard folder) that some shard holds as a pack: the merged run
+    keeps them packed (``gavel.llm.packs``), every shard's answers of that stage in one pack."""
+    out = set()
+    for folder in folders:
+        for path in Path(folder).rglob(packs.PACK):
+            rel = path.relative_to(folder)
+            if len(rel.parts) >= 2 and rel.parts[-2] == "cache" and ".." not in rel.parts:
+                out.add(rel.parent)
+    return out
+
+
+def copy_answers(folder: Path, out: Path, builders: dict | None = None) -> int:
+    """Copy a shard's cached answers (``**/cache/XX/KEY.json``, and the rows of ``**/cache/answers.sqlite``)
+    into the same places under ``out``; each is opened, then checked (a regular file or a pack gavel writes,
+    JSON with a succeeded answer) before it is written. ``builders``: {cache folder relative to the shard:
+    ``packs.Builder``} of the caches the merged run keeps packed (their loose answers go into the pack too).
+    Returns how many answers were copied."""
+    own = builders is None
+    builders = {} if own else builders
     n = 0
+
+    def into_pack(rel_cache: Path, key: str, mtime: float, text: str, where: str) -> int:
+        held = builders[rel_cache].add(key, mtime, text)
+        if held is None:
+            return 1
+        if json.loads(held).get("text") != _answer(where, text).text:
+            raise InputError(f"{where}: answers the same request as another shard, differently")
+        return 0
+
+    for path in sorted(Path(folder).rglob(packs.PACK)):
+        rel = path.relative_to(folder)
+        if len(rel.parts) < 2 or rel.parts[-2] != "cache" or ".." in rel.parts:
+            continue
+        try:
+            pack = packs.open_pack(path)
+        except packs.PackError as err:
+            raise InputError(str(err)) from None
+        try:
+            if builders.get(rel.parent) is None:  # called alone (no merge around it): its own pack
+                builders[rel.parent] = packs.Builder(out / rel.parent)
+            for key, mtime, text in pack.rows():
+                _answer(f"{path} (key {key})", text)
+                n += into_pack(rel.parent, key, mtime, text, f"{path} (key {key})")
+        except packs.PackError as err:
+            raise InputError(str(err)) from None
+        finally:
+            pack.close()
     for path in sorted(Path(folder).rglob("*.json")):
         rel = path.relative_to(folder)
         if len(rel.parts) < 3 or rel.parts[-3] != "cache" or not CACHE_DIR.fullmatch(rel.parts[-2]):
@@ -176,15 +231,15 @@ def copy_answers(folder: Path, out: Path) -> int:
         if not CACHE_NAME.fullmatch(rel.name) or ".." in rel.parts or path.is_symlink():
             raise InputError(f"{path}: not a cached answer gavel writes (name or link)")
         with open(path, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 raise InputError(f"{path}: not a regular file")
             raw = fh.read(1 << 26)
-        try:
-            resp = Response.from_dict(json.loads(raw.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, AttributeError) as err:
-            raise InputError(f"{path}: not a cached answer ({type(err).__name__})") from None
-        if not resp.ok:
-            raise InputError(f"{path}: a cached answer must have succeeded")
+        resp = _answer(str(path), raw)
+        rel_cache = Path(*rel.parts[:-2])
+        if rel_cache in builders:
+            n += into_pack(rel_cache, rel.name[:-5], info.st_mtime, raw.decode("utf-8"), str(path))
+            continue
         target = out / rel
         if target.exists():
             if json.loads(target.read_text(encoding="utf-8")).get("text") != resp.text:
@@ -193,6 +248,8 @@ def copy_answers(folder: Path, out: Path) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(raw)
         n += 1
+    for b in builders.values() if own else ():
+        b.finish()
     return n
 
 
@@ -205,7 +262,15 @@ def merge(folders: list[str], out: str, evaluate) -> int:
     out_path = Path(out)
     if out_path.exists() and any(out_path.iterdir()):
         raise InputError(f"--out {out}: not empty (a merge writes a fresh run folder)")
-    copied = sum(copy_answers(Path(f), out_path) for f in folders)
+    builders = {rel: packs.Builder(out_path / rel) for rel in packed_caches([Path(f) for f in folders])}
+    try:
+        copied = sum(copy_answers(Path(f), out_path, builders) for f in folders)
+    except BaseException:
+        for b in builders.values():
+            b.abandon()
+        raise
+    for b in builders.values():
+        b.finish()
     n = records[0]["shard"][1]
     print(f"merge: {n} shards complete, {sum(len(r['cases']) for r in records)} cases, {copied} answers copied "
           f"into {out}", flush=True)
