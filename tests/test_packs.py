@@ -185,3 +185,52 @@ def test_measured_usage_reads_packed_answers_as_loose_ones(tmp_path):
     after = measured.of_cache(folder, "judge")
     assert (after.requests, after.output, after.reasoning) == (before.requests, before.output, before.reasoning)
     assert not packs.any_answer(tmp_path / "empty")
+
+
+def test_packings_of_one_folder_take_turns_and_lose_nothing(tmp_path):
+    """Writers add answers while four packers pack the same folder at once: every answer is found after."""
+    folder = tmp_path / "cache"
+    filled(folder, 50)
+    errors = []
+
+    def writer(lo):
+        cache = ResponseCache(folder)
+        for i in range(lo, lo + 100):
+            cache.put(answer(i), key(i))
+
+    def packer():
+        try:
+            for _ in range(3):
+                packs.pack(folder)
+        except Exception as err:  # noqa: BLE001 - any error fails the test below
+            errors.append(err)
+    threads = [threading.Thread(target=writer, args=(lo,)) for lo in (50, 150)] + \
+              [threading.Thread(target=packer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    cache = ResponseCache(folder)
+    assert [i for i in range(250) if cache.get(key(i)) != answer(i)] == []
+    packs.pack(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [packs.PACK]
+
+
+def test_a_packing_stopped_midway_leaves_the_loose_answers_and_no_half_pack(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    filled(folder, 30)
+    real = packs._read_loose
+    seen = []
+
+    def interrupted(path):
+        seen.append(path)
+        if len(seen) == 20:
+            raise KeyboardInterrupt
+        return real(path)
+    monkeypatch.setattr(packs, "_read_loose", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        packs.pack(folder)
+    monkeypatch.setattr(packs, "_read_loose", real)
+    assert len(packs.loose(folder)) == 30 and not list(folder.glob(".*tmp")) and not (folder / packs.PACK).exists()
+    assert [i for i in range(30) if ResponseCache(folder).get(key(i)) != answer(i)] == []

@@ -255,7 +255,6 @@ def test_a_packed_run_folder_gives_the_same_page_and_a_bad_pack_is_named(tmp_pat
     import sqlite3
 
     from gavel.llm import packs
-
     from gavel.report.run import raw_answers
 
     run = make_run(tmp_path / "run")

@@ -33,6 +33,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from .lock import hold
+
 #: the pack's file name inside a stage cache folder
 PACK = "answers.sqlite"
 SCHEMA = "CREATE TABLE answers (key TEXT PRIMARY KEY NOT NULL, mtime REAL NOT NULL, body TEXT NOT NULL) WITHOUT ROWID"
@@ -197,19 +199,23 @@ def write(folder: Path, rows, replacing=()) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{PACK}.{os.getpid()}.tmp"
     tmp.unlink(missing_ok=True)
-    db = sqlite3.connect(tmp)
     try:
-        db.execute("PRAGMA journal_mode = OFF")
-        db.execute(SCHEMA)
-        db.executemany("INSERT INTO answers VALUES (?, ?, ?)", rows)
-        db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", replacing)
-        db.commit()
-        n = db.execute("SELECT count(*) FROM answers").fetchone()[0]
-    finally:
-        db.close()
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, folder / PACK)
+        db = sqlite3.connect(tmp)
+        try:
+            db.execute("PRAGMA journal_mode = OFF")
+            db.execute(SCHEMA)
+            db.executemany("INSERT INTO answers VALUES (?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", replacing)
+            db.commit()
+            n = db.execute("SELECT count(*) FROM answers").fetchone()[0]
+        finally:
+            db.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, folder / PACK)
+    except BaseException:  # stopped (Ctrl-C) or failed: the loose answers are untouched, no half pack stays
+        tmp.unlink(missing_ok=True)
+        raise
     return n
 
 
@@ -249,10 +255,17 @@ class Builder:
         self.tmp.unlink(missing_ok=True)
 
 
-def pack(folder: Path) -> tuple[int, int]:
+def pack(folder: Path, timeout: float = 60.0) -> tuple[int, int]:
     """Move ``folder``'s loose answers into its pack (the old pack's rows kept, a loose answer winning over a
-    packed one of its key); returns (answers in the pack, loose files removed)."""
+    packed one of its key); returns (answers in the pack, loose files removed). Two packings of one folder
+    take turns (``cache/.pack.lock``: each new pack holds what the one before it removed)."""
     folder = Path(folder)
+    holder = f"gavel cache pack, pid {os.getpid()}"
+    with hold(folder / ".pack.lock", timeout, holder, f"answer cache: {folder}"):
+        return _pack(folder)
+
+
+def _pack(folder: Path) -> tuple[int, int]:
     found = loose(folder)
     old = open_pack(folder / PACK) if os.path.lexists(folder / PACK) else None
     taken: list[tuple[Path, tuple[int, int]]] = []
