@@ -101,6 +101,10 @@ def test_stage_across_four_array_tasks(slurm_cluster, tmp_path, monkeypatch, cap
     for r in requests:
         got = runner.cached(r)
         assert got is None or got.text == f"answer:{r.case_id}-{r.item}"
+    # the answers packed into one file (gavel cache pack): the tasks of the next submission read them there
+    assert main(["cache", "pack", str(tmp_path / "work")]) == 0
+    assert "19 answers in answers.sqlite" in capsys.readouterr().out
+    assert not list((tmp_path / "work" / "cache").glob("*/*.json"))
     # the same command again: only shard 2 is submitted, and it sends only its missing request
     for p in (tmp_path / "logs").glob("*.out"):
         p.unlink()

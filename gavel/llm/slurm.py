@@ -182,7 +182,7 @@ def cmd_stage_array(args: argparse.Namespace) -> int:
     missing = missing_shards(requests, runner, args.shards)
     if not missing:
         print(f"stage-array: all {len(requests)} requests of {args.requests} are answered in {runner.cache.folder}; "
-              "nothing to submit")
+              f"nothing to submit (`gavel cache pack {runner.workdir}` keeps the answers in one file)")
         return 0
     script = render_vllm_array(
         models[0], args.requests, runner.workdir, args.script, n_shards=args.shards, tasks=list(missing),
