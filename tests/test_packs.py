@@ -232,5 +232,5 @@ def test_a_packing_stopped_midway_leaves_the_loose_answers_and_no_half_pack(tmp_
     with pytest.raises(KeyboardInterrupt):
         packs.pack(folder)
     monkeypatch.setattr(packs, "_read_loose", real)
-    assert len(packs.loose(folder)) == 30 and not list(folder.glob(".*tmp")) and not (folder / packs.PACK).exists()
+    assert len(list(packs.loose(folder))) == 30 and not list(folder.glob(".*tmp")) and not (folder / packs.PACK).exists()
     assert [i for i in range(30) if ResponseCache(folder).get(key(i)) != answer(i)] == []

@@ -344,3 +344,16 @@ def test_the_memos_of_a_group_are_forgotten_before_the_next():
     pipeline._release_freed()
     assert [m.cache_info().currsize for m in (*memos, grounding.normalized_str, grounding._alignment,
                                               prompts._section)] == [0] * 6
+
+
+def test_a_fifo_among_a_shards_answers_is_named_not_waited_on(shard_runs, tmp_path, capsys):
+    import os
+
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    victim = sorted((tmp_path / "s2" / "runs" / "style" / "cache").rglob("*.json"))[0]
+    victim.unlink()
+    os.mkfifo(victim)
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    assert f"{victim}: not a regular file" in capsys.readouterr().err

@@ -160,18 +160,25 @@ def _body(path: Path, key: str, row) -> str:
     return body
 
 
-def loose(folder: Path) -> list[tuple[str, Path]]:
-    """(key, path) of the cache folder's loose answers (``XX/KEY.json``), in key order."""
-    out = []
-    for path in Path(folder).glob("*/*.json"):
-        key = path.name[:-5]
-        if SUBDIR.fullmatch(path.parent.name) and KEY.fullmatch(key):
-            out.append((key, path))
-    return sorted(out)
+def loose(folder: Path) -> Iterator[tuple[str, Path]]:
+    """(key, path) of the cache folder's loose answers (``XX/KEY.json``), one sub-folder at a time (nothing
+    of the whole listing is held: a cache may hold millions); no link is followed."""
+    try:
+        subs = sorted(e.name for e in os.scandir(folder) if SUBDIR.fullmatch(e.name) and e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return
+    for sub in subs:
+        try:
+            names = sorted(e.name for e in os.scandir(Path(folder) / sub) if e.name.endswith(".json"))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if KEY.fullmatch(name[:-5]):
+                yield name[:-5], Path(folder) / sub / name
 
 
-def _read_loose(path: Path) -> tuple[float, str, tuple[int, int]] | None:
-    """(mtime, text, (mtime_ns, size)) of a loose answer opened once (None: gone, a link, not a regular file
+def _read_loose(path: Path) -> tuple[float, str] | None:
+    """(mtime, text) of a loose answer opened once (None: gone, a link, not a regular file
     or not JSON text: left where it is)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -181,13 +188,13 @@ def _read_loose(path: Path) -> tuple[float, str, tuple[int, int]] | None:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BODY:
             return None
-        raw = fh.read(MAX_BODY + 1)
+        raw = fh.read(info.st_size + 1)  # its size (a buffer of the limit would be allocated per file)
     try:
         text = raw.decode("utf-8")
         json.loads(text)
     except (UnicodeDecodeError, ValueError):
         return None
-    return info.st_mtime, text, (info.st_mtime_ns, info.st_size)
+    return info.st_mtime, text
 
 
 def write(folder: Path, rows, replacing=()) -> int:
@@ -266,35 +273,40 @@ def pack(folder: Path, timeout: float = 60.0) -> tuple[int, int]:
 
 
 def _pack(folder: Path) -> tuple[int, int]:
-    found = loose(folder)
     old = open_pack(folder / PACK) if os.path.lexists(folder / PACK) else None
-    taken: list[tuple[Path, tuple[int, int]]] = []
 
     def loose_rows():
-        for key, path in found:
+        for key, path in loose(folder):
             read = _read_loose(path)
             if read is not None:
-                taken.append((path, read[2]))
                 yield key, read[0], read[1]
     try:
         n = write(folder, old.rows() if old else (), loose_rows())
     finally:
         if old:
             old.close()
-    removed = 0
-    for path, seen in taken:  # only what the new pack holds as it was read (a rewrite since stays loose)
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(info.st_mode) and (info.st_mtime_ns, info.st_size) == seen:
-            path.unlink(missing_ok=True)
-            removed += 1
-    for sub in {p.parent for _, p in found}:
-        try:
-            sub.rmdir()
-        except OSError:
-            pass
+    # a loose file goes only where the new pack holds it as it is now (its time and size: a rewrite since
+    # the listing stays loose); read from the pack, so nothing of the listing is kept meanwhile
+    removed, new = 0, open_pack(folder / PACK)
+    try:
+        for key, path in loose(folder):
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            row = new.db.execute("SELECT mtime, length(CAST(body AS BLOB)) FROM answers WHERE key = ?",
+                                 (key,)).fetchone()
+            if stat.S_ISREG(info.st_mode) and row is not None and tuple(row) == (info.st_mtime, info.st_size):
+                path.unlink(missing_ok=True)
+                removed += 1
+    finally:
+        new.close()
+    for sub in os.scandir(folder):
+        if SUBDIR.fullmatch(sub.name) and sub.is_dir(follow_symlinks=False):
+            try:
+                os.rmdir(sub.path)
+            except OSError:
+                pass  # not empty
     return n, removed
 
 
@@ -302,18 +314,17 @@ def answers(folder: Path) -> Iterator[tuple[str, str]]:
     """(key, JSON text) of every answer of a cache folder, each key once (a loose file over its packed row); a
     loose file that cannot be read is left out, as the cache's own reading would refuse it."""
     folder = Path(folder)
-    found = loose(folder)
-    keys = {k for k, _ in found}
-    if os.path.lexists(folder / PACK):
-        p = open_pack(folder / PACK)
-        try:
-            yield from ((k, text) for k, _, text in p.rows() if k not in keys)
-        finally:
-            p.close()
-    for key, path in found:
+    for key, path in loose(folder):
         read = _read_loose(path)
         if read is not None:
             yield key, read[1]
+    if os.path.lexists(folder / PACK):
+        p = open_pack(folder / PACK)
+        try:  # a packed answer once, where no loose file of its key was there to read
+            yield from ((k, text) for k, _, text in p.rows()
+                        if not os.path.lexists(folder / k[-2:] / f"{k}.json"))
+        finally:
+            p.close()
 
 
 def any_answer(folder: Path) -> bool:

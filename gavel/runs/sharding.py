@@ -228,13 +228,19 @@ def copy_answers(folder: Path, out: Path, builders: dict | None = None) -> int:
         rel = path.relative_to(folder)
         if len(rel.parts) < 3 or rel.parts[-3] != "cache" or not CACHE_DIR.fullmatch(rel.parts[-2]):
             continue
-        if not CACHE_NAME.fullmatch(rel.name) or ".." in rel.parts or path.is_symlink():
+        if not CACHE_NAME.fullmatch(rel.name) or ".." in rel.parts:
             raise InputError(f"{path}: not a cached answer gavel writes (name or link)")
-        with open(path, "rb") as fh:
+        try:  # opened once, not followed if a link, not waited on if a FIFO; then checked on what was opened
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as err:
+            raise InputError(f"{path}: not a cached answer gavel writes (name or link: {err.strerror})") from None
+        with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise InputError(f"{path}: not a regular file")
-            raw = fh.read(1 << 26)
+            raw = fh.read(min(info.st_size, 1 << 26) + 1)  # its size: a buffer of the limit is allocated
+        if len(raw) > 1 << 26:
+            raise InputError(f"{path}: over 64 MiB, not a cached answer")
         resp = _answer(str(path), raw)
         rel_cache = Path(*rel.parts[:-2])
         if rel_cache in builders:
