@@ -21,9 +21,10 @@ neither has one cell per case. A case's score is the mean of its cells; a model'
 
 from __future__ import annotations
 
+import copy
 import math
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,19 +48,46 @@ MODEL_COLUMNS = ["model", "cases", "cells", "mean", "ci_low", "ci_high", "rank",
 
 def cell_draws(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
     """(draws x cases x models): each draw's resampled cases (``stats.resamples``, shared by the models) and,
-    per drawn case and model, one of its cells with a value (NaN where the model has none for that case)."""
+    per drawn case and model, one of its cells with a value (NaN where the model has none for that case);
+    all of :func:`cell_draw_blocks` at once."""
+    blocks = list(cell_draw_blocks(values, rng, n))
+    v = np.asarray(values, dtype=float)
+    return np.concatenate(blocks) if blocks else np.zeros((0, v.shape[1], v.shape[0]))
+
+
+def cell_draw_blocks(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
+    """:func:`cell_draws`' rows a block at a time (at most ``stats.RESAMPLE_CELLS`` cases x models each; the
+    last may be shorter), the same values whatever the split. The draws take every case pick first, then
+    every cell choice (``rng``'s order, one stream): the picks come from a copy of ``rng`` taken before them,
+    ``rng`` itself skips them a block at a time and then draws the cells, so it ends where one draw of all
+    would leave it (once every block is taken)."""
     v = np.asarray(values, dtype=float)
     if v.ndim != 3:
         raise ValueError(f"values must be models x cases x cells, got shape {v.shape}")
-    m, c, _ = v.shape
-    picks = stats.resamples(c, rng, n)
+    m, c, cells = v.shape
+    rows = max(1, stats.RESAMPLE_CELLS // max(1, c * m))
+    spans = [(lo, min(rows, n - lo)) for lo in range(0, n, rows)]
     have = ~np.isnan(v)
-    counts = have.sum(axis=2)                                       # models x cases
     packed = np.take_along_axis(v, np.argsort(~have, axis=2, kind="stable"), axis=2)  # valued cells first
-    if v.shape[2] == 1:
-        return np.moveaxis(packed[:, picks, 0], 0, 2)
-    which = (rng.random((n, c, m)) * counts.T[picks]).astype(int)
-    return packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+    if cells == 1:
+        for _, k in spans:
+            yield np.moveaxis(packed[:, stats.resamples(c, rng, k), 0], 0, 2)
+        return
+    counts_t = have.sum(axis=2).T                                   # cases x models
+    picker = copy.deepcopy(rng)
+    for _, k in spans:
+        stats.resamples(c, rng, k)
+    for _, k in spans:
+        picks = stats.resamples(c, picker, k)
+        which = (rng.random((k, c, m)) * counts_t[picks]).astype(int)
+        yield packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+
+
+def one_model_means(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """(draws): the mean over the drawn cases of each of :func:`cell_draws`' draws of one model (``values``:
+    1 x cases x cells, every case with a value), a block at a time."""
+    blocks = [b[:, :, 0].mean(axis=1) for b in cell_draw_blocks(values, rng, n)]
+    return np.concatenate(blocks) if blocks else np.empty(0)
 
 
 def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
@@ -286,6 +314,33 @@ def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFram
                          "verdict": verdict})
 
 
+def _drawn(v: np.ndarray, case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray, seed: int,
+           n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(draws x models, draws x pairs): each draw's mean of every model and difference of every pair over the
+    drawn cases they have. Cells: a block of draws at a time (:func:`cell_draw_blocks`; memory one block,
+    never draws x cases x models). One cell per case: the draws as case counts (``stats.count_blocks``, drawn
+    a block at a time into one draws x cases matrix), every mean one matrix product over all draws at once:
+    BLAS rounds a draw's sum differently in a product of fewer rows (by ~1e-15, enough to move an endpoint
+    that lies on a half, e.g. -5.5, to the other side of its rounding), so the product is not split."""
+    if v.shape[2] == 1:
+        counts = np.empty((n, v.shape[1]))
+        lo = 0
+        for block in stats.count_blocks(v.shape[1], np.random.default_rng(seed), n):
+            counts[lo:lo + len(block)] = block
+            lo += len(block)
+        gap = case_means[a_of] - case_means[b_of]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ((counts @ np.nan_to_num(case_means).T) / (counts @ (~np.isnan(case_means)).T.astype(float)),
+                    (counts @ np.nan_to_num(gap).T) / (counts @ (~np.isnan(gap)).T.astype(float)))
+    drawn_means, all_diffs = np.empty((n, len(case_means))), np.empty((n, len(a_of)))
+    lo = 0
+    for block in cell_draw_blocks(v, np.random.default_rng(seed), n):
+        k = len(block)
+        drawn_means[lo:lo + k], all_diffs[lo:lo + k] = _nanmean(block, 1), _pair_draws(block, a_of, b_of)
+        lo += k
+    return drawn_means, all_diffs
+
+
 def _min_ranks(x: np.ndarray) -> np.ndarray:
     """Each row's ranks, highest first, ties at their best rank (scipy's ``rankdata(-x, method="min")``):
     1 + how many of the row are higher."""
@@ -300,25 +355,12 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
     case_means = _nanmean(v, 2)                                   # models x cases
     means = _nanmean(case_means, 1)
-    if v.shape[2] == 1:  # one cell per case: the same draws as case counts, every mean in one product
-        counts = stats.draw_counts(v.shape[1], seed, n).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            drawn_means = (counts @ np.nan_to_num(case_means).T) / (counts @ (~np.isnan(case_means)).T.astype(float))
-        draws = None
-    else:
-        draws = cell_draws(v, np.random.default_rng(seed), n)     # draws x cases x models
-        drawn_means = _nanmean(draws, 1)                          # draws x models
+    order, index, pair_list, a_of, b_of = _ranked_pairs(means, models)
+    drawn_means, all_diffs = _drawn(v, case_means, a_of, b_of, seed, n)
     ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
     rank_draws = _min_ranks(ranked)
     point_rank = _min_ranks(np.where(np.isnan(means), -np.inf, means)[None, :])[0]
-    order, index, pair_list, a_of, b_of = _ranked_pairs(means, models)
     rows = []
-    if draws is None:  # every pair's differences in one product
-        gap = case_means[a_of] - case_means[b_of]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            all_diffs = (counts @ np.nan_to_num(gap).T) / (counts @ (~np.isnan(gap)).T.astype(float))
-    else:
-        all_diffs = _pair_draws(draws, a_of, b_of)
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
     diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
     mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -276,9 +276,18 @@ def with_interval(stat: Stat, cases: Sequence, statistic: Callable[[list], float
 
 def draw_counts(size: int, seed: int = 0, n: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
     """(n, size): how many times each of ``size`` cases is in each resample of :func:`bootstrap`."""
-    picks = resamples(size, np.random.default_rng(seed), n)
-    flat = (np.arange(n)[:, None] * size + picks).ravel()
-    return np.bincount(flat, minlength=n * size).reshape(n, size)
+    blocks = list(count_blocks(size, np.random.default_rng(seed), n))
+    return np.concatenate(blocks) if blocks else np.zeros((0, size), dtype=np.int64)
+
+
+def count_blocks(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
+    """:func:`draw_counts`' rows a block at a time (at most ``RESAMPLE_CELLS`` picks each; the last may be
+    shorter): the generator gives the same numbers in the same order however the draws are split."""
+    rows = max(1, RESAMPLE_CELLS // max(1, size))
+    for lo in range(0, n, rows):
+        k = min(rows, n - lo)
+        flat = (np.arange(k)[:, None] * size + resamples(size, rng, k)).ravel()
+        yield np.bincount(flat, minlength=k * size).reshape(k, size)
 
 
 def with_draws(stat: Stat, size: int, draws: Callable[[np.ndarray], np.ndarray],
