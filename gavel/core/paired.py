@@ -347,6 +347,18 @@ def _case_counts(cases: int, seed: int, n: int) -> np.ndarray:
     return counts
 
 
+@functools.cache
+def _blas():
+    """threadpoolctl's handle on the BLAS numpy loaded (found once). The products of the draws run on one BLAS
+    thread: they are small (2,000 draws x 100 cases x 12 models in the release), and on a busy machine BLAS's
+    threads waiting for a core cost more than they save (`make results`' comparisons took 1.68 s with two
+    threads, 0.76 s with one, at a load of 4.5 on 2 cores). The values do not depend on the threads: BLAS
+    gives each thread rows or columns of a product, never part of one sum."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def _drawn_cases(counts: np.ndarray, have: np.ndarray) -> np.ndarray:
     """(draws x rows of ``have``): how many drawn cases each row has a value for (``counts @ have.T``, sums of
     integers, exact in any order), one product per distinct row."""
@@ -365,7 +377,7 @@ def _drawn(v: np.ndarray, case_means: np.ndarray, a_of: np.ndarray, b_of: np.nda
     if v.shape[2] == 1:
         counts = (_case_counts if n * v.shape[1] <= stats.RESAMPLE_CELLS else _count_matrix)(v.shape[1], seed, n)
         gap = case_means[a_of] - case_means[b_of]
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"), _blas().limit(limits=1, user_api="blas"):
             return ((counts @ np.nan_to_num(case_means).T) / _drawn_cases(counts, ~np.isnan(case_means)),
                     (counts @ np.nan_to_num(gap).T) / _drawn_cases(counts, ~np.isnan(gap)))
     drawn_means, all_diffs = np.empty((n, len(case_means))), np.empty((n, len(a_of)))
