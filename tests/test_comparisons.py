@@ -388,3 +388,29 @@ def test_draw_counts_in_blocks_are_the_counts_of_one_draw(cells, monkeypatch):
         monkeypatch.setattr(stats, "RESAMPLE_CELLS", 1 << 20)
         pairs_whole, models_whole = paired.compare(v, names, seed=2, n=101)
         assert pairs.equals(pairs_whole) and models.equals(models_whole)
+
+
+def test_interval_endpoints_of_every_column_at_once_are_stats_endpoint_of_each():
+    """The endpoints compare() takes of all draws' columns at once (one sort, each column's own count of
+    draws that are numbers) are ``stats.endpoint`` of each column alone: the same value, the same decimals,
+    for columns with NaN, one value, none, constant values, and numbers of every size."""
+    import numpy as np
+
+    from gavel.core import paired, stats
+
+    rng = np.random.default_rng(0)
+    checked = 0
+    for trial in range(120):
+        rows, cols = (2000 if trial % 3 == 0 else int(rng.integers(0, 60))), int(rng.integers(1, 12))
+        x = np.round(rng.normal(size=(rows, cols)) * 10.0 ** rng.integers(-3, 3), int(rng.integers(0, 6)))
+        if trial % 2:
+            x[rng.random(x.shape) < rng.random()] = np.nan
+        x[:, 0] = np.nan if trial % 5 == 0 else x[:, 0]
+        x[:, -1] = 3.0 if trial % 7 == 0 else x[:, -1]
+        qs = (2.5, 97.5, 50.0, 0.0, 100.0)
+        for q, got in zip(qs, paired._endpoints(x, qs)):
+            want = np.array([stats.endpoint(x[:, k], q) for k in range(cols)])
+            assert np.array_equal(got, want, equal_nan=True), (trial, q)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), (trial, q)  # no -0.0
+            checked += int((~np.isnan(want)).sum())
+    assert checked > 2000

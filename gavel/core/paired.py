@@ -106,36 +106,35 @@ def _pair_draws(draws: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int = 16
     return out
 
 
-def _endpoints(draws: np.ndarray, q: float) -> np.ndarray:
-    """``stats.endpoint`` of every column of ``draws`` (the same values), all columns at once, each over its
-    own draws that are numbers: one sort (NaN last), then ``np.percentile``'s linear interpolation and
-    ``stats.endpoint_digits``' order statistics at each column's own count, as those compute them."""
-    out = np.full(draws.shape[1], math.nan)
+def _endpoints(draws: np.ndarray, qs: Sequence[float] = (2.5, 97.5)) -> list[np.ndarray]:
+    """``stats.endpoint`` of every column of ``draws`` (the same values) at each ``q`` of ``qs``, all columns at
+    once, each over its own draws that are numbers: one sort (a row per column, NaN last), then
+    ``np.percentile``'s linear interpolation and ``stats.endpoint_digits``' order statistics at each column's
+    own count, as those compute them."""
     n = (~np.isnan(draws)).sum(axis=0)
     cols = np.flatnonzero(n > 0)
-    if not len(cols):
-        return out
-    x, n = np.sort(draws[:, cols], axis=0), n[cols]
-    at = np.arange(len(cols))
-    p = q / 100
-    virtual = (n - 1) * p                     # np.percentile (linear): (n - 1) q, the floor and the next
-    below = np.floor(virtual)
-    last = virtual >= n - 1                   # at or past the last: the last value (numpy's index -1)
-    lo_i = np.where(last, n - 1, below).astype(np.intp)
-    hi_i = np.where(last, n - 1, below + 1).astype(np.intp)
-    gamma = virtual - np.where(last, -1, below)
-    a, b = x[lo_i, at], x[hi_i, at]
-    diff = b - a
-    value = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
-    half = np.sqrt(n * p * (1 - p))           # stats.endpoint_digits: the order statistics around it
-    lo = np.minimum(n - 1, np.maximum(0, np.floor(p * (n - 1) - half))).astype(np.intp)
-    hi = np.minimum(n - 1, np.maximum(0, np.ceil(p * (n - 1) + half))).astype(np.intp)
-    error = (x[hi, at] - x[lo, at]) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        digits = np.where((error <= 0) | (n < 2), stats.MAX_ENDPOINT_DIGITS,
-                          np.clip(np.floor(-np.log10(2 * error)), 0, stats.MAX_ENDPOINT_DIGITS))
-    out[cols] = [round(float(v), int(d)) + 0.0 for v, d in zip(value.tolist(), digits.tolist())]
-    return out
+    x, n, at = np.sort(draws[:, cols].T, axis=1), n[cols], np.arange(len(cols))
+    found = []
+    for q in qs:
+        out = np.full(draws.shape[1], math.nan)
+        p = q / 100
+        virtual = (n - 1) * p                 # np.percentile (linear): (n - 1) q, the floor and the next
+        below = np.floor(virtual)
+        last = virtual >= n - 1               # at or past the last: the last value (numpy's index -1)
+        a = x[at, np.where(last, n - 1, below).astype(np.intp)]
+        b = x[at, np.where(last, n - 1, below + 1).astype(np.intp)]
+        gamma, diff = virtual - np.where(last, -1, below), b - a
+        value = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
+        half = np.sqrt(n * p * (1 - p))       # stats.endpoint_digits: the order statistics around it
+        lo = np.minimum(n - 1, np.maximum(0, np.floor(p * (n - 1) - half))).astype(np.intp)
+        hi = np.minimum(n - 1, np.maximum(0, np.ceil(p * (n - 1) + half))).astype(np.intp)
+        error = (x[at, hi] - x[at, lo]) / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            digits = np.where((error <= 0) | (n < 2), stats.MAX_ENDPOINT_DIGITS,
+                              np.clip(np.floor(-np.log10(2 * error)), 0, stats.MAX_ENDPOINT_DIGITS))
+        out[cols] = [round(v, int(d)) + 0.0 for v, d in zip(value.tolist(), digits.tolist())]
+        found.append(out)
+    return found
 
 
 def variance_shares(values) -> tuple[float, float]:
@@ -362,8 +361,10 @@ def _blas():
 def _drawn_cases(counts: np.ndarray, have: np.ndarray) -> np.ndarray:
     """(draws x rows of ``have``): how many drawn cases each row has a value for (``counts @ have.T``, sums of
     integers, exact in any order), one product per distinct row."""
-    rows, which = np.unique(have, axis=0, return_inverse=True)
-    return (counts @ rows.T.astype(float))[:, which.ravel()]
+    first: dict[bytes, int] = {}
+    keys = [first.setdefault(row.tobytes(), i) for i, row in enumerate(have)]
+    column = {row: j for j, row in enumerate(first.values())}
+    return (counts @ have[list(first.values())].T.astype(float))[:, [column[k] for k in keys]]
 
 
 def _drawn(v: np.ndarray, case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray, seed: int,
@@ -454,8 +455,8 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
     rank_draws = _min_ranks(ranked)
     point_rank = _min_ranks(np.where(np.isnan(means), -np.inf, means)[None, :])[0]
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
-    diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
-    mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
+    diff_low, diff_high = _endpoints(all_diffs)
+    mean_low, mean_high = _endpoints(drawn_means)
     values_ = _pair_values(case_means, a_of, b_of)
     holm, verdict = _holm_verdicts(p_values, values_["difference"], alpha)
     level = holm_levels(p_values, alpha)
