@@ -414,3 +414,40 @@ def test_interval_endpoints_of_every_column_at_once_are_stats_endpoint_of_each()
             assert np.array_equal(np.signbit(got), np.signbit(want)), (trial, q)  # no -0.0
             checked += int((~np.isnan(want)).sum())
     assert checked > 2000
+
+
+def test_pairs_of_like_cases_at_once_are_each_pair_alone():
+    """The pairs' means, sds and correlations computed a group of pairs with the same common cases at once
+    are, bit for bit, numpy's values of each pair on its own (mean, ``np.std(ddof=1)``, ``np.corrcoef``)."""
+    import numpy as np
+
+    from gavel.core import paired
+
+    rng = np.random.default_rng(1)
+    for trial in range(40):
+        m, c = int(rng.integers(2, 9)), int(rng.integers(1, 150))
+        x = rng.normal(size=(m, c)) * 10.0 ** rng.integers(-2, 3)
+        x[rng.random(x.shape) < (0.3 if trial % 2 else 0.02)] = np.nan
+        x[0, : c // 2] = 5.0 if trial % 3 == 0 else x[0, : c // 2]
+        a_of, b_of = np.array([a for a in range(m) for b in range(a + 1, m)]), np.array(
+            [b for a in range(m) for b in range(a + 1, m)])
+        got = paired._pair_values(x, a_of, b_of)
+        for k, (a, b) in enumerate(zip(a_of, b_of)):
+            both = ~np.isnan(x[a]) & ~np.isnan(x[b])
+            xa, xb = x[a][both], x[b][both]
+            want = {"cases": both.sum(), "mean_a": xa.mean() if both.any() else np.nan,
+                    "mean_b": xb.mean() if both.any() else np.nan,
+                    "difference": (xa - xb).mean() if both.any() else np.nan,
+                    "sd_a": np.std(xa, ddof=1) if len(xa) > 1 else np.nan,
+                    "sd_b": np.std(xb, ddof=1) if len(xb) > 1 else np.nan,
+                    "sd_difference": np.std(xa - xb, ddof=1) if len(xa) > 1 else np.nan,
+                    "correlation": np.corrcoef(xa, xb)[0, 1] if len(xa) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0
+                    else np.nan}
+            for name, value in want.items():
+                assert np.array_equal(got[name][k], value, equal_nan=True), (trial, k, name)
+        names = [f"m{i}" for i in range(m)]
+        for row in paired.verdicts(x[:, :, None], names).itertuples():  # verdicts' differences alike
+            a, b = names.index(row.model_a), names.index(row.model_b)
+            both = ~np.isnan(x[a]) & ~np.isnan(x[b])
+            assert np.array_equal(row.difference, (x[a][both] - x[b][both]).mean() if both.any() else np.nan,
+                                  equal_nan=True)

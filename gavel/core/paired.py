@@ -146,7 +146,8 @@ def variance_shares(values) -> tuple[float, float]:
     if not len(v):
         return math.nan, math.nan
     between = float(np.var(_nanmean(v, 1)))
-    within = float(np.mean(np.nanvar(v, axis=1)))  # every row has a value (the empty ones are gone)
+    # every row has a value (the empty ones are gone); one cell per case: each varies by 0.0 around itself
+    within = 0.0 if v.shape[1] == 1 else float(np.mean(np.nanvar(v, axis=1)))
     total = between + within
     return (math.nan, math.nan) if total <= 0 else (between / total, within / total)
 
@@ -319,7 +320,7 @@ def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFram
     cases = (~np.isnan(gaps)).sum(axis=1)
     difference = np.full(len(gaps), math.nan)
     for ks, common in _same_cases(~np.isnan(gaps)):  # each row's mean alone, the rows of like cases at once
-        difference[ks] = gaps[np.ix_(ks, common)].mean(axis=1)
+        difference[ks] = np.ascontiguousarray(gaps[np.ix_(ks, common)]).mean(axis=1)
     p = _paired_ps(gaps)
     holm, verdict = _holm_verdicts(p, difference, alpha)
     return pd.DataFrame({"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of],
@@ -410,10 +411,9 @@ def _correlation(xa: np.ndarray, xb: np.ndarray) -> float:
     same value), without its checks and weights: it is called for most pairs of every score."""
     x = np.stack([xa, xb])
     x -= x.mean(axis=1)[:, None]
-    c = np.dot(x, x.T.conj())
-    c *= np.true_divide(1, x.shape[1] - 1)
-    sd = np.sqrt(np.diag(c))
-    return float(np.clip(c[0, 1] / sd[0] / sd[1], -1, 1))
+    (aa, ab), (_, bb) = np.dot(x, x.T.conj()).tolist()
+    f = 1 / (x.shape[1] - 1)
+    return float(np.clip(ab * f / math.sqrt(aa * f) / math.sqrt(bb * f), -1, 1))
 
 
 def _pair_values(case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray) -> dict[str, np.ndarray]:
@@ -427,7 +427,8 @@ def _pair_values(case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray) -> 
     out = {"cases": both.sum(axis=1).astype(int), **out}
     for ks, cases in _same_cases(both):
         rows = np.unique(np.concatenate([a_of[ks], b_of[ks]]))
-        x = case_means[rows][:, cases]                            # models of these pairs x common cases
+        x = np.ascontiguousarray(case_means[rows][:, cases])      # models of these pairs x common cases:
+        # rows in one piece, so each row's sums are numpy's pairwise sums of that row alone
         at = {r: i for i, r in enumerate(rows.tolist())}
         ia, ib = np.array([at[a] for a in a_of[ks].tolist()]), np.array([at[b] for b in b_of[ks].tolist()])
         mean, d = x.mean(axis=1), x[ia] - x[ib]
