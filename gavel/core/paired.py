@@ -409,11 +409,13 @@ def _same_cases(have: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
 def _correlation(xa: np.ndarray, xb: np.ndarray) -> float:
     """``np.corrcoef(xa, xb)[0, 1]`` computed as numpy computes it (the same product and divisions, so the
     same value), without its checks and weights: it is called for most pairs of every score."""
-    x = np.stack([xa, xb])
+    x = np.empty((2, len(xa)))
+    x[0], x[1] = xa, xb
     x -= x.mean(axis=1)[:, None]
     (aa, ab), (_, bb) = np.dot(x, x.T.conj()).tolist()
     f = 1 / (x.shape[1] - 1)
-    return float(np.clip(ab * f / math.sqrt(aa * f) / math.sqrt(bb * f), -1, 1))
+    r = ab * f / math.sqrt(aa * f) / math.sqrt(bb * f)
+    return -1.0 if r < -1 else 1.0 if r > 1 else r  # np.clip's bounds (NaN stays NaN)
 
 
 def _pair_values(case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray) -> dict[str, np.ndarray]:
