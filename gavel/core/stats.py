@@ -283,11 +283,19 @@ def draw_counts(size: int, seed: int = 0, n: int = BOOTSTRAP_RESAMPLES) -> np.nd
 def count_blocks(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
     """:func:`draw_counts`' rows a block at a time (at most ``RESAMPLE_CELLS`` picks each; the last may be
     shorter): the generator gives the same numbers in the same order however the draws are split."""
-    rows = max(1, RESAMPLE_CELLS // max(1, size))
+    for picks in resample_blocks(size, rng, n):
+        k = len(picks)
+        yield np.bincount((np.arange(k)[:, None] * size + picks).ravel(), minlength=k * size).reshape(k, size)
+
+
+def resample_blocks(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES,
+                    width: int = 1) -> Iterator[np.ndarray]:
+    """:func:`resamples`' rows a block at a time: at most ``RESAMPLE_CELLS`` picks times ``width`` (the
+    values each pick brings along) per block, the last may be shorter; the same numbers in the same order as
+    one draw of all."""
+    rows = max(1, RESAMPLE_CELLS // max(1, size * width))
     for lo in range(0, n, rows):
-        k = min(rows, n - lo)
-        flat = (np.arange(k)[:, None] * size + resamples(size, rng, k)).ravel()
-        yield np.bincount(flat, minlength=k * size).reshape(k, size)
+        yield resamples(size, rng, min(rows, n - lo))
 
 
 def with_draws(stat: Stat, size: int, draws: Callable[[np.ndarray], np.ndarray],
