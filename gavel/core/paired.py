@@ -17,6 +17,13 @@ neither has one cell per case. A case's score is the mean of its cells; a model'
 - **Models**: mean, the two-level interval, rank (1 = highest) and its 95% interval over the draws, the groups
   of neighbours in the ranking whose every pairwise difference is not significant (letters), and the share of
   the variance of one cell's score that lies between cases and within a case (the judge).
+
+Memory and time (issue 48): with cells the draws come a block of ``stats.RESAMPLE_CELLS`` cases x models at a
+time (:func:`cell_draw_blocks`: the same generator numbers in the same order, so the same values whatever the
+block); with one cell per case the draws are case counts, drawn in blocks into one draws x cases matrix, and
+each mean is one matrix product over all draws (BLAS rounds a draw's sum differently in a product of fewer
+rows, which moves an endpoint lying on a half, so that product is not split), on one BLAS thread. The
+columns of a score are computed together, each value as numpy gives it alone (tests/test_comparisons.py).
 """
 
 from __future__ import annotations
