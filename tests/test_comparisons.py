@@ -300,3 +300,154 @@ def test_bootstrap_means_in_blocks_are_the_means_of_one_draw(cells, monkeypatch)
         whole = x[stats.resamples(size, np.random.default_rng(7))].mean(axis=1)
         assert (stats.bootstrap_means(x, np.random.default_rng(7)) == whole).all()
     assert stats.bootstrap_means(np.ones(3), np.random.default_rng(0), n=0).shape == (0,)
+
+
+def _old_cell_draws(values, rng, n):
+    """The two-level draws as they were drawn before blocks (issue 48): every case pick of every draw, then
+    one array of every cell choice, from the one generator."""
+    import numpy as np
+
+    from gavel.core import stats
+
+    v = np.asarray(values, dtype=float)
+    m, c, _ = v.shape
+    picks = stats.resamples(c, rng, n)
+    have = ~np.isnan(v)
+    packed = np.take_along_axis(v, np.argsort(~have, axis=2, kind="stable"), axis=2)
+    if v.shape[2] == 1:
+        return np.moveaxis(packed[:, picks, 0], 0, 2)
+    which = (rng.random((n, c, m)) * have.sum(axis=2).T[picks]).astype(int)
+    return packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+
+
+def _cube(seed: int, models: int, cases: int, cells: int):
+    """models x cases x cells of 0-100 scores, about a fifth NaN (a case without any value included)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    v = np.round(rng.random((models, cases, cells)) * 100, 1)
+    v[rng.random(v.shape) < 0.2] = np.nan
+    v[0, 0, :] = np.nan
+    return v
+
+
+# blocks of one draw, of 7 draws, of a number of draws that leaves an odd last block, of more draws than asked
+@pytest.mark.parametrize("cells", [1, 7 * 4 * 9, 13 * 4 * 9 + 5, 1 << 20])
+def test_cell_draws_in_blocks_are_the_draws_of_one_draw(cells, monkeypatch):
+    """The two-level draws a block at a time (memory: one block, never draws x cases x models) are the draws
+    drawn at once, value for value, and leave the generator where one draw of all leaves it, for one cell per
+    case and for several; the means and differences compare() takes from them too, whatever the block."""
+    import numpy as np
+
+    from gavel.core import paired, stats
+
+    monkeypatch.setattr(stats, "RESAMPLE_CELLS", cells)
+    for shape, n in (((4, 9, 3), 101), ((4, 9, 1), 101), ((1, 9, 2), 5), ((4, 9, 3), 0)):
+        v = _cube(sum(shape), *shape)
+        old_rng, new_rng = np.random.default_rng(3), np.random.default_rng(3)
+        whole = _old_cell_draws(v, old_rng, n)
+        blocks = list(paired.cell_draw_blocks(v, new_rng, n))
+        assert len(blocks) == (0 if n == 0 else -(-n // max(1, cells // (shape[0] * shape[1]))))
+        drawn = paired.cell_draws(v, np.random.default_rng(3), n)
+        assert drawn.shape == whole.shape and np.array_equal(drawn, whole, equal_nan=True)
+        assert old_rng.random() == new_rng.random()  # the generator ends where it did
+        if shape[0] == 1 and n:
+            full = v[:, ~np.isnan(v[0]).all(axis=1)]
+            assert np.array_equal(paired.one_model_means(full, np.random.default_rng(4), n),
+                                  _old_cell_draws(full, np.random.default_rng(4), n)[:, :, 0].mean(axis=1))
+        if shape[0] > 1:
+            a_of, b_of = np.array([0, 0, 2]), np.array([1, 3, 1])
+            means, diffs = paired._drawn(v, paired._nanmean(v, 2), a_of, b_of, 5, n)
+            old = _old_cell_draws(v, np.random.default_rng(5), n)
+            if shape[2] > 1:
+                assert np.array_equal(means, paired._nanmean(old, 1), equal_nan=True)
+                assert np.array_equal(diffs, paired._pair_draws(old, a_of, b_of), equal_nan=True)
+            assert means.shape == (n, shape[0]) and diffs.shape == (n, 3)
+
+
+@pytest.mark.parametrize("cells", [1, 7, 9 * 5 + 1, 1 << 20])
+def test_draw_counts_in_blocks_are_the_counts_of_one_draw(cells, monkeypatch):
+    """The one-cell draws as case counts, a block of resamples at a time: the counts of the resamples drawn
+    at once, and compare()'s tables on them the same whatever the block (cells or one cell per case)."""
+    import numpy as np
+
+    from gavel.core import paired, stats
+
+    monkeypatch.setattr(stats, "RESAMPLE_CELLS", cells)
+    for size, n in ((1, 3), (9, 2000), (40, 333), (9, 0)):
+        picks = stats.resamples(size, np.random.default_rng(11), n)
+        old = np.zeros((n, size), dtype=np.int64)
+        np.add.at(old, (np.arange(n)[:, None], picks), 1)
+        got = stats.draw_counts(size, 11, n)
+        assert got.shape == (n, size) and np.array_equal(got, old)
+    names = ["a", "b", "c", "d"]
+    for cells_per_case in (1, 3):
+        v = _cube(7, 4, 9, cells_per_case)
+        monkeypatch.setattr(stats, "RESAMPLE_CELLS", cells)
+        pairs, models = paired.compare(v, names, seed=2, n=101)
+        monkeypatch.setattr(stats, "RESAMPLE_CELLS", 1 << 20)
+        pairs_whole, models_whole = paired.compare(v, names, seed=2, n=101)
+        assert pairs.equals(pairs_whole) and models.equals(models_whole)
+
+
+def test_interval_endpoints_of_every_column_at_once_are_stats_endpoint_of_each():
+    """The endpoints compare() takes of all draws' columns at once (one sort, each column's own count of
+    draws that are numbers) are ``stats.endpoint`` of each column alone: the same value, the same decimals,
+    for columns with NaN, one value, none, constant values, and numbers of every size."""
+    import numpy as np
+
+    from gavel.core import paired, stats
+
+    rng = np.random.default_rng(0)
+    checked = 0
+    for trial in range(120):
+        rows, cols = (2000 if trial % 3 == 0 else int(rng.integers(0, 60))), int(rng.integers(1, 12))
+        x = np.round(rng.normal(size=(rows, cols)) * 10.0 ** rng.integers(-3, 3), int(rng.integers(0, 6)))
+        if trial % 2:
+            x[rng.random(x.shape) < rng.random()] = np.nan
+        x[:, 0] = np.nan if trial % 5 == 0 else x[:, 0]
+        x[:, -1] = 3.0 if trial % 7 == 0 else x[:, -1]
+        qs = (2.5, 97.5, 50.0, 0.0, 100.0)
+        for q, got in zip(qs, paired._endpoints(x, qs)):
+            want = np.array([stats.endpoint(x[:, k], q) for k in range(cols)])
+            assert np.array_equal(got, want, equal_nan=True), (trial, q)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), (trial, q)  # no -0.0
+            checked += int((~np.isnan(want)).sum())
+    assert checked > 2000
+
+
+def test_pairs_of_like_cases_at_once_are_each_pair_alone():
+    """The pairs' means, sds and correlations computed a group of pairs with the same common cases at once
+    are, bit for bit, numpy's values of each pair on its own (mean, ``np.std(ddof=1)``, ``np.corrcoef``)."""
+    import numpy as np
+
+    from gavel.core import paired
+
+    rng = np.random.default_rng(1)
+    for trial in range(40):
+        m, c = int(rng.integers(2, 9)), int(rng.integers(1, 150))
+        x = rng.normal(size=(m, c)) * 10.0 ** rng.integers(-2, 3)
+        x[rng.random(x.shape) < (0.3 if trial % 2 else 0.02)] = np.nan
+        x[0, : c // 2] = 5.0 if trial % 3 == 0 else x[0, : c // 2]
+        a_of, b_of = np.array([a for a in range(m) for b in range(a + 1, m)]), np.array(
+            [b for a in range(m) for b in range(a + 1, m)])
+        got = paired._pair_values(x, a_of, b_of)
+        for k, (a, b) in enumerate(zip(a_of, b_of)):
+            both = ~np.isnan(x[a]) & ~np.isnan(x[b])
+            xa, xb = x[a][both], x[b][both]
+            want = {"cases": both.sum(), "mean_a": xa.mean() if both.any() else np.nan,
+                    "mean_b": xb.mean() if both.any() else np.nan,
+                    "difference": (xa - xb).mean() if both.any() else np.nan,
+                    "sd_a": np.std(xa, ddof=1) if len(xa) > 1 else np.nan,
+                    "sd_b": np.std(xb, ddof=1) if len(xb) > 1 else np.nan,
+                    "sd_difference": np.std(xa - xb, ddof=1) if len(xa) > 1 else np.nan,
+                    "correlation": np.corrcoef(xa, xb)[0, 1] if len(xa) > 1 and np.ptp(xa) > 0 and np.ptp(xb) > 0
+                    else np.nan}
+            for name, value in want.items():
+                assert np.array_equal(got[name][k], value, equal_nan=True), (trial, k, name)
+        names = [f"m{i}" for i in range(m)]
+        for row in paired.verdicts(x[:, :, None], names).itertuples():  # verdicts' differences alike
+            a, b = names.index(row.model_a), names.index(row.model_b)
+            both = ~np.isnan(x[a]) & ~np.isnan(x[b])
+            assert np.array_equal(row.difference, (x[a][both] - x[b][both]).mean() if both.any() else np.nan,
+                                  equal_nan=True)

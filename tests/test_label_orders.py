@@ -279,3 +279,24 @@ def test_a_run_with_no_single_value_pair_reads_not_tested_never_a_measured_zero(
     assert line.startswith("label orders: not tested (no single-value pair)")
     assert "option-order bias: not tested (no single-value pair)" in line
     assert "none found" not in line and "0.00" not in line
+
+
+@pytest.mark.parametrize("cells", [1, 7, 13 * 4 + 3])
+def test_label_order_intervals_drawn_in_blocks_are_those_of_one_draw(four, cells, monkeypatch):
+    """The label-order bootstraps drawn a block of resamples at a time (memory: one block, issue 48) give the
+    intervals of the resamples drawn at once: the model table of the four-order run the same, value for
+    value, and the cluster interval the old one-draw formula's."""
+    import numpy as np
+
+    from gavel.core import stats
+
+    _, _, result = four
+    whole = label_orders.model_table(result["label_judgments"], result["runs"], 4)
+    monkeypatch.setattr(stats, "RESAMPLE_CELLS", cells)
+    assert label_orders.model_table(result["label_judgments"], result["runs"], 4).equals(whole)
+    rng = np.random.default_rng(5)
+    num, den = rng.integers(0, 5, 41).astype(float), rng.integers(1, 6, 41).astype(float)
+    picks = stats.resamples(41, np.random.default_rng(3))
+    ratio = num[picks].sum(axis=1) / den[picks].sum(axis=1)
+    assert label_orders._cluster_interval(num, den, 3) == (float(np.percentile(ratio, 2.5)),
+                                                           float(np.percentile(ratio, 97.5)))

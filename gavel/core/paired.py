@@ -17,13 +17,22 @@ neither has one cell per case. A case's score is the mean of its cells; a model'
 - **Models**: mean, the two-level interval, rank (1 = highest) and its 95% interval over the draws, the groups
   of neighbours in the ranking whose every pairwise difference is not significant (letters), and the share of
   the variance of one cell's score that lies between cases and within a case (the judge).
+
+Memory and time (issue 48): with cells the draws come a block of ``stats.RESAMPLE_CELLS`` cases x models at a
+time (:func:`cell_draw_blocks`: the same generator numbers in the same order, so the same values whatever the
+block); with one cell per case the draws are case counts, drawn in blocks into one draws x cases matrix, and
+each mean is one matrix product over all draws (BLAS rounds a draw's sum differently in a product of fewer
+rows, which moves an endpoint lying on a half, so that product is not split), on one BLAS thread. The
+columns of a score are computed together, each value as numpy gives it alone (tests/test_comparisons.py).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,19 +56,46 @@ MODEL_COLUMNS = ["model", "cases", "cells", "mean", "ci_low", "ci_high", "rank",
 
 def cell_draws(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
     """(draws x cases x models): each draw's resampled cases (``stats.resamples``, shared by the models) and,
-    per drawn case and model, one of its cells with a value (NaN where the model has none for that case)."""
+    per drawn case and model, one of its cells with a value (NaN where the model has none for that case);
+    all of :func:`cell_draw_blocks` at once."""
+    blocks = list(cell_draw_blocks(values, rng, n))
+    v = np.asarray(values, dtype=float)
+    return np.concatenate(blocks) if blocks else np.zeros((0, v.shape[1], v.shape[0]))
+
+
+def cell_draw_blocks(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
+    """:func:`cell_draws`' rows a block at a time (at most ``stats.RESAMPLE_CELLS`` cases x models each; the
+    last may be shorter), the same values whatever the split. The draws take every case pick first, then
+    every cell choice (``rng``'s order, one stream): the picks come from a copy of ``rng`` taken before them,
+    ``rng`` itself skips them a block at a time and then draws the cells, so it ends where one draw of all
+    would leave it (once every block is taken)."""
     v = np.asarray(values, dtype=float)
     if v.ndim != 3:
         raise ValueError(f"values must be models x cases x cells, got shape {v.shape}")
-    m, c, _ = v.shape
-    picks = stats.resamples(c, rng, n)
+    m, c, cells = v.shape
+    rows = max(1, stats.RESAMPLE_CELLS // max(1, c * m))
+    spans = [(lo, min(rows, n - lo)) for lo in range(0, n, rows)]
     have = ~np.isnan(v)
-    counts = have.sum(axis=2)                                       # models x cases
     packed = np.take_along_axis(v, np.argsort(~have, axis=2, kind="stable"), axis=2)  # valued cells first
-    if v.shape[2] == 1:
-        return np.moveaxis(packed[:, picks, 0], 0, 2)
-    which = (rng.random((n, c, m)) * counts.T[picks]).astype(int)
-    return packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+    if cells == 1:
+        for _, k in spans:
+            yield np.moveaxis(packed[:, stats.resamples(c, rng, k), 0], 0, 2)
+        return
+    counts_t = have.sum(axis=2).T                                   # cases x models
+    picker = copy.deepcopy(rng)
+    for _, k in spans:
+        stats.resamples(c, rng, k)
+    for _, k in spans:
+        picks = stats.resamples(c, picker, k)
+        which = (rng.random((k, c, m)) * counts_t[picks]).astype(int)
+        yield packed[np.arange(m)[None, None, :], picks[:, :, None], which]
+
+
+def one_model_means(values, rng: np.random.Generator, n: int = stats.BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """(draws): the mean over the drawn cases of each of :func:`cell_draws`' draws of one model (``values``:
+    1 x cases x cells, every case with a value), a block at a time."""
+    blocks = [b[:, :, 0].mean(axis=1) for b in cell_draw_blocks(values, rng, n)]
+    return np.concatenate(blocks) if blocks else np.empty(0)
 
 
 def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
@@ -77,25 +113,35 @@ def _pair_draws(draws: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int = 16
     return out
 
 
-def _endpoints(draws: np.ndarray, q: float) -> np.ndarray:
-    """``stats.endpoint`` of every column of ``draws`` (the same values), the columns without NaN at once."""
-    out = np.full(draws.shape[1], math.nan)
-    clean = ~np.isnan(draws).any(axis=0)
-    if clean.any() and len(draws) >= 2:
-        x = np.sort(draws[:, clean], axis=0)
-        p, b = q / 100, len(x)
-        half = math.sqrt(b * p * (1 - p))
-        lo = min(b - 1, max(0, math.floor(p * (b - 1) - half)))
-        hi = min(b - 1, max(0, math.ceil(p * (b - 1) + half)))
-        error = (x[hi] - x[lo]) / 2
-        with np.errstate(divide="ignore"):
-            digits = np.where(error <= 0, stats.MAX_ENDPOINT_DIGITS,
+def _endpoints(draws: np.ndarray, qs: Sequence[float] = (2.5, 97.5)) -> list[np.ndarray]:
+    """``stats.endpoint`` of every column of ``draws`` (the same values) at each ``q`` of ``qs``, all columns at
+    once, each over its own draws that are numbers: one sort (a row per column, NaN last), then
+    ``np.percentile``'s linear interpolation and ``stats.endpoint_digits``' order statistics at each column's
+    own count, as those compute them."""
+    n = (~np.isnan(draws)).sum(axis=0)
+    cols = np.flatnonzero(n > 0)
+    x, n, at = np.sort(draws[:, cols].T, axis=1), n[cols], np.arange(len(cols))
+    found = []
+    for q in qs:
+        out = np.full(draws.shape[1], math.nan)
+        p = q / 100
+        virtual = (n - 1) * p                 # np.percentile (linear): (n - 1) q, the floor and the next
+        below = np.floor(virtual)
+        last = virtual >= n - 1               # at or past the last: the last value (numpy's index -1)
+        a = x[at, np.where(last, n - 1, below).astype(np.intp)]
+        b = x[at, np.where(last, n - 1, below + 1).astype(np.intp)]
+        gamma, diff = virtual - np.where(last, -1, below), b - a
+        value = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
+        half = np.sqrt(n * p * (1 - p))       # stats.endpoint_digits: the order statistics around it
+        lo = np.minimum(n - 1, np.maximum(0, np.floor(p * (n - 1) - half))).astype(np.intp)
+        hi = np.minimum(n - 1, np.maximum(0, np.ceil(p * (n - 1) + half))).astype(np.intp)
+        error = (x[at, hi] - x[at, lo]) / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            digits = np.where((error <= 0) | (n < 2), stats.MAX_ENDPOINT_DIGITS,
                               np.clip(np.floor(-np.log10(2 * error)), 0, stats.MAX_ENDPOINT_DIGITS))
-        value = np.percentile(x, q, axis=0)
-        out[clean] = [round(float(v), int(d)) + 0.0 for v, d in zip(value, digits)]
-    for k in np.flatnonzero(~clean):
-        out[k] = stats.endpoint(draws[:, k], q)
-    return out
+        out[cols] = [round(v, int(d)) + 0.0 for v, d in zip(value.tolist(), digits.tolist())]
+        found.append(out)
+    return found
 
 
 def variance_shares(values) -> tuple[float, float]:
@@ -107,7 +153,8 @@ def variance_shares(values) -> tuple[float, float]:
     if not len(v):
         return math.nan, math.nan
     between = float(np.var(_nanmean(v, 1)))
-    within = float(np.mean(np.nanvar(v, axis=1)))  # every row has a value (the empty ones are gone)
+    # every row has a value (the empty ones are gone); one cell per case: each varies by 0.0 around itself
+    within = 0.0 if v.shape[1] == 1 else float(np.mean(np.nanvar(v, axis=1)))
     total = between + within
     return (math.nan, math.nan) if total <= 0 else (between / total, within / total)
 
@@ -278,7 +325,9 @@ def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFram
     _, _, _, a_of, b_of = _ranked_pairs(_nanmean(case_means, 1), models)
     gaps = case_means[a_of] - case_means[b_of]
     cases = (~np.isnan(gaps)).sum(axis=1)
-    difference = [float(g[~np.isnan(g)].mean()) if n else math.nan for g, n in zip(gaps, cases)]
+    difference = np.full(len(gaps), math.nan)
+    for ks, common in _same_cases(~np.isnan(gaps)):  # each row's mean alone, the rows of like cases at once
+        difference[ks] = np.ascontiguousarray(gaps[np.ix_(ks, common)]).mean(axis=1)
     p = _paired_ps(gaps)
     holm, verdict = _holm_verdicts(p, difference, alpha)
     return pd.DataFrame({"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of],
@@ -286,10 +335,120 @@ def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFram
                          "verdict": verdict})
 
 
+def _count_matrix(cases: int, seed: int, n: int) -> np.ndarray:
+    """``stats.draw_counts(cases, seed, n)`` as floats, drawn a block at a time into the one matrix."""
+    counts = np.empty((n, cases))
+    lo = 0
+    for block in stats.count_blocks(cases, np.random.default_rng(seed), n):
+        counts[lo:lo + len(block)] = block
+        lo += len(block)
+    return counts
+
+
+@functools.lru_cache(maxsize=2)
+def _case_counts(cases: int, seed: int, n: int) -> np.ndarray:
+    """:func:`_count_matrix` kept for the next score of as many cases (every score of the release has 100;
+    only matrices of at most ``stats.RESAMPLE_CELLS`` cells are kept), read-only."""
+    counts = _count_matrix(cases, seed, n)
+    counts.flags.writeable = False
+    return counts
+
+
+@functools.cache
+def _blas():
+    """threadpoolctl's handle on the BLAS numpy loaded (found once). The products of the draws run on one BLAS
+    thread: they are small (2,000 draws x 100 cases x 12 models in the release), and on a busy machine BLAS's
+    threads waiting for a core cost more than they save (`make results`' comparisons took 1.68 s with two
+    threads, 0.76 s with one, at a load of 4.5 on 2 cores). The values do not depend on the threads: BLAS
+    gives each thread rows or columns of a product, never part of one sum."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _drawn_cases(counts: np.ndarray, have: np.ndarray) -> np.ndarray:
+    """(draws x rows of ``have``): how many drawn cases each row has a value for (``counts @ have.T``, sums of
+    integers, exact in any order), one product per distinct row."""
+    first: dict[bytes, int] = {}
+    keys = [first.setdefault(row.tobytes(), i) for i, row in enumerate(have)]
+    column = {row: j for j, row in enumerate(first.values())}
+    return (counts @ have[list(first.values())].T.astype(float))[:, [column[k] for k in keys]]
+
+
+def _drawn(v: np.ndarray, case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray, seed: int,
+           n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(draws x models, draws x pairs): each draw's mean of every model and difference of every pair over the
+    drawn cases they have. Cells: a block of draws at a time (:func:`cell_draw_blocks`; memory one block,
+    never draws x cases x models). One cell per case: the draws as case counts (``stats.count_blocks``, drawn
+    a block at a time into one draws x cases matrix), every mean one matrix product over all draws at once:
+    BLAS rounds a draw's sum differently in a product of fewer rows (by ~1e-15, enough to move an endpoint
+    that lies on a half, e.g. -5.5, to the other side of its rounding), so the product is not split."""
+    if v.shape[2] == 1:
+        counts = (_case_counts if n * v.shape[1] <= stats.RESAMPLE_CELLS else _count_matrix)(v.shape[1], seed, n)
+        gap = case_means[a_of] - case_means[b_of]
+        with np.errstate(invalid="ignore", divide="ignore"), _blas().limit(limits=1, user_api="blas"):
+            return ((counts @ np.nan_to_num(case_means).T) / _drawn_cases(counts, ~np.isnan(case_means)),
+                    (counts @ np.nan_to_num(gap).T) / _drawn_cases(counts, ~np.isnan(gap)))
+    drawn_means, all_diffs = np.empty((n, len(case_means))), np.empty((n, len(a_of)))
+    lo = 0
+    for block in cell_draw_blocks(v, np.random.default_rng(seed), n):
+        k = len(block)
+        drawn_means[lo:lo + k], all_diffs[lo:lo + k] = _nanmean(block, 1), _pair_draws(block, a_of, b_of)
+        lo += k
+    return drawn_means, all_diffs
+
+
 def _min_ranks(x: np.ndarray) -> np.ndarray:
     """Each row's ranks, highest first, ties at their best rank (scipy's ``rankdata(-x, method="min")``):
     1 + how many of the row are higher."""
     return 1 + (x[:, None, :] > x[:, :, None]).sum(axis=2)
+
+
+def _same_cases(have: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
+    """The rows of ``have`` (pairs x cases) grouped by the cases they have: (rows, those cases), for every
+    group with at least one case."""
+    same: dict[bytes, list[int]] = {}
+    for k, row in enumerate(have):
+        same.setdefault(row.tobytes(), []).append(k)
+    return [(ks, have[ks[0]]) for ks in same.values() if have[ks[0]].any()]
+
+
+def _correlation(xa: np.ndarray, xb: np.ndarray) -> float:
+    """``np.corrcoef(xa, xb)[0, 1]`` computed as numpy computes it (the same product and divisions, so the
+    same value), without its checks and weights: it is called for most pairs of every score."""
+    x = np.empty((2, len(xa)))
+    x[0], x[1] = xa, xb
+    x -= x.mean(axis=1)[:, None]
+    (aa, ab), (_, bb) = np.dot(x, x.T.conj()).tolist()
+    f = 1 / (x.shape[1] - 1)
+    r = ab * f / math.sqrt(aa * f) / math.sqrt(bb * f)
+    return -1.0 if r < -1 else 1.0 if r > 1 else r  # np.clip's bounds (NaN stays NaN)
+
+
+def _pair_values(case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray) -> dict[str, np.ndarray]:
+    """Each pair's ``cases, mean_a, mean_b, difference, sd_a, sd_b, correlation, sd_difference`` on the cases
+    both models have: the pairs with the same common cases at once (a row per model or pair, each row's mean
+    and sd the value numpy gives that row alone)."""
+    out = {k: np.full(len(a_of), math.nan) for k in ("mean_a", "mean_b", "difference", "sd_a", "sd_b",
+                                                      "correlation", "sd_difference")}
+    valued = ~np.isnan(case_means)
+    both = valued[a_of] & valued[b_of]                            # pairs x cases
+    out = {"cases": both.sum(axis=1).astype(int), **out}
+    for ks, cases in _same_cases(both):
+        rows = np.unique(np.concatenate([a_of[ks], b_of[ks]]))
+        x = np.ascontiguousarray(case_means[rows][:, cases])      # models of these pairs x common cases:
+        # rows in one piece, so each row's sums are numpy's pairwise sums of that row alone
+        at = {r: i for i, r in enumerate(rows.tolist())}
+        ia, ib = np.array([at[a] for a in a_of[ks].tolist()]), np.array([at[b] for b in b_of[ks].tolist()])
+        mean, d = x.mean(axis=1), x[ia] - x[ib]
+        out["mean_a"][ks], out["mean_b"][ks], out["difference"][ks] = mean[ia], mean[ib], d.mean(axis=1)
+        if x.shape[1] < 2:
+            continue
+        sd, varies = np.std(x, axis=1, ddof=1), np.ptp(x, axis=1) > 0
+        out["sd_a"][ks], out["sd_b"][ks], out["sd_difference"][ks] = sd[ia], sd[ib], np.std(d, axis=1, ddof=1)
+        out["correlation"][ks] = [_correlation(x[i], x[j]) if varies[i] and varies[j] else math.nan
+                                  for i, j in zip(ia.tolist(), ib.tolist())]
+    return out
 
 
 def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
@@ -300,80 +459,41 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
     case_means = _nanmean(v, 2)                                   # models x cases
     means = _nanmean(case_means, 1)
-    if v.shape[2] == 1:  # one cell per case: the same draws as case counts, every mean in one product
-        counts = stats.draw_counts(v.shape[1], seed, n).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            drawn_means = (counts @ np.nan_to_num(case_means).T) / (counts @ (~np.isnan(case_means)).T.astype(float))
-        draws = None
-    else:
-        draws = cell_draws(v, np.random.default_rng(seed), n)     # draws x cases x models
-        drawn_means = _nanmean(draws, 1)                          # draws x models
+    order, index, pair_list, a_of, b_of = _ranked_pairs(means, models)
+    drawn_means, all_diffs = _drawn(v, case_means, a_of, b_of, seed, n)
     ranked = np.where(np.isnan(drawn_means), -np.inf, drawn_means)
     rank_draws = _min_ranks(ranked)
     point_rank = _min_ranks(np.where(np.isnan(means), -np.inf, means)[None, :])[0]
-    order, index, pair_list, a_of, b_of = _ranked_pairs(means, models)
-    rows = []
-    if draws is None:  # every pair's differences in one product
-        gap = case_means[a_of] - case_means[b_of]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            all_diffs = (counts @ np.nan_to_num(gap).T) / (counts @ (~np.isnan(gap)).T.astype(float))
-    else:
-        all_diffs = _pair_draws(draws, a_of, b_of)
     p_values = _paired_ps(case_means[a_of] - case_means[b_of])
-    diff_low, diff_high = _endpoints(all_diffs, 2.5), _endpoints(all_diffs, 97.5)
-    mean_low, mean_high = _endpoints(drawn_means, 2.5), _endpoints(drawn_means, 97.5)
-    valued = ~np.isnan(case_means)
-    seen: dict = {}  # (model, common cases) -> (values, mean, sd, spread): the same for most of a model's pairs
-
-    def on(i, both):
-        key = (i, both.tobytes())
-        if key not in seen:
-            x = case_means[i][both]
-            seen[key] = (x, float(x.mean()) if len(x) else math.nan,
-                         float(np.std(x, ddof=1)) if len(x) > 1 else math.nan, len(x) > 1 and np.ptp(x) > 0)
-        return seen[key]
-    for k, (pa, pb) in enumerate(pair_list):
-        a, b = a_of[k], b_of[k]
-        both = valued[a] & valued[b]
-        (xa, mean_a, sd_a, varies_a), (xb, mean_b, sd_b, varies_b) = on(a, both), on(b, both)
-        d = xa - xb
-        sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
-        corr = float(np.corrcoef(xa, xb)[0, 1]) if varies_a and varies_b else math.nan
-        rows.append({"model_a": models[a], "model_b": models[b], "cases": int(both.sum()),
-                     "mean_a": mean_a, "mean_b": mean_b,
-                     "difference": float(d.mean()) if len(d) else math.nan,
-                     "ci_low": diff_low[k], "ci_high": diff_high[k],
-                     "p_value": p_values[k], "sd_a": sd_a, "sd_b": sd_b,
-                     "correlation": corr, "sd_difference": sd, "neighbours": pb == pa + 1})
-    pairs = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c not in POWER_COLUMNS])
-    p = pairs["p_value"].to_numpy(float)
-    pairs["p_holm"], pairs["verdict"] = _holm_verdicts(p, pairs["difference"], alpha)
-    pairs["family"] = int((~np.isnan(p)).sum())
-    pairs["holm_level"] = holm_levels(p, alpha)
-    n_cases, sd_d = pairs["cases"].to_numpy(float), pairs["sd_difference"].to_numpy(float)
+    diff_low, diff_high = _endpoints(all_diffs)
+    mean_low, mean_high = _endpoints(drawn_means)
+    values_ = _pair_values(case_means, a_of, b_of)
+    holm, verdict = _holm_verdicts(p_values, values_["difference"], alpha)
+    level = holm_levels(p_values, alpha)
+    n_cases, sd_d = values_["cases"].astype(float), values_["sd_difference"]
     with np.errstate(invalid="ignore"):
-        pairs["detectable_difference"] = np.where(np.isfinite(sd_d) & (n_cases >= 2), power_multiple(
-            np.maximum(n_cases, 2), np.nan_to_num(pairs["holm_level"].to_numpy(float), nan=alpha)) * sd_d
-            / np.sqrt(np.maximum(n_cases, 1)), np.nan)
-    pairs["cases_needed"] = cases_needed(sd_d, pairs["difference"].to_numpy(float), pairs["holm_level"].to_numpy(float))
-    pairs["resolution_ratio"] = n_cases / pairs["cases_needed"].to_numpy(float)
-    pairs = pairs[PAIR_COLUMNS]
+        detectable = np.where(np.isfinite(sd_d) & (n_cases >= 2), power_multiple(
+            np.maximum(n_cases, 2), np.nan_to_num(level, nan=alpha)) * sd_d / np.sqrt(np.maximum(n_cases, 1)), np.nan)
+    needed = cases_needed(sd_d, values_["difference"], level) if len(a_of) else np.empty(0)
+    columns = {"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of], **values_,
+               "ci_low": diff_low, "ci_high": diff_high, "p_value": p_values, "p_holm": holm, "verdict": verdict,
+               "family": np.full(len(a_of), int((~np.isnan(p_values)).sum())), "holm_level": level,
+               "detectable_difference": detectable, "cases_needed": needed, "resolution_ratio": n_cases / needed,
+               "neighbours": np.array([pb == pa + 1 for pa, pb in pair_list], dtype=bool)}
+    pairs = pd.DataFrame({c: columns[c] for c in PAIR_COLUMNS})
     letters = groups([o for o in order if not np.isnan(means[index[o]])],
                      {frozenset((a, b)): v != "indistinguishable"
-                      for a, b, v in zip(pairs["model_a"], pairs["model_b"], pairs["verdict"])})
-    model_rows = []
-    for i, m in enumerate(models):
-        share_cases, share_judge = variance_shares(v[i])
-        ranks = rank_draws[:, i]
-        none = bool(np.isnan(means[i]))  # no case: no rank, no group (never rank 1 or last by default)
-        model_rows.append({"model": m, "cases": int((~np.isnan(case_means[i])).sum()),
-                           "cells": int((~np.isnan(v[i])).sum()), "mean": float(means[i]),
-                           "ci_low": mean_low[i], "ci_high": mean_high[i],
-                           "rank": pd.NA if none else int(point_rank[i]),
-                           "rank_low": pd.NA if none else int(np.quantile(ranks, 0.025, method="inverted_cdf")),
-                           "rank_high": pd.NA if none else int(np.quantile(ranks, 0.975, method="inverted_cdf")),
-                           "group": letters.get(m, ""), "variance_cases_share": share_cases,
-                           "variance_within_share": share_judge})
-    table = pd.DataFrame(model_rows, columns=MODEL_COLUMNS).astype({c: "Int64" for c in ("rank", "rank_low", "rank_high")})
+                      for a, b, v in zip(columns["model_a"], columns["model_b"], verdict)})
+    rank_low, rank_high = (np.quantile(rank_draws, [0.025, 0.975], axis=0, method="inverted_cdf") if len(rank_draws)
+                           else np.zeros((2, len(models))))
+    none = np.isnan(means)  # no case: no rank, no group (never rank 1 or last by default)
+    shares = [variance_shares(v[i]) for i in range(len(models))]
+    table = pd.DataFrame({
+        "model": list(models), "cases": (~np.isnan(case_means)).sum(axis=1).astype(int),
+        "cells": (~np.isnan(v)).sum(axis=(1, 2)).astype(int), "mean": means, "ci_low": mean_low, "ci_high": mean_high,
+        **{c: pd.array([pd.NA if no else int(r) for no, r in zip(none.tolist(), x.tolist())], dtype="Int64")
+           for c, x in (("rank", point_rank), ("rank_low", rank_low), ("rank_high", rank_high))},
+        "group": [letters.get(m, "") for m in models], "variance_cases_share": [a for a, _ in shares],
+        "variance_within_share": [b for _, b in shares]}, columns=MODEL_COLUMNS)
     table = table.sort_values(["rank", "model"], kind="stable", na_position="last")
     return pairs, table.reset_index(drop=True)

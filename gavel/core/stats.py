@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -276,9 +276,26 @@ def with_interval(stat: Stat, cases: Sequence, statistic: Callable[[list], float
 
 def draw_counts(size: int, seed: int = 0, n: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
     """(n, size): how many times each of ``size`` cases is in each resample of :func:`bootstrap`."""
-    picks = resamples(size, np.random.default_rng(seed), n)
-    flat = (np.arange(n)[:, None] * size + picks).ravel()
-    return np.bincount(flat, minlength=n * size).reshape(n, size)
+    blocks = list(count_blocks(size, np.random.default_rng(seed), n))
+    return np.concatenate(blocks) if blocks else np.zeros((0, size), dtype=np.int64)
+
+
+def count_blocks(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
+    """:func:`draw_counts`' rows a block at a time (at most ``RESAMPLE_CELLS`` picks each; the last may be
+    shorter): the generator gives the same numbers in the same order however the draws are split."""
+    for picks in resample_blocks(size, rng, n):
+        k = len(picks)
+        yield np.bincount((np.arange(k)[:, None] * size + picks).ravel(), minlength=k * size).reshape(k, size)
+
+
+def resample_blocks(size: int, rng: np.random.Generator, n: int = BOOTSTRAP_RESAMPLES,
+                    width: int = 1) -> Iterator[np.ndarray]:
+    """:func:`resamples`' rows a block at a time: at most ``RESAMPLE_CELLS`` picks times ``width`` (the
+    values each pick brings along) per block, the last may be shorter; the same numbers in the same order as
+    one draw of all."""
+    rows = max(1, RESAMPLE_CELLS // max(1, size * width))
+    for lo in range(0, n, rows):
+        yield resamples(size, rng, min(rows, n - lo))
 
 
 def with_draws(stat: Stat, size: int, draws: Callable[[np.ndarray], np.ndarray],

@@ -208,22 +208,22 @@ VARIANTS = ("released", "low", "high")
 VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
 
 
-def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> tuple[list, list]:
-    """Each score's (and item's) pairs and model tables; ``full=False``: ``paired.verdicts``' pairs alone."""
-    pairs, per_model = [], []
+def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> list[pd.DataFrame]:
+    """[pairs, models] of every score (and item), ``score`` and ``item`` first; ``full=False``: ``paired.verdicts``."""
+    found, keys, index = ([], []), [], pd.Index(models)
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
-        _, case = np.unique(g["case_id"].to_numpy(), return_inverse=True)  # every case of the score, sorted
-        model, value = pd.Index(models).get_indexer(g["model"]), g["value"].to_numpy(float)
+        case = pd.factorize(g["case_id"].to_numpy(), sort=True)[0]  # every case of the score, sorted
+        model, value = index.get_indexer(g["model"]), g["value"].to_numpy(float)
         values = np.full((len(models), case.max(initial=-1) + 1, 1), np.nan)  # models x cases x 1
         first = np.flatnonzero((model >= 0) & ~np.isnan(value))[::-1]  # written last to first: the first stays
         values[model[first], case[first], 0] = value[first]
-        if not full:
-            pairs.append(paired.verdicts(values, models).assign(score=score_, item=item))
-            continue
-        p, m = paired.compare(values, models, seed=SEED)
-        pairs.append(p.assign(score=score_, item=item))
-        per_model.append(m.assign(score=score_, item=item))
-    return pairs, per_model
+        keys.append((score_, item))
+        for out, table in zip(found, paired.compare(values, models, seed=SEED) if full else [paired.verdicts(values, models)]):
+            out.append(table)
+    for t, parts in zip(tables := [pd.concat(t, ignore_index=True) for t in found if t], found):
+        for at, name in ((1, "item"), (0, "score")):  # the keys once per table, not an assign per score
+            t.insert(0, name, np.repeat([k[at] for k in keys], [len(x) for x in parts]))
+    return tables
 
 
 def _long(pc: pd.DataFrame, cells: pd.DataFrame, case_col: str, cell_col: str, items: bool = True) -> pd.DataFrame:
@@ -247,7 +247,6 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     (or ``b better``) on the best estimates and the same under every variant. ``items=False``: S_checklist only."""
     models = sorted(pc["model"].unique())
     pairs, per_model = _compare_long(_long(pc, cells, "s_checklist", "best", items), models)
-    pairs = pd.concat(pairs, ignore_index=True)[["score", "item", *paired.PAIR_COLUMNS]]
     estimated = cells.loc[cells["status"].isin(UNRELEASED), ["model", "case_id"]].drop_duplicates()
     kept = cells.merge(estimated, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
     inputs = {"released": _long(per_case(kept, ["model"]), kept, "s_checklist", "best", items),
@@ -256,7 +255,7 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     key = ["score", "item", "model_a", "model_b"]
     real = pairs["verdict"].isin(["a better", "b better"])
     for name in VARIANTS:
-        other = pd.concat(_compare_long(inputs[name], models, full=False)[0], ignore_index=True)
+        other = _compare_long(inputs[name], models, full=False)[0]
         # the same pair either way round: the best estimates' model_a first
         flipped = other.rename(columns={"model_a": "model_b", "model_b": "model_a"})
         flipped["difference"] = -flipped["difference"]
@@ -268,7 +267,7 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
         real &= pairs[f"{name}_verdict"].to_numpy() == pairs["verdict"].to_numpy()
     pairs["real"] = real
     return (pairs.round({c: 4 for c in pairs.columns if not c.endswith(("p_value", "p_holm", "holm_level"))}),
-            pd.concat(per_model, ignore_index=True)[["score", "item", *paired.MODEL_COLUMNS]])
+            per_model)
 
 
 def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:

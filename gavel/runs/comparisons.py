@@ -144,7 +144,7 @@ def leaderboard(model_scores: pd.DataFrame, cell_table: pd.DataFrame, seed: int 
                 lows.append(math.nan)
                 highs.append(math.nan)
                 continue
-            means = paired.cell_draws(v, np.random.default_rng(seed))[:, :, 0].mean(axis=1)
+            means = paired.one_model_means(v, np.random.default_rng(seed))
             lows.append(stats.endpoint(means, 2.5))
             highs.append(stats.endpoint(means, 97.5))
         out[f"{col}_ci_low"], out[f"{col}_ci_high"] = lows, highs

@@ -70,8 +70,8 @@ def _cluster_interval(num: np.ndarray, den: np.ndarray, seed: int) -> tuple[floa
     num, den = num[keep], den[keep]
     if not len(den):
         return math.nan, math.nan
-    picks = stats.resamples(len(den), np.random.default_rng(seed))
-    ratio = num[picks].sum(axis=1) / den[picks].sum(axis=1)
+    ratio = np.concatenate([num[picks].sum(axis=1) / den[picks].sum(axis=1)  # a block of resamples at a time
+                            for picks in stats.resample_blocks(len(den), np.random.default_rng(seed))])
     return float(np.percentile(ratio, 2.5)), float(np.percentile(ratio, 97.5))
 
 
@@ -191,10 +191,11 @@ def model_table(j: pd.DataFrame, runs: list[dict], k: int, seed: int = 0) -> pd.
         wide = g.groupby(["case_id", "label_order"])["s"].mean().unstack("label_order").reindex(columns=list(rows_in))
         means = wide.mean()
         m = wide.to_numpy(float)
-        picks = stats.resamples(len(m), np.random.default_rng(seed))
         with warnings.catch_warnings():  # a resample without a value in some row: NaN, left out
             warnings.simplefilter("ignore", RuntimeWarning)
-            drawn = np.nanmean(m[picks], axis=1)  # resamples x rows
+            drawn = np.concatenate([np.nanmean(m[picks], axis=1)  # resamples x rows, a block at a time
+                                    for picks in stats.resample_blocks(len(m), np.random.default_rng(seed),
+                                                                       width=m.shape[1])])
             spread = np.nanmax(drawn, axis=1) - np.nanmin(drawn, axis=1)
         tested = bool((j["subject"] == subject).any())  # no single-value pair: nothing was asked in another order
         row = {"subject": subject, "cases": len(wide), "repeats": len(runs),

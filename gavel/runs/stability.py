@@ -166,7 +166,7 @@ def repeat_interval(matrix: np.ndarray, seed: int = 0, n: int = stats.BOOTSTRAP_
     m = m[~np.isnan(m).all(axis=1)] if m.ndim == 2 else m
     if not len(m):
         return math.nan, math.nan
-    means = paired.cell_draws(m[None], np.random.default_rng(seed), n)[:, :, 0].mean(axis=1)
+    means = paired.one_model_means(m[None], np.random.default_rng(seed), n)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
