@@ -234,3 +234,21 @@ def test_a_packing_stopped_midway_leaves_the_loose_answers_and_no_half_pack(tmp_
     monkeypatch.setattr(packs, "_read_loose", real)
     assert len(list(packs.loose(folder))) == 30 and not list(folder.glob(".*tmp")) and not (folder / packs.PACK).exists()
     assert [i for i in range(30) if ResponseCache(folder).get(key(i)) != answer(i)] == []
+
+
+def test_a_pack_that_cannot_be_written_is_named_and_removes_nothing(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    filled(folder, 50)
+    real = sqlite3.connect
+
+    def full(path, *a, **kw):
+        db = real(path, *a, **kw)
+        if str(path).endswith(".tmp"):
+            db.execute("PRAGMA max_page_count = 2")  # the disk is full after two pages
+        return db
+    monkeypatch.setattr(packs.sqlite3, "connect", full)
+    with pytest.raises(packs.PackError, match=r"the pack could not be written \(database or disk is full\); its "
+                                              r"loose answers are untouched"):
+        packs.pack(folder)
+    monkeypatch.setattr(packs.sqlite3, "connect", real)
+    assert len(list(packs.loose(folder))) == 50 and sorted(p.name for p in folder.iterdir() if p.is_file()) == []

@@ -220,7 +220,10 @@ def write(folder: Path, rows, replacing=()) -> int:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, folder / PACK)
-    except BaseException:  # stopped (Ctrl-C) or failed: the loose answers are untouched, no half pack stays
+    except (sqlite3.Error, OSError) as err:  # a full disk, a read-only folder: nothing removed, no half pack
+        tmp.unlink(missing_ok=True)
+        raise PackError(f"{folder}: the pack could not be written ({err}); its loose answers are untouched") from None
+    except BaseException:  # stopped (Ctrl-C): the loose answers are untouched, no half pack stays
         tmp.unlink(missing_ok=True)
         raise
     return n
