@@ -451,3 +451,22 @@ def test_pairs_of_like_cases_at_once_are_each_pair_alone():
             both = ~np.isnan(x[a]) & ~np.isnan(x[b])
             assert np.array_equal(row.difference, (x[a][both] - x[b][both]).mean() if both.any() else np.nan,
                                   equal_nan=True)
+
+
+def test_one_cell_draws_past_one_block_are_products_per_block_and_agree_with_one_product(monkeypatch):
+    """More draws x cases than one block holds: the whole count matrix is never made (memory one block), and
+    the tables agree with the one-product path to ~1e-12 (BLAS may round a draw's sum in another order)."""
+    rng = np.random.default_rng(5)
+    v = rng.random((5, 300, 1))
+    v[1, :40] = np.nan
+    names = list("abcde")
+    whole_pairs, whole_models = paired.compare(v, names, seed=3, n=400)
+    monkeypatch.setattr(stats, "RESAMPLE_CELLS", 4000)  # 400 draws x 300 cases: 30 blocks of 13 draws
+    monkeypatch.setattr(paired, "_count_matrix", lambda *a: pytest.fail("the whole count matrix was made"))
+    monkeypatch.setattr(paired, "_case_counts", lambda *a: pytest.fail("the whole count matrix was made"))
+    pairs, models = paired.compare(v, names, seed=3, n=400)
+    assert list(pairs["verdict"]) == list(whole_pairs["verdict"])
+    for got, want in ((pairs, whole_pairs), (models, whole_models)):
+        numeric = [c for c in want.columns if want[c].dtype.kind == "f"]
+        assert numeric and np.allclose(got[numeric].to_numpy(), want[numeric].to_numpy(), rtol=0, atol=1e-4,
+                                       equal_nan=True)

@@ -379,16 +379,30 @@ def _drawn(v: np.ndarray, case_means: np.ndarray, a_of: np.ndarray, b_of: np.nda
            n: int) -> tuple[np.ndarray, np.ndarray]:
     """(draws x models, draws x pairs): each draw's mean of every model and difference of every pair over the
     drawn cases they have. Cells: a block of draws at a time (:func:`cell_draw_blocks`; memory one block,
-    never draws x cases x models). One cell per case: the draws as case counts (``stats.count_blocks``, drawn
-    a block at a time into one draws x cases matrix), every mean one matrix product over all draws at once:
-    BLAS rounds a draw's sum differently in a product of fewer rows (by ~1e-15, enough to move an endpoint
-    that lies on a half, e.g. -5.5, to the other side of its rounding), so the product is not split."""
+    never draws x cases x models). One cell per case: the draws as case counts (``stats.count_blocks``), every
+    mean a matrix product: over all draws at once where the count matrix is one block (up to
+    ``stats.RESAMPLE_CELLS`` cells: the release's 2,000 x 100), since BLAS rounds a draw's sum differently in
+    a product of fewer rows (by ~1e-15, enough to move an endpoint that lies on a half, e.g. -5.5, to the
+    other side of its rounding); a product per block of draws beyond that (memory one block)."""
     if v.shape[2] == 1:
-        counts = (_case_counts if n * v.shape[1] <= stats.RESAMPLE_CELLS else _count_matrix)(v.shape[1], seed, n)
         gap = case_means[a_of] - case_means[b_of]
-        with np.errstate(invalid="ignore", divide="ignore"), _blas().limit(limits=1, user_api="blas"):
-            return ((counts @ np.nan_to_num(case_means).T) / _drawn_cases(counts, ~np.isnan(case_means)),
-                    (counts @ np.nan_to_num(gap).T) / _drawn_cases(counts, ~np.isnan(gap)))
+
+        def means(counts):
+            with np.errstate(invalid="ignore", divide="ignore"), _blas().limit(limits=1, user_api="blas"):
+                return ((counts @ np.nan_to_num(case_means).T) / _drawn_cases(counts, ~np.isnan(case_means)),
+                        (counts @ np.nan_to_num(gap).T) / _drawn_cases(counts, ~np.isnan(gap)))
+        if n * v.shape[1] <= stats.RESAMPLE_CELLS:  # the release's scores (2,000 x 100 cases): one product
+            return means(_case_counts(v.shape[1], seed, n))
+        # more cases than one block holds: a product per block of draws, so memory is one block whatever the
+        # cases (a draw's sum may round differently from one product of all draws, by ~1e-15; the blocks
+        # are fixed, so a run gives the same values every time)
+        drawn_means, all_diffs = np.empty((n, len(case_means))), np.empty((n, len(a_of)))
+        lo = 0
+        for block in stats.count_blocks(v.shape[1], np.random.default_rng(seed), n):
+            k = len(block)
+            drawn_means[lo:lo + k], all_diffs[lo:lo + k] = means(block.astype(float))
+            lo += k
+        return drawn_means, all_diffs
     drawn_means, all_diffs = np.empty((n, len(case_means))), np.empty((n, len(a_of)))
     lo = 0
     for block in cell_draw_blocks(v, np.random.default_rng(seed), n):
