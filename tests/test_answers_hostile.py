@@ -124,6 +124,26 @@ def test_deep_nesting(depth, opener, closer):
     assert scan_objects("{" * depth)[1] == 0
 
 
+@pytest.mark.parametrize("opener,closer,inner", [("[", "]", 0), ('{"a": ', "}", 0), ('{"s": "{{[[", "a": ', "}", 0),
+                                                 ('[{"a": 1}, ', "]", 1)])
+def test_nesting_at_the_depth_limit_reads_alike_alone_or_scanned(opener, closer, inner):
+    """An answer nested to just below and just past MAX_DEPTH (objects, lists, brackets inside strings, wide
+    lists of objects) reads the same whether it is the text's one object (read at once, its depth bounded by
+    the objects decoded and its "[") or the text is scanned (a first object before it): read to
+    MAX_DEPTH + 1 levels, never deeper."""
+    from gavel.answers.scan import MAX_DEPTH
+
+    for k in range(MAX_DEPTH - 8, MAX_DEPTH + 4):
+        text = '{"extracted": [{"value": "a", "evidence": [], "x": %s}]}' % (opener * k + "1" + closer * k)
+        alone, scanned = _reads_or_unusable("extract", text), _reads_or_unusable("extract", "{}\n" + text)
+        assert alone == scanned
+        # three levels above x (object, list, entry), k levels of x, ``inner`` more inside its last one
+        assert (alone is not None) == (3 + k + inner <= MAX_DEPTH + 1)
+    wide = '{"extracted": [' + ", ".join(f'{{"value": "v{i}", "evidence": [{{"a": {{"b": [1]}}}}]}}' for i in range(200)) + "]}"
+    assert len(_reads_or_unusable("extract", wide)["extracted"]) == 200 == len(
+        _reads_or_unusable("extract", "{}\n" + wide)["extracted"])
+
+
 _json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
                             | st.sampled_from(["9" * 4400, "\ud800", "\u00b2", "\uff13", "<one atomic fact>", "4/5"]),
                             lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
