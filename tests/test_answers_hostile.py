@@ -144,6 +144,21 @@ def test_nesting_at_the_depth_limit_reads_alike_alone_or_scanned(opener, closer,
         _reads_or_unusable("extract", "{}\n" + wide)["extracted"])
 
 
+def test_an_integer_of_more_than_max_digits_is_out_of_range_wherever_it_stands():
+    """An integer of MAX_DIGITS + 1 digits (one Python still converts) reads as infinite, out of range, at every
+    offset in a long answer: the look for a run of MAX_DIGITS digits samples every MAX_DIGITS // 2 characters
+    and must never step over one."""
+    from gavel.answers.scan import MAX_DIGITS
+
+    for digits in (MAX_DIGITS + 1, MAX_DIGITS + 250):
+        for pad in [*range(0, MAX_DIGITS // 2 + 1, 97), MAX_DIGITS // 2 - 1, MAX_DIGITS - 1, MAX_DIGITS + 1]:
+            text = ('{"reasoning": "' + "x" * pad + '", "common": [], "only_in_A": [' + "7" * digits
+                    + '], "only_in_B": [' + "1" * pad + "]}")
+            got = read("compare_multi", text)
+            assert got["only_in_a"] == [] and [(d["why"], d["value"]) for d in got["dropped"]][0] == (
+                "out_of_range", float("inf")), (digits, pad)
+
+
 _json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
                             | st.sampled_from(["9" * 4400, "\ud800", "\u00b2", "\uff13", "<one atomic fact>", "4/5"]),
                             lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

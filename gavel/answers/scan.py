@@ -67,12 +67,16 @@ _SHORT = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
 #: ASCII digits as ``0``, every other byte as a blank
 _DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
 _DIGIT_RUN = b"0" * MAX_DIGITS
+_ASCII_DIGITS = frozenset("0123456789")
 
 
 def _long_digits(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` holds a run of MAX_DIGITS ASCII digits; a span without one holds no integer
     that ``_int`` reads as infinite, so ``_SHORT`` reads it as ``_DECODER`` does. Looked for in its UTF-8 bytes
-    (a digit is one byte there, never part of another character's), at C speed."""
+    (a digit is one byte there, never part of another character's), at C speed; only when one of the characters
+    every ``MAX_DIGITS // 2`` from ``start`` is a digit (a run of MAX_DIGITS holds at least one of them)."""
+    if not any(text[p] in _ASCII_DIGITS for p in range(start, end, MAX_DIGITS // 2)):
+        return False
     return _DIGIT_RUN in text[start:end].encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY)
 
 
