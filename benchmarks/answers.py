@@ -10,10 +10,13 @@ extractor answer of ``summary_checklists/`` (``{"reasoning", "extracted"}``) as 
     .venv/bin/python benchmarks/answers.py                 # both parts
     .venv/bin/python benchmarks/answers.py hostile         # only the hostile shapes (no release needed)
     .venv/bin/python benchmarks/answers.py hostile --mb 1 10 --timeout 300 --only brace_prose gen:common
+    .venv/bin/python benchmarks/answers.py release --before DIR  # also DIR's reader (git archive REV | tar -x -C DIR)
 
 The release part prints the answers/s and the ratio to its floor: ``json.loads`` (the C decoder) of each
 answer's JSON object, or of the text as a JSON string when it has none, in CPU seconds, the fastest of three
-runs each (goal: at most 3x); and the answers/s (target >= 5,000/s).
+runs each (goal: at most 3x); and the answers/s (target >= 5,000/s). ``--before DIR`` times another gavel source tree's reader the same way in
+the same minutes (its own ``benchmarks/answers.py``), and reads every answer with both readers, as complete
+(``stop``) and as cut (``length``), and counts the readings that differ (goal: none).
 
 The hostile shapes are what a runaway or adversarial model writes, each read at 1 MB and 10 MB of text
 (``finish_reason`` "stop" and, for the cut shapes, "length"): a runaway extraction list (distinct and repeated
@@ -414,6 +417,51 @@ def throughput(repeat: int = 3) -> None:
           f"{'met' if ratio <= FLOOR_RATIO else 'NOT met'}); fastest of {repeat} runs each")
 
 
+#: run in a subprocess with a gavel tree first on sys.path: reads each (stage, text) of a pickle as complete
+#: and as cut, and writes the repr of each reading (or of the reason and detail of each Unusable)
+_READ_ALL = """
+import pickle, sys
+sys.path.insert(0, sys.argv[1])
+from gavel.answers import Unusable, read
+out = []
+for stage, text in pickle.load(open(sys.argv[2], "rb")):
+    for finish in ("stop", "length"):
+        try:
+            out.append(repr(read(stage, text, finish, n_a=None, n_b=None)))
+        except Unusable as err:
+            out.append(repr((err.reason, err.detail)))
+pickle.dump(out, open(sys.argv[3], "wb"))
+"""
+
+
+def readings(tree: Path, data: list[tuple[str, str]], tmp: Path) -> list[str]:
+    """Every answer of ``data`` read by the reader of the gavel source tree ``tree`` (see ``_READ_ALL``)."""
+    import pickle
+
+    (tmp / "in.pickle").write_bytes(pickle.dumps(data))
+    subprocess.run([sys.executable, "-c", _READ_ALL, str(tree), str(tmp / "in.pickle"), str(tmp / "out.pickle")],
+                   check=True, cwd=tree)
+    return pickle.loads((tmp / "out.pickle").read_bytes())
+
+
+def before(tree: Path, repeat: int) -> None:
+    """The throughput of ``tree``'s reader (its own benchmark, run now), and every release answer read by both
+    readers: the count of readings that differ."""
+    import tempfile
+
+    tree = tree.resolve()
+    done = subprocess.run([sys.executable, str(tree / "benchmarks" / "answers.py"), "release", "--repeat",
+                           str(repeat)], check=True, capture_output=True, text=True)
+    print("[before] " + done.stdout.strip().splitlines()[-1])
+    data = answers(release_root())
+    with tempfile.TemporaryDirectory() as tmp:
+        ours, theirs = readings(Path(__file__).resolve().parent.parent, data, Path(tmp)), readings(tree, data, Path(tmp))
+    differ = [k for k, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    print(f"same readings: {len(data):,} answers, {len(ours):,} readings (each as complete and as cut), "
+          f"{len(differ) + abs(len(ours) - len(theirs)):,} differ from the other tree's"
+          + (f" (first: answer {differ[0] // 2}: {ours[differ[0]][:200]} / {theirs[differ[0]][:200]})" if differ else ""))
+
+
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--one":  # one timing, in its own process
         print(_time_one(sys.argv[2], int(float(sys.argv[3]) * MB), sys.argv[4]))
@@ -424,12 +472,16 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--repeat", type=int, default=1, help="runs per size; the fastest counts")
     ap.add_argument("--only", nargs="+", default=[""], help="shapes whose name contains one of these")
+    ap.add_argument("--before", type=Path, default=None, help="another gavel source tree: its reader timed and "
+                    "its readings of the release compared")
     args = ap.parse_args()
     args.only = [n for n in HOSTILE if any(part in n for part in args.only)]
     if not args.only:
         ap.error(f"no shape matches; shapes: {', '.join(HOSTILE)}")
     if args.part in ("all", "release"):
         throughput(args.repeat if args.repeat > 1 else 3)
+        if args.before:
+            before(args.before, args.repeat if args.repeat > 1 else 3)
     if args.part in ("all", "hostile"):
         hostile(args.only, args.mb, args.timeout, args.repeat)
 

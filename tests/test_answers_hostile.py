@@ -124,6 +124,41 @@ def test_deep_nesting(depth, opener, closer):
     assert scan_objects("{" * depth)[1] == 0
 
 
+@pytest.mark.parametrize("opener,closer,inner", [("[", "]", 0), ('{"a": ', "}", 0), ('{"s": "{{[[", "a": ', "}", 0),
+                                                 ('[{"a": 1}, ', "]", 1)])
+def test_nesting_at_the_depth_limit_reads_alike_alone_or_scanned(opener, closer, inner):
+    """An answer nested to just below and just past MAX_DEPTH (objects, lists, brackets inside strings, wide
+    lists of objects) reads the same whether it is the text's one object (read at once, its depth bounded by
+    the objects decoded and its "[") or the text is scanned (a first object before it): read to
+    MAX_DEPTH + 1 levels, never deeper."""
+    from gavel.answers.scan import MAX_DEPTH
+
+    for k in range(MAX_DEPTH - 8, MAX_DEPTH + 4):
+        text = '{"extracted": [{"value": "a", "evidence": [], "x": %s}]}' % (opener * k + "1" + closer * k)
+        alone, scanned = _reads_or_unusable("extract", text), _reads_or_unusable("extract", "{}\n" + text)
+        assert alone == scanned
+        # three levels above x (object, list, entry), k levels of x, ``inner`` more inside its last one
+        assert (alone is not None) == (3 + k + inner <= MAX_DEPTH + 1)
+    wide = '{"extracted": [' + ", ".join(f'{{"value": "v{i}", "evidence": [{{"a": {{"b": [1]}}}}]}}' for i in range(200)) + "]}"
+    assert len(_reads_or_unusable("extract", wide)["extracted"]) == 200 == len(
+        _reads_or_unusable("extract", "{}\n" + wide)["extracted"])
+
+
+def test_an_integer_of_more_than_max_digits_is_out_of_range_wherever_it_stands():
+    """An integer of MAX_DIGITS + 1 digits (one Python still converts) reads as infinite, out of range, at every
+    offset in a long answer: the look for a run of MAX_DIGITS digits samples every MAX_DIGITS // 2 characters
+    and must never step over one."""
+    from gavel.answers.scan import MAX_DIGITS
+
+    for digits in (MAX_DIGITS + 1, MAX_DIGITS + 250):
+        for pad in [*range(0, MAX_DIGITS // 2 + 1, 97), MAX_DIGITS // 2 - 1, MAX_DIGITS - 1, MAX_DIGITS + 1]:
+            text = ('{"reasoning": "' + "x" * pad + '", "common": [], "only_in_A": [' + "7" * digits
+                    + '], "only_in_B": [' + "1" * pad + "]}")
+            got = read("compare_multi", text)
+            assert got["only_in_a"] == [] and [(d["why"], d["value"]) for d in got["dropped"]][0] == (
+                "out_of_range", float("inf")), (digits, pad)
+
+
 _json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
                             | st.sampled_from(["9" * 4400, "\ud800", "\u00b2", "\uff13", "<one atomic fact>", "4/5"]),
                             lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 
 from gavel.answers.agent import _agent
+from gavel.answers.scan import first_object
 from gavel.answers.stages import (
     _compare_multi,
     _compare_single,
@@ -80,16 +81,23 @@ _EXTRACTED, _COMMON = frozenset({"extracted"}), frozenset({"common"})
 def _read(stage: str, text: str | None, truncated: bool, context: dict) -> dict:
     if stage == "agent_action":
         return _agent(text, truncated)
-    body, _ = _prepare(text, truncated)
+    if text.__class__ is str and "<" not in text and "\ufeff" not in text and "\r" not in text:
+        body = text  # what _prepare gives such a text: the common case, without its call
+    else:
+        body, _ = _prepare(text, truncated)
     if not body or body.isspace():
         raise Unusable("truncated" if truncated else "empty", "no answer text")
-    if stage == "extract":
-        found, _ = _candidates(body, _EXTRACTED, truncated)
-        if len(found) == 1:  # one candidate: its reading, or why it is unusable (as _read_each reads it)
-            return _extract(found[0], context.get("summary"))
-        return _read_each(found, lambda o: _extract(o, context.get("summary")))
-    if stage == "compare_multi":
-        found, _ = _candidates(body, _COMMON, truncated)
+    if stage == "extract" or stage == "compare_multi":
+        keys = _EXTRACTED if stage == "extract" else _COMMON
+        first = first_object(body)
+        if first[1] and not keys.isdisjoint(first[0][2]):  # one clean object carrying the key: _candidates'
+            found = [first[0][2]]  # common answer, read without its call
+        else:
+            found, _ = _candidates(body, keys, truncated, first=first)
+        if stage == "extract":
+            if len(found) == 1:  # one candidate: its reading, or why it is unusable (as _read_each reads it)
+                return _extract(found[0], context.get("summary"))
+            return _read_each(found, lambda o: _extract(o, context.get("summary")))
         if len(found) == 1:
             return _compare_multi(found[0], context.get("n_a"), context.get("n_b"))
         return _read_each(found, lambda o: _compare_multi(o, context.get("n_a"), context.get("n_b")))

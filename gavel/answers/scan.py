@@ -30,6 +30,7 @@ class Conflicted(dict):
 
 
 def _pairs(pairs) -> dict:
+    _OBJECTS[0] += 1
     out = dict(pairs)
     if len(out) == len(pairs):  # the usual case, at C speed
         return out
@@ -46,6 +47,9 @@ def _pairs(pairs) -> dict:
     return out
 
 
+#: how many objects were ever decoded: a decode that adds N made N objects (a concurrent decode elsewhere can
+#: only add more, never fewer)
+_OBJECTS = [0]
 #: how many Conflicted objects were ever made: a decode that leaves it unchanged made none (a concurrent decode
 #: elsewhere can only make a clean object look suspect, never the reverse)
 _CONFLICTED = [0]
@@ -63,12 +67,16 @@ _SHORT = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
 #: ASCII digits as ``0``, every other byte as a blank
 _DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
 _DIGIT_RUN = b"0" * MAX_DIGITS
+_ASCII_DIGITS = frozenset("0123456789")
 
 
 def _long_digits(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` holds a run of MAX_DIGITS ASCII digits; a span without one holds no integer
     that ``_int`` reads as infinite, so ``_SHORT`` reads it as ``_DECODER`` does. Looked for in its UTF-8 bytes
-    (a digit is one byte there, never part of another character's), at C speed."""
+    (a digit is one byte there, never part of another character's), at C speed; only when one of the characters
+    every ``MAX_DIGITS // 2`` from ``start`` is a digit (a run of MAX_DIGITS holds at least one of them)."""
+    if not any(text[p] in _ASCII_DIGITS for p in range(start, end, MAX_DIGITS // 2)):
+        return False
     return _DIGIT_RUN in text[start:end].encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY)
 
 
@@ -359,12 +367,12 @@ def first_object(text: str) -> tuple[tuple[int, int, object, int] | None, bool]:
     """The object at the first ``{`` as the C decoder reads it where it stands: ((start, end, value, the count
     of ``_CONFLICTED`` before it) or None when the decoder does not read it there or it may hold an integer of
     MAX_DIGITS digits; whether :func:`scan` would find it alone and mark it clean: no key given twice, no lone
-    surrogate, fewer than MAX_DEPTH brackets and no ``{`` after it). The common answer is one clean object: it
-    needs no scan, and a scan given this reading (``first``) does not decode it again."""
+    surrogate, at most MAX_DEPTH objects decoded and ``[`` together, no ``{`` after it). The common answer is
+    one clean object: it needs no scan, and a scan given this reading (``first``) does not decode it again."""
     i = text.find("{")
     if i < 0:
         return None, False
-    made = _CONFLICTED[0]
+    made, objects = _CONFLICTED[0], _OBJECTS[0]
     try:
         value, end = _SHORT.scan_once(text, i)
     except (StopIteration, ValueError, RecursionError):
@@ -372,8 +380,9 @@ def first_object(text: str) -> tuple[tuple[int, int, object, int] | None, bool]:
     if end - i > MAX_DIGITS and _long_digits(text, i, end):
         return None, False
     first = (i, end, value, made)
+    # nested at most as deep as it holds objects and lists: the objects counted as decoded, the lists by their "["
     if (_CONFLICTED[0] != made or text.find("{", end) >= 0
-            or text.count("{", i, end) + text.count("[", i, end) > _SHALLOW):
+            or _OBJECTS[0] - objects + text.count("[", i, end) > _SHALLOW):
         return first, False
     raw, escaped = (False, "\\" in text and "\\u" in text) if text.isascii() else _surrogate_checks(text)
     return first, not ((raw and _SURROGATE.search(text, i, end)) or (escaped and _ESCAPED_SURROGATE.search(text, i, end)))

@@ -146,7 +146,7 @@ def _extract(obj: dict, summary: str | None) -> dict:
         if (value.__class__ is str and (t := value.strip()) and t[0] not in "nN<.\u2026" and t not in first
                 and not echo("extract", t)):  # the common case: one plain text, not seen before
             first[t] = evidence
-            out.append({"value": t, "evidence": list(evidence)})
+            out.append({"value": t, "evidence": evidence})  # this entry's own list: no copy
             continue
         hashed = None  # the entry's evidence as a key: made once per entry, and only when one of its values repeats
         if isinstance(value, list):

@@ -200,13 +200,14 @@ def quoted_key(keys) -> re.Pattern:
     return _KEY_PATTERNS[keys]
 
 
-def _candidates(text: str, keys, truncated: bool, required: bool = True,
-                text_only: bool = True) -> tuple[list[dict], list[tuple[int, int, object]]]:
+def _candidates(text: str, keys, truncated: bool, required: bool = True, text_only: bool = True,
+                first: tuple | None = None) -> tuple[list[dict], list[tuple[int, int, object]]]:
     """Objects carrying a signature key (unwrapped one level) and all complete objects as (start, end, value). A closed
     ``{...}`` that is not an object but names a signature key as a key is an answer that cannot be read.
     ``text_only``: a lone surrogate makes a candidate unusable (see :func:`sound`). A text of one clean object
-    (:func:`gavel.answers.scan.first_object`) is not scanned: it holds nothing else."""
-    first, clean = first_object(text)
+    (:func:`gavel.answers.scan.first_object`) is not scanned: it holds nothing else. ``first``: what
+    ``first_object(text)`` returned, when the caller has already asked."""
+    first, clean = first_object(text) if first is None else first
     if clean:
         one = first[:3]
         if not keys.isdisjoint(one[2]):  # the common answer: the object carries a signature key itself
