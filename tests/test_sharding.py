@@ -357,3 +357,21 @@ def test_a_fifo_among_a_shards_answers_is_named_not_waited_on(shard_runs, tmp_pa
     capsys.readouterr()
     assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
     assert f"{victim}: not a regular file" in capsys.readouterr().err
+
+
+def test_a_shard_holding_no_case_is_complete_and_merges(tmp_path, capsys):
+    """Two cases in four shards: the shards without a case end at once, complete, and the merge of all four
+    is the single run (a user with few cases and many shards got 'no summary left' and a partial shard)."""
+    s, r = inputs(tmp_path, 2)
+    assert evaluate(s, r, tmp_path / "single") == 0
+    held = {shards.shard_of(f"case-{i}", 4) for i in range(2)}
+    empty = sorted(set(range(1, 5)) - held)
+    assert empty  # two cases cannot fill four shards
+    for i in range(1, 5):
+        assert evaluate(s, r, tmp_path / f"s{i}", "--shard", f"{i}/4") == 0
+    out = capsys.readouterr().out
+    assert f"shard {empty[0]}/4 holds none of the 2 cases: nothing to evaluate; complete" in out
+    assert all(json.loads((tmp_path / f"s{i}" / "shard.json").read_text())["complete"] for i in range(1, 5))
+    assert main(["merge", *(str(tmp_path / f"s{i}") for i in range(1, 5)), "--out", str(tmp_path / "m")]) == 0
+    single, merged = outputs(tmp_path / "single"), outputs(tmp_path / "m")
+    assert single.keys() == merged.keys() and [k for k in single if single[k] != merged[k]] == []

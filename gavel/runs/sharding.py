@@ -74,12 +74,24 @@ def select(summaries: list[tuple[str, str, str]], args: argparse.Namespace) -> l
     (out / SHARD_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     print(f"shard {i}/{n}: {len(mine)} of {len(summaries)} summaries "
           f"({len(record['cases'])} cases); {out / SHARD_FILE}", flush=True)
+    if not mine:
+        raise EmptyShard(f"shard {i}/{n} holds none of the {len({c for _, c, _ in summaries})} cases: nothing to "
+                         "evaluate; complete (it merges as it is)")
     return mine
 
 
+class EmptyShard(Exception):
+    """A shard that holds none of the run's cases (a few cases in many shards): complete with nothing in it."""
+
+
 def run_shard(evaluate, args: argparse.Namespace) -> int:
-    """``evaluate(args)``; with ``--shard``, ``shard.json`` says ``complete`` only when it returned 0."""
-    rc = evaluate(args)
+    """``evaluate(args)``; with ``--shard``, ``shard.json`` says ``complete`` only when it returned 0 (a shard
+    holding no case is complete at once)."""
+    try:
+        rc = evaluate(args)
+    except EmptyShard as said:
+        print(said, flush=True)
+        rc = 0
     path = Path(args.out) / SHARD_FILE
     if getattr(args, "shard", None) and not args.dry_run and path.exists():
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -295,6 +307,8 @@ def merge(folders: list[str], out: str, evaluate) -> int:
         for field in ("sent", "cached"):
             total: dict[str, int] = {}
             for folder in folders:
+                if not (Path(folder) / rel).exists() and not read_shard(Path(folder))["cases"]:
+                    continue  # a shard that held no case evaluated nothing
                 counts = _counts(Path(folder) / rel, field)
                 for stage, k in counts.items():
                     total[stage] = total.get(stage, 0) + k
