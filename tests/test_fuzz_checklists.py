@@ -80,7 +80,8 @@ def checklists(draw):
             if not (isinstance(data.get("items"), list) and data["items"]):  # a top field replaced them
                 continue
             entry = draw(st.sampled_from(data["items"]))
-            entry[draw(st.sampled_from(gitems.ITEM_FIELDS))] = draw(values) if isinstance(entry, dict) else None
+            if isinstance(entry, dict):  # a top field may have replaced the items with any list (of text, ...)
+                entry[draw(st.sampled_from(gitems.ITEM_FIELDS))] = draw(values)
         elif isinstance(data.get("groups"), list) and data["groups"]:
             group = draw(st.sampled_from(data["groups"]))
             if isinstance(group, dict):
