@@ -31,6 +31,7 @@ import re
 import sqlite3
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .lock import hold
@@ -199,69 +200,70 @@ def _read_loose(path: Path) -> tuple[float, str] | None:
 
 def write(folder: Path, rows, replacing=()) -> int:
     """A pack of ``rows`` ((key, mtime, JSON text), keys distinct) and then ``replacing`` (rows that win over
-    a row of their key), written beside and renamed over ``folder/answers.sqlite``: synced before the rename,
-    so the pack at that name is always whole. Rows stream into the file (memory does not grow with them).
-    Returns how many answers the pack holds."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{PACK}.{os.getpid()}.tmp"
-    tmp.unlink(missing_ok=True)
-    try:
-        db = sqlite3.connect(tmp)
-        try:
-            db.execute("PRAGMA journal_mode = OFF")
-            db.execute(SCHEMA)
-            db.executemany("INSERT INTO answers VALUES (?, ?, ?)", rows)
-            db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", replacing)
-            db.commit()
-            n = db.execute("SELECT count(*) FROM answers").fetchone()[0]
-        finally:
-            db.close()
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, folder / PACK)
-    except (sqlite3.Error, OSError) as err:  # a full disk, a read-only folder: nothing removed, no half pack
-        tmp.unlink(missing_ok=True)
-        raise PackError(f"{folder}: the pack could not be written ({err}); its loose answers are untouched") from None
-    except BaseException:  # stopped (Ctrl-C): the loose answers are untouched, no half pack stays
-        tmp.unlink(missing_ok=True)
-        raise
+    a row of their key), written beside and renamed over ``folder/answers.sqlite`` (:class:`Builder`). Rows
+    stream into the file (memory does not grow with them). Returns how many answers the pack holds."""
+    b = Builder(folder)
+    with b.failing():
+        b.db.executemany("INSERT INTO answers VALUES (?, ?, ?)", rows)
+        b.db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", replacing)
+        n = b.db.execute("SELECT count(*) FROM answers").fetchone()[0]
+    b.finish()
     return n
 
 
 class Builder:
-    """A pack written row by row (a merge gathering its shards' answers): ``add`` a row, or get back the text
-    already held under its key; ``finish`` syncs it and renames it into place. Rows stay on disk."""
+    """A pack written beside ``folder/answers.sqlite`` (a merge gathering its shards' answers row by row:
+    ``add`` a row, or get back the text already held under its key); ``finish`` syncs it and renames it into
+    place, so the pack at that name is always whole. Rows stay on disk. A pack that cannot be written (a full
+    disk, a read-only folder) or a write stopped midway (Ctrl-C) leaves no half pack and removes nothing."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.tmp = self.folder / f".{PACK}.{os.getpid()}.tmp"
-        self.tmp.unlink(missing_ok=True)
-        self.db = sqlite3.connect(self.tmp)
-        self.db.execute("PRAGMA journal_mode = OFF")
-        self.db.execute(SCHEMA)
+        self.db = None
+        with self.failing():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.tmp.unlink(missing_ok=True)
+            self.db = sqlite3.connect(self.tmp)
+            self.db.execute("PRAGMA journal_mode = OFF")
+            self.db.execute(SCHEMA)
         self.added = 0
+
+    @contextmanager
+    def failing(self):
+        """Any error inside: the temporary pack removed; sqlite's and the disk's as a PackError."""
+        try:
+            yield
+        except (sqlite3.Error, OSError) as err:
+            self.abandon()
+            raise PackError(f"{self.folder}: the pack could not be written ({err}); its loose answers are "
+                            "untouched") from None
+        except BaseException:
+            self.abandon()
+            raise
 
     def add(self, key: str, mtime: float, body: str) -> str | None:
         """None when the row was added; else the body already held under ``key`` (nothing written)."""
-        held = self.db.execute("SELECT body FROM answers WHERE key = ?", (key,)).fetchone()
-        if held is not None:
-            return held[0]
-        self.db.execute("INSERT INTO answers VALUES (?, ?, ?)", (key, mtime, body))
+        with self.failing():
+            held = self.db.execute("SELECT body FROM answers WHERE key = ?", (key,)).fetchone()
+            if held is not None:
+                return held[0]
+            self.db.execute("INSERT INTO answers VALUES (?, ?, ?)", (key, mtime, body))
         self.added += 1
         return None
 
     def finish(self) -> Path:
-        self.db.commit()
-        self.db.close()
-        with open(self.tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(self.tmp, self.folder / PACK)
+        with self.failing():
+            self.db.commit()
+            self.db.close()
+            with open(self.tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(self.tmp, self.folder / PACK)
         return self.folder / PACK
 
     def abandon(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            self.db.close()
         self.tmp.unlink(missing_ok=True)
 
 
