@@ -311,6 +311,13 @@ def test_every_field_is_checked_before_the_fingerprint_is_hashed(monkeypatch):
     ("name: x\nitems: [{key: a, instruction: b, key: c}]\n", r", line 2: key 'key' is given twice"),
     ("name: x\nitems: [&one {key: a, instruction: b}]\n", r", line 2: anchors and aliases"),
     ("name: x\nitems: [{<<: {key: a}, instruction: b}]\n", r", line 2: merge keys \(<<\) are not allowed"),
+    # explicit tags: on the wrong value, PyYAML's own constructors crashed (found by the fuzz target, seed
+    # 1331597991: AttributeError from !!timestamp; KeyError from !!bool, TypeError from !!set)
+    ("name: x\nitems: !!timestamp 2012-06-01x\n", r", line 2: tags \('tag:yaml.org,2002:timestamp'\) are not allowed"),
+    ("name: x\nitems: [{key: a, instruction: b, ok: !!bool maybe}]\n", r", line 2: tags \('tag:yaml.org,2002:bool'\)"),
+    ("name: x\nitems: !!set [1]\n", r", line 2: tags \('tag:yaml.org,2002:set'\)"),
+    ("name: ! x\nitems: [{key: a, instruction: b}]\n", r", line 1: tags \('!'\) are not allowed"),
+    ("name: x\nitems:\n  - !mine {key: a, instruction: b}\n", r", line 3: tags \('!mine'\) are not allowed"),
     ("name: x\nitems: " + "[" * 400 + "]" * 400 + "\n", r", line 2: nested deeper than 8 levels$"),
     ("name: x\nitems: " + "9" * 5000 + "\n", r": not a usable YAML value \("),
     ("name: x\ntask: [1, 2]\nitems: [{key: a, instruction: b}]\n", r": `task` must be text$"),

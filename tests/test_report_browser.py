@@ -19,6 +19,11 @@ from gavel.report import page as report
 need_module("playwright", "browser tests need the playwright package (annotation extra)")
 from playwright.sync_api import expect  # noqa: E402  (polled from Python: the page's CSP refuses eval)
 
+# A busy machine draws slowly: every wait polls for what is drawn, for as long as a loaded CI needs; a page
+# that never draws still fails, just later.
+WAIT_MS = 60_000
+expect.set_options(timeout=WAIT_MS)
+
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
@@ -32,8 +37,9 @@ class Opened:
     """A page of the report in its own context: every request but file: and data: is refused and recorded,
     console errors (a blocked script or style would be one) and script errors are kept."""
 
-    def __init__(self, browser, path, fragment: str = "", js: bool = True):
+    def __init__(self, browser, path, fragment: str = "", js: bool = True, ready: bool = True):
         self.ctx = browser.new_context(java_script_enabled=js)
+        self.ctx.set_default_timeout(WAIT_MS)
         self.refused: list[str] = []
         self.errors: list[str] = []
 
@@ -47,8 +53,8 @@ class Opened:
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.goto(path.as_uri() + fragment)
-        if js:
-            self.page.wait_for_selector('body[data-ready="1"]', state="attached", timeout=20_000)
+        if js and ready:
+            expect(self.page.locator('body[data-ready="1"]')).to_be_attached()
 
     def close(self):
         assert not self.refused, f"the page asked the network for {self.refused}"
@@ -226,10 +232,12 @@ def test_the_notebook_view_is_the_same_page_opened_at_a_cell(browser, pages, tmp
                           view={"view": "cell", "subject": "model-x", "case": "1", "item": "judge_name"})
     host = tmp_path / "notebook.html"
     host.write_text(f"<!DOCTYPE html><html><body>{shown.data}</body></html>", encoding="utf-8")
-    o = Opened(browser, host, js=False)  # the host page has no script; the frame runs the report's own
+    assert "<script" not in host.read_text(encoding="utf-8").split("<iframe", 1)[0]  # the host runs nothing
+    # JavaScript stays on in the context: turned off, it is turned off in the frame as well, and whether the
+    # frame's script ran before that took hold was a race (the wait timed out under load in CI).
+    o = Opened(browser, host, ready=False)
+    expect(o.page.frame_locator("iframe").locator("#cell")).to_have_attribute("data-key", "model-x|1|judge_name")
     frame = o.page.frames[1]
-    frame.wait_for_selector("#cell", timeout=20_000)
-    assert frame.get_attribute("#cell", "data-key") == "model-x|1|judge_name"
     assert len(frame.query_selector_all("#side-model mark")) >= 1
     assert [tr.get_attribute("data-item") for tr in frame.query_selector_all("#heatmap tbody tr")] == ["judge_name"]
     o.close()

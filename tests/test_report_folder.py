@@ -236,6 +236,24 @@ def test_a_checklist_file_that_is_not_the_runs_is_refused(run, capsys):
     assert "not the checklist this run was evaluated with" in report_error(run, capsys)
 
 
+_BOMB = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9) if b else ', '.join(['lol'] * 9)}]\n"
+                for a, b in zip("abcdefgh", ["", *"abcdefg"]))
+
+
+@pytest.mark.parametrize("text,said", [
+    # a tag on the wrong value crashed PyYAML's constructor: `error: report: AttributeError`, exit status 1
+    ("name: x\nitems: !!timestamp foo\n", ", line 2: tags ('tag:yaml.org,2002:timestamp') are not allowed"),
+    ("name: x\nitems: [{key: a, instruction: b, x: !!bool maybe}]\n", ", line 2: tags ('tag:yaml.org,2002:bool')"),
+    (_BOMB, ", line 1: anchors and aliases (& and *) are not allowed in a checklist"),  # 9^8 strings once walked
+    ("name: x\nitems: " + "[" * 400 + "]" * 400 + "\n", ", line 2: nested deeper than 8 levels"),
+])
+def test_a_hostile_checklist_file_is_read_by_the_strict_loader_and_named_in_one_line(run, capsys, text, said):
+    """A run folder's checklist.yaml comes from someone else: it is read as every checklist file is (before,
+    by ``yaml.safe_load``: aliases were expanded and a tag on the wrong value crashed)."""
+    (run / "checklist.yaml").write_text(text)
+    assert report_error(run, capsys).startswith(f"error: {run / 'checklist.yaml'}{said}")
+
+
 def test_a_copied_run_folder_gives_the_same_page(tmp_path):
     own = tmp_path / "mine.yaml"
     own.write_text(CUSTOM)

@@ -445,7 +445,9 @@ class _Refused(Exception):
 
 class _Loader(yaml.SafeLoader):
     """YAML's safe loader, stricter: no anchors or aliases (a few hundred bytes of nested aliases expand to
-    gigabytes), no merge keys, a key at most once per mapping, nesting at most ``MAX_DEPTH`` deep."""
+    gigabytes), no explicit tags (``!!timestamp``, ``!!bool``, ``!!set`` on the wrong value crash PyYAML's
+    constructors with AttributeError, KeyError or TypeError; a checklist needs none), no merge keys, a key at
+    most once per mapping, nesting at most ``MAX_DEPTH`` deep."""
 
     depth = 0
 
@@ -453,6 +455,9 @@ class _Loader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise _Refused(event.start_mark.line + 1, "anchors and aliases (& and *) are not allowed in a checklist")
+        if getattr(event, "tag", None) is not None:  # only an explicit tag is set on an event
+            raise _Refused(event.start_mark.line + 1, f"tags ({_shown(event.tag, 40)}) are not allowed in a checklist; "
+                                                      "write the value plainly")
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
@@ -474,6 +479,12 @@ class _Loader(yaml.SafeLoader):
                                          f"(first on line {first[key]})")
                 first[key] = line
         return super().construct_mapping(node, deep)
+
+
+def from_text(text: str, source: str) -> Checklist:
+    """A checklist from the text of a file (a run folder's ``checklist.yaml``, from someone else), read as
+    ``load`` reads a file: the strict loader, every refusal a ChecklistError naming ``source``."""
+    return _parsed(source, text)
 
 
 @lru_cache(maxsize=32)

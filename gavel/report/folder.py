@@ -376,14 +376,8 @@ def checklist(folder: Path, manifest: dict) -> tuple[gitems.Checklist, list[str]
     path = regular_file(folder, CHECKLIST_FILE, MAX_SMALL_BYTES)
     recorded = manifest.get("checklist") if isinstance(manifest.get("checklist"), dict) else {}
     if path is not None:
-        import yaml
-
-        try:
-            data = yaml.safe_load(read_text(path, MAX_SMALL_BYTES))
-        except (yaml.YAMLError, RecursionError) as err:
-            raise ReportInputError(f"{path}: not YAML ({str(err).splitlines()[0][:200]})") from None
-        try:
-            found = gitems.parse(data, str(path))
+        try:  # the strict loader of every checklist file: no aliases, no tags, bounded nesting
+            found = gitems.from_text(read_text(path, MAX_SMALL_BYTES), str(path))
         except gitems.ChecklistError as err:
             raise ReportInputError(str(err)) from None
         except (TypeError, ValueError, AttributeError, RecursionError) as err:

@@ -477,14 +477,12 @@ def write_checklist(checklist, out: Path) -> bool:
     """The checklist file the run was evaluated with, copied into ``out/checklist.yaml`` as it was read; only
     when the file still holds that checklist (its fingerprint). Returns whether it was written (a checklist made
     in Python from no file, or a file edited during the run, is not: the report then says so)."""
-    import yaml
-
-    from gavel.core.items import ChecklistError, parse
+    from gavel.core.items import ChecklistError, from_text
 
     try:
         text = Path(checklist.source).read_text(encoding="utf-8")
-        same = parse(yaml.safe_load(text), checklist.source).fingerprint == checklist.fingerprint
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ChecklistError):
+        same = from_text(text, checklist.source).fingerprint == checklist.fingerprint
+    except (OSError, UnicodeDecodeError, ChecklistError):
         same = False
     if same:
         (out / CHECKLIST_FILE).write_text(text, encoding="utf-8")
