@@ -38,6 +38,10 @@ def test_malformed_criteria_file_names_the_file(tmp_path):
     bad.write_text("name: x\ncriteria:\n  - label: no key\n")
     with pytest.raises(ValueError, match="bad.yaml: not a criteria file"):
         cj.load_criteria(bad)
+    for tagged in ("name: !!timestamp x\n", "name: !!bool maybe\n", "name: !!set [1]\n"):  # PyYAML's own crashes
+        bad.write_text(tagged)
+        with pytest.raises(ValueError, match="bad.yaml: not a criteria file"):
+            cj.load_criteria(bad)
     dup = tmp_path / "dup.yaml"
     dup.write_text("name: x\ncriteria:\n  - {key: a, label: A, description: d}\n  - {key: a, label: B, description: d}\n")
     with pytest.raises(ValueError, match="distinct keys"):

@@ -56,7 +56,8 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
         crit = tuple((c["key"], c["label"], " ".join(str(c["description"]).split())) for c in data["criteria"])
         out = Criteria(name=str(data["name"]), document=str(data.get("document", "summary")), criteria=crit,
                        bands=tuple(data.get("bands", ())), reference_score=int(data.get("reference_score", 8)))
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as err:
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as err:  # AttributeError:
+        # PyYAML's !!timestamp on a value that is not a date
         raise ValueError(f"{path}: not a criteria file ({type(err).__name__}: {err})") from None
     if not crit or len(set(out.keys)) != len(crit):
         raise ValueError(f"{path}: criteria must be a non-empty list with distinct keys")
