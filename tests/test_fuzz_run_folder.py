@@ -35,6 +35,10 @@ HOSTILE = ["inf", "-inf", "nan", "NaN", "1e999", "-1e999", "[[0, 1e999]]", "[" *
            "{'a': [1, 2]}", "[None, 'x']", "[[5, 1]]", "[[-1, 3]]", "['x', 1e999]", "null", "#N/A", "", "'",
            "=HYPERLINK(\"x\")", "</script><script>alert(1)</script>", "\x00", "9" * 400, "[1, [2, [3, [4]]]]",
            "(1, 2)", "[[0, 3], [True, 4]]", "{1: 2}"]
+# spliced into checklist.yaml after a colon (action "yaml"): tags on the wrong value crashed PyYAML's own
+# constructors (AttributeError, KeyError, TypeError) when a run folder's checklist was read by yaml.safe_load
+YAML = ["!!timestamp x", "!!bool maybe", "!!set [1]", "!!binary '%'", "!mine 1", "&a [1]", "*a", "{<<: {a: 1}}",
+        "[" * 300, "!!python/object/apply:os.system [ls]", "'\\ud800'", "\"\\ud800\"", "9" * 5000]
 
 
 def test_the_run_folder_fuzz_target_ends_only_in_its_own_one_line_error(tmp_path):
@@ -90,6 +94,13 @@ def _spoil(run: Path, target: str, action: str, value, where: int, outside: Path
         os.link(copy, path)
     elif action == "bytes":
         path.write_bytes(value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass"))
+    elif action == "yaml" and (run / "checklist.yaml").is_file() and not (run / "checklist.yaml").is_symlink():
+        path = run / "checklist.yaml"  # whatever the target: the action is the checklist's
+        text = path.read_text(encoding="utf-8", errors="replace")
+        at = text.find(": ", where % (len(text) + 1))
+        fragment = YAML[where % len(YAML)]
+        path.write_text(text[:at + 2] + fragment + " " + text[at + 2:] if at >= 0 else text + fragment,
+                        encoding="utf-8")
     elif action == "cut" and path.is_file():
         data = path.read_bytes()
         path.write_bytes(data[: where % (len(data) + 1)])
@@ -154,7 +165,8 @@ def fuzz() -> None:
                                                  max_size=4), max_leaves=12)
     spoil = st.tuples(st.sampled_from(FILES),
                       st.sampled_from(["cell", "cell", "cell", "drop", "cut", "bytes", "json", "remove", "link_out",
-                                       "link_zero", "fifo", "hardlink_out", "hardlink_out", "link_in"]),
+                                       "link_zero", "fifo", "hardlink_out", "hardlink_out", "link_in", "yaml",
+                                       "yaml", "yaml"]),
                       st.one_of(st.sampled_from(HOSTILE), any_text(max_size=40), st.binary(max_size=200),
                                 json_values),
                       st.integers(min_value=0, max_value=10_000))
