@@ -24,7 +24,10 @@ WALL = 600  # seconds of wall time for one file (the machine may be busy)
 CHILD = r"""
 import json, resource, sys, time
 from gavel.core import items
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# VmHWM: this process's own peak (KiB); ru_maxrss would start at the parent's size (vfork + exec)
+def hwm():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
+base = hwm()
 resource.setrlimit(resource.RLIMIT_AS, (CAP_BYTES, CAP_BYTES))
 resource.setrlimit(resource.RLIMIT_CPU, (CAP_CPU, CAP_CPU))
 t = time.process_time()
@@ -35,7 +38,7 @@ except items.ChecklistError as err:
     said = "refused: " + str(err).split(": ", 1)[1][:70]
 except MemoryError:
     said = "MemoryError"
-peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
+peak = (hwm() - base) / 1024
 print(json.dumps({"cpu_s": time.process_time() - t, "peak_mb": peak, "said": said}))
 """.replace("CAP_BYTES", str(CAP_BYTES)).replace("CAP_CPU", str(CAP_CPU))
 

@@ -26,11 +26,10 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+import child_peak  # noqa: E402  (beside this script)
 
 TEXT = ("The plaintiffs filed the complaint on 3 March 2019 in the District Court. The court ruled for the "
         "plaintiffs on the motion to dismiss. The parties settled; the court approved the settlement in 2021.")
@@ -46,16 +45,12 @@ def write_inputs(folder: Path, n: int) -> tuple[Path, Path]:
 
 
 def measured(argv: list[str]) -> tuple[float, int, float]:
-    """(CPU seconds, peak resident KiB, wall seconds) of one gavel process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "gavel", *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"gavel {' '.join(argv[:3])} ... failed ({proc.returncode}): {err[-600:]}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, time.perf_counter() - t0
+    """(CPU seconds, peak resident KiB, wall seconds) of one gavel process: its own peak (child_peak.py; a
+    child's ru_maxrss starts at this benchmark's own size)."""
+    cpu, peak, wall, code, err, _ = child_peak.measured(argv)
+    if code != 0:
+        raise SystemExit(f"gavel {' '.join(argv[:3])} ... failed ({code}): {err[-600:]}")
+    return cpu, peak, wall
 
 
 def requests_of(run: Path) -> int:
