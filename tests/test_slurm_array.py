@@ -58,7 +58,10 @@ def test_shards_are_stable_and_cover_every_case():
         got = [shards.shard_of(c, n) for c in ids]
         assert set(got) == set(range(1, n + 1)) and got == [shards.shard_of(c, n) for c in ids]
     assert shards.parse("2/4") == (2, 4)
-    for bad in ("0/4", "5/4", "4", "a/b", "1/0", ""):
+    assert shards.parse("04/10") == (4, 10)
+    # ASCII digits only: int() would take these as 2/4 (other scripts' digits, blanks, signs, underscores)
+    for bad in ("0/4", "5/4", "4", "a/b", "1/0", "", "\u0662/\u0664", "\uff12/\uff14", " 2/4", "2/4\n", "+2/4",
+                "2/4_0", "2//4", "2/4/8", "1/" + "9" * 5000, "-1/4", "1.0/4"):
         try:
             shards.parse(bad)
         except ValueError as err:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
+
+_SHARD = re.compile(r"([0-9]{1,9})/([0-9]{1,9})")
 
 
 def shard_of(key: str, n: int) -> int:
@@ -23,12 +26,11 @@ def shard_of(key: str, n: int) -> int:
 
 def parse(text: str) -> tuple[int, int]:
     """``"I/N"`` -> (I, N) with 1 <= I <= N; ValueError naming the text otherwise."""
-    head, sep, tail = str(text).partition("/")
-    try:
-        i, n = int(head), int(tail)
-    except ValueError:
-        i = n = 0
-    if not sep or n < 1 or not 1 <= i <= n:
+    # ASCII digits only, at most 9 of them: int() alone would also take " 2", "+2", "2_0" and other scripts'
+    # digits ("\u0662/\u0664"), and a shard written one way must be the same shard on every machine
+    found = _SHARD.fullmatch(str(text))
+    i, n = (int(found[1]), int(found[2])) if found else (0, 0)
+    if n < 1 or not 1 <= i <= n:
         raise ValueError(f"{text!r} is not a shard I/N with 1 <= I <= N (e.g. 2/4)")
     return i, n
 
