@@ -54,14 +54,18 @@ def pytest_unconfigure(config):
 
 #: notebooks that must run in order on one worker: each reads what the one before it wrote
 _CHAINED_NOTEBOOKS = re.compile(r"notebooks[/\\](09|10|11|12)_")
-#: the test files that take longest, longest first (their tests' seconds summed, from a 2-worker `make test`
-#: run on 2 CPUs with --junitxml: 110, 75, 74, 67, 53, 51, 51, 45, 38, 36, 31, 29, 23, 22 s). They are handed
-#: out first, so the short files fill the gaps at the end instead of one long file running alone while the
-#: other worker waits; every other file keeps its collection order after them.
-LONGEST_FIRST = ("test_annotation_browser", "test_metrics_local", "test_local_model", "test_providers_hardening",
-                 "test_annotation_dashboard", "test_wheel", "test_llm", "test_documents_local",
-                 "test_evaluate_hardening", "test_stability", "test_release_corruption_shared", "test_documents",
-                 "test_pipeline_local", "test_slurm")
+#: the test files that take longest, longest first. They are handed out first, so the short files fill the
+#: gaps at the end instead of one long file running alone while the other workers wait; every other file
+#: keeps its collection order after them. The local-model files lead (seconds of their slowest tests in the
+#: fresh-clone CI at f432f78: checklist_providers 312 over four tests, checklist_local 201, first_run_local
+#: 176, local_model 160+, stability 132+, metrics_local 143, inspect_local 120, orders 114, pipeline_local
+#: 92); the rest are from an older 2-worker run with --junitxml. `.ci/run` prints each run's per-file
+#: seconds against this list (benchmarks/suite_files.py): keep it current from there.
+LONGEST_FIRST = ("test_checklist_providers", "test_checklist_local", "test_first_run_local", "test_local_model",
+                 "test_metrics_local", "test_stability", "test_inspect_local", "test_orders", "test_annotation_browser",
+                 "test_pipeline_local", "test_providers_hardening", "test_annotation_dashboard", "test_wheel",
+                 "test_llm", "test_documents_local", "test_evaluate_hardening", "test_release_corruption_shared",
+                 "test_documents", "test_slurm")
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
