@@ -544,10 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="folder for the tables and the runs' caches")
     shards.add_option(p)
     p.set_defaults(func=lambda args: _sharding().run_shard(cmd_evaluate, args))
-    p = sub.add_parser("merge", help="join the N shard folders of `gavel evaluate --shard I/N` into one run folder")
+    evaluate_parser, p = p, sub.add_parser("merge", help="join the N shard folders of `gavel evaluate --shard I/N` into one run folder")
     p.add_argument("shards", nargs="+", help="the shard folders (the --out of each `gavel evaluate --shard I/N`)")
     p.add_argument("--out", required=True, help="the merged run folder (new or empty)")
-    p.set_defaults(func=lambda args: _sharding().merge(args.shards, args.out, cmd_evaluate))
+    p.set_defaults(func=lambda args: _sharding().merge(args.shards, args.out, cmd_evaluate, evaluate_parser))
     p = sub.add_parser("report", help="one self-contained HTML file showing a run (or the release, or what "
                                       "changed between two runs)")
     p.add_argument("run", nargs="?", default=None, help="an evaluation folder (the --out of `gavel evaluate`)")

@@ -375,3 +375,109 @@ def test_a_shard_holding_no_case_is_complete_and_merges(tmp_path, capsys):
     assert main(["merge", *(str(tmp_path / f"s{i}") for i in range(1, 5)), "--out", str(tmp_path / "m")]) == 0
     single, merged = outputs(tmp_path / "single"), outputs(tmp_path / "m")
     assert single.keys() == merged.keys() and [k for k in single if single[k] != merged[k]] == []
+
+
+# what a shard's settings could say instead of what `gavel evaluate` recorded: each crashed the merge
+# (TypeError, AttributeError, ValueError: exit status 1) or was taken as it was (a negative group size, a
+# usage file that is a string, a setting no option has), before the merge checked them as the command line
+HOSTILE_SETTINGS = [("items", 5), ("items", [["a"]]), ("alpha", "x"), ("alpha", 7.0), ("alpha", float("nan")),
+                    ("group_size", -1), ("label_orders", 3), ("mode", "x"), ("summaries", [5]), ("summaries", []),
+                    ("seed", 1.5), ("seed", True), ("seed", 2**40), ("seed", int("9" * 300)),
+                    ("mock_judge", {"seed": "x"}), ("mock_judge", {"flip": 2.0}), ("mock_judge", [1]),
+                    ("usage_from", "abc"), ("name", ["a"]), ("provider", "nope"), ("checklist", 3), ("repeats", 0),
+                    ("dry_run", "yes"), ("zzz", 1), ("alpha", None), ("provider", None)]
+
+
+@pytest.mark.parametrize(("key", "value"), HOSTILE_SETTINGS, ids=[f"{k}={v!r}"[:40] for k, v in HOSTILE_SETTINGS])
+def test_settings_a_shard_did_not_record_are_refused_in_one_line_naming_the_file(shard_runs, tmp_path, capsys,
+                                                                                 key, value):
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    for c in copies:  # every shard alike (one run's settings), so only the settings check can refuse them
+        rec = json.loads(Path(c, "shard.json").read_text())
+        rec["settings"][key] = value
+        Path(c, "shard.json").write_text(json.dumps(rec))
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {Path(copies[0]) / 'shard.json'}: not merged: settings "), err
+    assert repr(key) in err[0]
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_missing_setting_is_named_and_the_recorded_settings_of_a_real_run_pass():
+    import argparse
+
+    from gavel.core import options
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--alpha", type=options.fraction, default=0.9)
+    p.add_argument("--items", nargs="*", default=None)
+    p.add_argument("--judge", type=options.judge_spec, default=None)
+    p.add_argument("--flag", action="store_true")
+    p.add_argument("--out", required=True)
+    real = vars(p.parse_args(["--alpha", "0.25", "--items", "a", "b", "--judge", "noisy:seed=3,flip=0.1",
+                              "--flag", "--out", "o"]))
+    del real["out"]
+    assert options.recorded(p, json.loads(json.dumps(real)), skip=("out",)) == (real, [])
+    values, problems = options.recorded(p, {k: v for k, v in real.items() if k != "flag"}, skip=("out",))
+    assert problems == ["setting 'flag' (--flag) missing"] and "flag" not in values
+    assert options.recorded(p, [1], skip=("out",))[1] == ["settings are list, not an object of options"]
+
+
+def test_a_shard_of_a_huge_number_of_shards_is_refused_and_missing_shards_are_counted(shard_runs, tmp_path, capsys):
+    """A shard record saying [1, 10**12] made the merge list every missing shard (a list of a trillion); N is
+    at most shards.MAX, and past NAMED missing shards the rest are counted."""
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    rec = json.loads(Path(copies[0], "shard.json").read_text())
+    Path(copies[0], "shard.json").write_text(json.dumps({**rec, "shard": [1, 10**12]}))
+    capsys.readouterr()
+    assert main(["merge", copies[0], "--out", str(tmp_path / "m")]) == 2
+    assert f"{Path(copies[0]) / 'shard.json'}: not a shard record gavel writes" in capsys.readouterr().err
+    Path(copies[0], "shard.json").write_text(json.dumps({**rec, "shard": [1, shards.MAX]}))
+    assert main(["merge", copies[0], "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "shards 2/1000000, 3/1000000," in err and f"and {shards.MAX - 1 - sharding.NAMED:,} more missing" in err
+    assert len(err) < 2000
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.integers(min_value=10**18, max_value=10**400)
+                     | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
+                     max_leaves=8)
+_KEYS = ["items", "alpha", "seed", "group_size", "mock_judge", "summaries", "references", "provider", "mode",
+         "label_orders", "orders", "repeats", "usage_from", "dry_run", "checklist", "name", "max_tokens", "gguf"]
+
+
+def test_fuzz_the_settings_of_every_shard_end_in_a_merge_or_one_line(shard_runs, tmp_path_factory, capsys):
+    """Seeded (tests/fuzzing.py): any JSON value in place of a recorded setting, in every shard alike, or a
+    setting added or removed: the merge either runs (the value is one `gavel evaluate` could have recorded) or
+    ends with one line, exit status 2; never exit status 1 (an error the merge did not expect)."""
+    from fuzzing import any_text, fuzz, replay
+
+    tmp, s, r = shard_runs
+
+    @fuzz(25)
+    @given(key=st.sampled_from(_KEYS) | any_text(max_size=8), value=_JSON | any_text(max_size=20),
+           drop=st.booleans())
+    def spoil(key, value, drop):
+        where = tmp_path_factory.mktemp("fzs")
+        copies = copy_shards(tmp, where)
+        for c in copies:
+            rec = json.loads(Path(c, "shard.json").read_text())
+            if drop:
+                rec["settings"].pop(key, None)
+            else:
+                rec["settings"][key] = value
+            Path(c, "shard.json").write_text(json.dumps(rec))
+        capsys.readouterr()
+        rc = main(["merge", *copies, "--out", str(where / "m")])
+        printed = capsys.readouterr()
+        lines = printed.err.strip().splitlines()
+        assert rc in (0, 2), (key, value, drop, printed.err[-2000:], replay())
+        if rc == 2:
+            assert lines and lines[-1].startswith("error: "), (key, value, printed.err[-2000:], replay())
+        shutil.rmtree(where, ignore_errors=True)
+
+    spoil()

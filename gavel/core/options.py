@@ -91,3 +91,62 @@ def judge_spec(text: str) -> dict:
     if sum(spec[k] for k in NOISY_KNOBS) > 1:
         raise argparse.ArgumentTypeError(f"{text!r}: flip + first_bias + a_bias must be at most 1")
     return spec
+
+
+def judge_spec_text(spec) -> str:
+    """The ``--mock-judge`` text :func:`judge_spec` reads back as ``spec`` (a recorded spec written back)."""
+    if not isinstance(spec, dict):
+        raise argparse.ArgumentTypeError(f"{spec!r} is not a judge spec")
+    if not spec:
+        return "default"
+    return "noisy:" + ",".join(f"{k}={v!r}" for k, v in spec.items())
+
+
+#: an option's type whose values are not what ``str`` writes back: how a recorded value is written back
+_WRITTEN_BACK = {judge_spec: judge_spec_text}
+
+
+def recorded(parser: argparse.ArgumentParser, record, skip: tuple = ()) -> tuple[dict, list[str]]:
+    """A command's options recorded as JSON (a shard's settings, someone else's file), checked as the command
+    line checks them: every option of ``parser`` (less ``skip`` and help) present and nothing else, each value
+    of the kind its option gives (a flag a bool, a list option a list of strings, a typed option a value its
+    type reads back unchanged, one of its choices). Returns (the values, the problems: one line each)."""
+    if not isinstance(record, dict):
+        return {}, [f"settings are {type(record).__name__}, not an object of options"]
+    actions = [a for a in parser._actions  # noqa: SLF001 -- argparse has no public list of its options
+               if a.dest not in skip and a.dest != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
+    known = {a.dest for a in actions}
+    problems = [f"unknown setting {k!r}" for k in sorted(map(str, record)) if k not in known]
+    values = {}
+    for a in actions:
+        name = "/".join(a.option_strings) or a.dest
+        if a.dest not in record:
+            problems.append(f"setting {a.dest!r} ({name}) missing")
+            continue
+        value, said = record[a.dest], None
+        if value is None:
+            said = None if a.default is None and not a.required else "is null"
+        elif a.nargs == 0:  # a flag
+            said = None if type(value) is bool else "is not true or false"
+        elif a.nargs in ("+", "*") or isinstance(a, (argparse._AppendAction, argparse._ExtendAction)):
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            said = None if ok and (value or a.nargs != "+") else "is not a list of strings" + (
+                " (at least one)" if ok else "")
+        elif a.type is None:
+            said = None if isinstance(value, str) else f"is {type(value).__name__}, not a string"
+        elif isinstance(value, bool) or not isinstance(value, (str, int, float, dict)):
+            said = f"is {type(value).__name__}"
+        else:
+            try:
+                back = a.type(_WRITTEN_BACK.get(a.type, str)(value))
+                said = None if back == value and type(back) is type(value) else "does not read back as itself"
+            except (argparse.ArgumentTypeError, ValueError, TypeError) as err:
+                problems.append(f"setting {a.dest!r} ({name}): {str(err)[:160]}")
+                continue
+        if said is None and a.choices is not None and value is not None and value not in a.choices:
+            said = f"is not one of {', '.join(map(str, a.choices))}"
+        if said:
+            problems.append(f"setting {a.dest!r} ({name}) {said}: {str(value)[:80]!r}")
+        else:
+            values[a.dest] = value
+    return values, problems

@@ -15,6 +15,8 @@ import hashlib
 import re
 
 _SHARD = re.compile(r"([0-9]{1,9})/([0-9]{1,9})")
+#: the most shards a run may have (a SLURM array holds at most 4,000,001 tasks; a merge lists what is missing)
+MAX = 1_000_000
 
 
 def shard_of(key: str, n: int) -> int:
@@ -30,8 +32,8 @@ def parse(text: str) -> tuple[int, int]:
     # digits ("\u0662/\u0664"), and a shard written one way must be the same shard on every machine
     found = _SHARD.fullmatch(str(text))
     i, n = (int(found[1]), int(found[2])) if found else (0, 0)
-    if n < 1 or not 1 <= i <= n:
-        raise ValueError(f"{text!r} is not a shard I/N with 1 <= I <= N (e.g. 2/4)")
+    if n < 1 or not 1 <= i <= n or n > MAX:
+        raise ValueError(f"{text!r} is not a shard I/N with 1 <= I <= N <= {MAX:,} (e.g. 2/4)")
     return i, n
 
 

@@ -21,7 +21,7 @@ import re
 import stat
 from pathlib import Path
 
-from gavel.core import shards
+from gavel.core import options, shards
 from gavel.core.spreadsheet import read_csv
 from gavel.llm import ledger, packs
 from gavel.ref.inputs import InputError
@@ -34,6 +34,8 @@ PATH_OPTIONS = ("references", "release", "gguf")
 #: what a cache file is called (a StageRunner key: readable prefix, a dash, 40 hex digits)
 CACHE_NAME = re.compile(r"[A-Za-z0-9_.:=+-]{1,64}\.json")
 CACHE_DIR = re.compile(r"[0-9a-f]{2}")
+#: missing shards a refused merge names one by one (the rest are counted)
+NAMED = 20
 
 
 def _sha256(path: Path) -> str:
@@ -126,13 +128,14 @@ def read_shard(folder: Path) -> dict:
         raise InputError(f"{path}: unreadable ({type(err).__name__}: {str(err)[:120]})") from None
     shard = record.get("shard") if isinstance(record, dict) else None
     ok = (isinstance(shard, list) and len(shard) == 2 and all(type(x) is int for x in shard)
-          and 1 <= shard[0] <= shard[1] and isinstance(record.get("settings"), dict)
+          and 1 <= shard[0] <= shard[1] <= shards.MAX and isinstance(record.get("settings"), dict)
           and isinstance(record.get("inputs"), dict) and type(record.get("complete")) is bool
           and isinstance(record.get("cases"), list) and all(isinstance(c, str) for c in record["cases"])
           and all(isinstance(k, str) and isinstance(v, str) for k, v in record["inputs"].items())
           and isinstance(record["settings"].get("summaries"), list))
     if not ok:
-        raise InputError(f"{path}: not a shard record gavel writes (shard [I, N], settings, inputs, cases, complete)")
+        raise InputError(f"{path}: not a shard record gavel writes (shard [I, N] with N <= {shards.MAX:,}, settings, "
+                         "inputs, cases, complete)")
     return record
 
 
@@ -160,8 +163,10 @@ def check(folders: list[Path]) -> tuple[dict, list[dict]]:
             problems.append(f"{folder} (shard {i}/{n}) is partial: its run did not finish with every request "
                             f"answered (exit status {rec.get('exit_status', 'none: stopped or still running')})")
     missing = [i for i in range(1, n + 1) if i not in seen]
-    if missing:
-        problems.append(f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{i}/{n}' for i in missing)} missing")
+    if missing:  # named one by one up to NAMED, then counted
+        named = ", ".join(f"{i}/{n}" for i in missing[:NAMED])
+        more = f" and {len(missing) - NAMED:,} more" if len(missing) > NAMED else ""
+        problems.append(f"shard{'s' if len(missing) > 1 else ''} {named}{more} missing")
     for path, digest in sorted(first["inputs"].items()):
         try:
             now = _sha256(Path(path))
@@ -271,12 +276,19 @@ def copy_answers(folder: Path, out: Path, builders: dict | None = None) -> int:
     return n
 
 
-def merge(folders: list[str], out: str, evaluate) -> int:
+def merge(folders: list[str], out: str, evaluate, parser: argparse.ArgumentParser) -> int:
     """Check the shards, copy their answers into ``out``, run ``evaluate`` over every summary there (the
-    command's own function, given by the command line) and check that it sent nothing."""
+    command's own function, given by the command line) and check that it sent nothing. ``parser``: the
+    command's own (`gavel evaluate`'s), which the shards' recorded settings are checked against before
+    anything is copied."""
     if not folders:
         raise InputError("give the shard folders to merge")
     settings, records = check([Path(f) for f in folders])
+    settings, problems = options.recorded(parser, settings, skip=NOT_SETTINGS)
+    if problems:
+        raise InputError(f"{Path(folders[0]) / SHARD_FILE}: not merged: settings not what `gavel evaluate` records: "
+                         + "; ".join(problems[:NAMED]) + (f"; and {len(problems) - NAMED} more"
+                                                          if len(problems) > NAMED else ""))
     out_path = Path(out)
     if out_path.exists() and any(out_path.iterdir()):
         raise InputError(f"--out {out}: not empty (a merge writes a fresh run folder)")
