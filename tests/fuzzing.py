@@ -62,3 +62,24 @@ def any_text(min_size: int = 0, max_size: int | None = None) -> st.SearchStrateg
     own ``text`` merges its alphabet into one that leaves the surrogates out again."""
     return st.text(min_size=min_size, max_size=max_size) | \
         st.lists(ANY_CHARACTER, min_size=min_size, max_size=max_size).map("".join)
+
+
+def run_capped(module: str, targets: list[str], memory: int = 2 * 2**30, timeout: float = 240,
+               env: dict | None = None):
+    """Run ``module.target()`` for each of ``targets`` (fuzz targets of a tests/ module) in a child process under
+    an address-space cap of ``memory`` bytes and a wall-clock ``timeout``, from this run's seed (the child
+    inherits ``GAVEL_FUZZ_SEED``); it prints ``fuzzed`` when all ended. Returns the finished process."""
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    here = Path(__file__).parent
+    seed()  # set, so that the child draws from this run's seed
+    code = (f"import sys; sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]; import {module} as t; "
+            + "".join(f"t.{name}(); " for name in targets) + "print('fuzzed')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=limit, env={**os.environ, **(env or {})}, cwd=here.parent)

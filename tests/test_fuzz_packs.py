@@ -4,15 +4,11 @@ rows are answers' texts or raise PackError naming the file; never another error.
 under an address-space cap and a time limit, seeded per run (tests/fuzzing.py)."""
 
 import json
-import os
-import resource
 import sqlite3
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from fuzzing import fuzz, replay
+from fuzzing import fuzz, replay, run_capped
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -62,14 +58,5 @@ def fuzz_pack_bytes(data, at, cut):
 
 
 def test_packs_raise_nothing_but_pack_errors_under_memory_and_time_caps():
-    cap = 2 * 2**30
-
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    here = Path(__file__).parent
-    code = (f"import sys; sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]; import test_fuzz_packs as t; "
-            "t.fuzz_pack_bytes(); print('fuzzed')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                          preexec_fn=limit, env=dict(os.environ), cwd=here.parent)
+    done = run_capped("test_fuzz_packs", ["fuzz_pack_bytes"])
     assert done.returncode == 0 and "fuzzed" in done.stdout, done.stderr[-3000:] + replay()

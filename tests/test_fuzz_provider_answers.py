@@ -9,13 +9,8 @@ The properties run in a child process under an address-space cap (``RLIMIT_AS``)
 seeded per test run (tests/fuzzing.py: a failure names ``GAVEL_FUZZ_SEED`` to replay it)."""
 
 import json
-import os
-import resource
-import subprocess
-import sys
-from pathlib import Path
 
-from fuzzing import any_text, fuzz, replay
+from fuzzing import any_text, fuzz, replay, run_capped
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -112,14 +107,6 @@ def fuzz_result_lines(lines, sep):
 
 
 def test_provider_answers_raise_nothing_under_memory_and_time_caps():
-    cap = 2 * 2**30
-
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    here = Path(__file__).parent
-    code = (f"import sys; sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]; "
-            "import test_fuzz_provider_answers as t; t.fuzz_answers(); t.fuzz_result_lines(); print('fuzzed')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                          preexec_fn=limit, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, cwd=here.parent)
+    done = run_capped("test_fuzz_provider_answers", ["fuzz_answers", "fuzz_result_lines"],
+                      env={"OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 0 and "fuzzed" in done.stdout, done.stderr[-3000:] + replay()

@@ -8,13 +8,8 @@ The properties run in a child process under an address-space cap (``RLIMIT_AS``)
 a count that would blow up memory or time fails the test instead of the machine. Bounded examples: seconds."""
 
 import math
-import os
-import resource
-import subprocess
-import sys
-from pathlib import Path
 
-from fuzzing import any_text, fuzz, replay
+from fuzzing import any_text, fuzz, replay, run_capped
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -99,15 +94,7 @@ def fuzz_cached_records(record, model, mode):
 
 
 def test_usage_records_raise_nothing_under_memory_and_time_caps():
-    cap = 3 * 2**30  # address space of the child: pandas and numpy load well under it
-
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    here = Path(__file__).parent
-    code = (f"import sys; sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]; import test_fuzz_usage as t; "
-            "t.fuzz_provider_bodies(); t.fuzz_cached_records(); print('fuzzed')")
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                          preexec_fn=limit, env=env, cwd=here.parent)
+    # address space of the child: 3 GiB (pandas and numpy load well under it)
+    done = run_capped("test_fuzz_usage", ["fuzz_provider_bodies", "fuzz_cached_records"], memory=3 * 2**30,
+                      env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0 and "fuzzed" in done.stdout, done.stderr[-3000:] + replay()
