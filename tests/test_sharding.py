@@ -481,3 +481,36 @@ def test_fuzz_the_settings_of_every_shard_end_in_a_merge_or_one_line(shard_runs,
         shutil.rmtree(where, ignore_errors=True)
 
     spoil()
+
+
+def test_inputs_a_shard_record_names_are_only_the_runs_own_and_never_read_without_end(shard_runs, tmp_path, capsys):
+    """A record naming /dev/zero among its inputs made the merge hash it forever; a FIFO would have blocked it.
+    Now a merge opens only the files its settings name (summaries, references), each opened, then checked a
+    regular file, and a file named without a digest is refused."""
+    import os
+
+    tmp, s, r = shard_runs
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    cases = [("inputs", lambda rec: {**rec["inputs"], "/dev/zero": "0" * 64},
+              "input '/dev/zero' is none of the run's summaries or references"),
+             ("summaries", lambda rec: [str(fifo)], f"input '{fifo}' has no recorded digest and is not a file or a "
+                                                    "folder"),
+             ("references", lambda rec: "/dev/zero", "input '/dev/zero' has no recorded digest and is not a file or "
+                                                     "a folder"),
+             ("inputs", lambda rec: {k: v for k, v in rec["inputs"].items() if k != str(r.resolve())},
+              f"input '{r.resolve()}' has no recorded digest")]
+    for n, (field, change, said) in enumerate(cases):
+        copies = copy_shards(tmp, tmp_path / f"c{n}")
+        for c in copies:
+            rec = json.loads(Path(c, "shard.json").read_text())
+            if field == "inputs":
+                rec["inputs"] = change(rec)
+            else:
+                rec["settings"][field] = change(rec)
+            Path(c, "shard.json").write_text(json.dumps(rec))
+        capsys.readouterr()
+        assert main(["merge", *copies, "--out", str(tmp_path / f"m{n}")]) == 2
+        err = capsys.readouterr().err
+        assert said in err, (field, err)
+        assert not (tmp_path / f"m{n}").exists()

@@ -39,7 +39,12 @@ NAMED = 20
 
 
 def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
+    """The SHA-256 of a regular file: opened first (not through a link, not waiting on a FIFO), then checked
+    (a path a shard record names could be /dev/zero, a FIFO or a folder: OSError, never a read without end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path}: not a regular file")
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
@@ -56,9 +61,19 @@ def settings_of(args: argparse.Namespace) -> dict:
     return rec
 
 
+def _input_files(settings: dict) -> list[str]:
+    """The input files a shard's settings name (its summaries and references; a folder of logs is none)."""
+    return [p for p in [*settings["summaries"], settings.get("references")] if isinstance(p, str) and p]
+
+
 def _inputs(settings: dict) -> dict[str, str]:
-    files = [*settings["summaries"], *(settings.get(k) for k in ("references",))]
-    return {p: _sha256(Path(p)) for p in files if p and Path(p).is_file()}
+    digests = {}
+    for p in _input_files(settings):
+        try:
+            digests[p] = _sha256(Path(p))
+        except OSError:  # a folder (inspect logs), or not a file gavel can hash: its cases are in the record
+            continue
+    return digests
 
 
 def select(summaries: list[tuple[str, str, str]], args: argparse.Namespace) -> list[tuple[str, str, str]]:
@@ -139,12 +154,19 @@ def read_shard(folder: Path) -> dict:
     return record
 
 
-def check(folders: list[Path]) -> tuple[dict, list[dict]]:
+def check(folders: list[Path], parser: argparse.ArgumentParser | None = None) -> tuple[dict, list[dict]]:
     """The shards' common settings and their records, in shard order; InputError naming every missing,
-    partial, repeated or foreign shard, and every input file changed since."""
+    partial, repeated or foreign shard, and every input file changed since. ``parser`` (`gavel evaluate`'s):
+    the first shard's settings are checked against its options first (:func:`gavel.core.options.recorded`)."""
     records = [(Path(f), read_shard(Path(f))) for f in folders]
     n = records[0][1]["shard"][1]
     first = records[0][1]
+    if parser is not None:
+        first["settings"], problems = options.recorded(parser, first["settings"], skip=NOT_SETTINGS)
+        if problems:
+            raise InputError(f"{records[0][0] / SHARD_FILE}: not merged: settings not what `gavel evaluate` "
+                             "records: " + "; ".join(problems[:NAMED])
+                             + (f"; and {len(problems) - NAMED} more" if len(problems) > NAMED else ""))
     problems = []
     seen: dict[int, Path] = {}
     for folder, rec in records:
@@ -167,11 +189,24 @@ def check(folders: list[Path]) -> tuple[dict, list[dict]]:
         named = ", ".join(f"{i}/{n}" for i in missing[:NAMED])
         more = f" and {len(missing) - NAMED:,} more" if len(missing) > NAMED else ""
         problems.append(f"shard{'s' if len(missing) > 1 else ''} {named}{more} missing")
+    named = set(_input_files(first["settings"]))
+    for path in sorted(named - set(first["inputs"])):  # a folder of logs is not hashed; any other path is refused
+        try:
+            kind = os.stat(path).st_mode
+        except OSError as err:
+            problems.append(f"input {path[:200]!r} cannot be read ({type(err).__name__}: {err.strerror})")
+            continue
+        if not stat.S_ISDIR(kind):
+            problems.append(f"input {path[:200]!r} has no recorded digest" + (
+                "" if stat.S_ISREG(kind) else " and is not a file or a folder"))
     for path, digest in sorted(first["inputs"].items()):
+        if path not in named:  # only the run's own inputs are opened, never another path a record names
+            problems.append(f"input {path[:200]!r} is none of the run's summaries or references")
+            continue
         try:
             now = _sha256(Path(path))
         except OSError as err:
-            problems.append(f"input {path} cannot be read ({type(err).__name__})")
+            problems.append(f"input {path} cannot be read ({type(err).__name__}: {err.strerror or err})")
             continue
         if now != digest:
             problems.append(f"input {path} changed since the shards ran")
@@ -283,12 +318,7 @@ def merge(folders: list[str], out: str, evaluate, parser: argparse.ArgumentParse
     anything is copied."""
     if not folders:
         raise InputError("give the shard folders to merge")
-    settings, records = check([Path(f) for f in folders])
-    settings, problems = options.recorded(parser, settings, skip=NOT_SETTINGS)
-    if problems:
-        raise InputError(f"{Path(folders[0]) / SHARD_FILE}: not merged: settings not what `gavel evaluate` records: "
-                         + "; ".join(problems[:NAMED]) + (f"; and {len(problems) - NAMED} more"
-                                                          if len(problems) > NAMED else ""))
+    settings, records = check([Path(f) for f in folders], parser)
     out_path = Path(out)
     if out_path.exists() and any(out_path.iterdir()):
         raise InputError(f"--out {out}: not empty (a merge writes a fresh run folder)")
