@@ -5,6 +5,7 @@ hidden reasoning on its own line ("bills hidden reasoning tokens", as docs/cost.
 measured, that, and what ``--max-tokens N`` would bound the stage to; a running batch re-forecasts."""
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -119,3 +120,21 @@ def test_any_ledger_is_read_or_skipped_in_one_line(tmp_path_factory, rows, junk,
         assert all("\n" not in note and str(path) in note for note in m.skipped)
         if m.requests:
             assert m.words()
+
+
+def test_a_ledger_that_is_a_fifo_a_device_or_a_folder_is_skipped_in_one_line_not_waited_on(tmp_path):
+    """--usage-from reads someone else's run folder: its cost.csv as a FIFO blocked the dry run at open()
+    before the check of what was opened could run."""
+    import os
+    import threading
+
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "cost.csv")
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(measured.of_ledgers([run], "extract", GPT5)), daemon=True)
+    reader.start()
+    reader.join(60)
+    assert found, "of_ledgers blocked on a FIFO"
+    assert found[0].requests == 0 and found[0].skipped == [f"{run / 'cost.csv'}: not a regular file"]
+    assert measured.of_ledgers([Path("/dev/zero")], "extract", GPT5).skipped == ["/dev/zero: not a regular file"]

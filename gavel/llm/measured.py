@@ -128,7 +128,8 @@ def _rows(path: Path, skipped: list) -> list[dict]:
     import io
 
     try:
-        with open(path, "rb") as handle:  # opened once; what was opened is checked
+        # opened once, without waiting on a FIFO (a run folder is someone else's); what was opened is checked
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 skipped.append(f"{path}: not a regular file")
                 return []
