@@ -152,6 +152,35 @@ def test_a_latin1_summaries_file_is_named_and_the_good_file_is_evaluated(tmp_pat
     assert list(scores["subject"]) == ["m"] and list(scores["case_id"]) == ["1"]
 
 
+def test_a_device_is_not_read_as_summaries_and_the_good_file_is_evaluated(tmp_path, capsys):
+    """--summaries /dev/zero was read until memory ran out; a device is refused by what was opened."""
+    rc = evaluate(tmp_path, summaries=["/dev/zero", str(tmp_path / "s.jsonl")])
+    err = capsys.readouterr().err
+    assert rc == 0 and "skipped /dev/zero: not a file or a pipe (a device or socket); not read" in err
+
+
+def test_a_jsonl_record_is_read_as_one_whatever_the_file_is_called(tmp_path, capsys):
+    """A one-line JSONL file named .json, or given as <(cat x.jsonl) (a pipe without a name), was read as a
+    {case_id: text} object: three "cases" named model, case_id and summary. A pipe is read as a file is."""
+    s, _ = inputs(tmp_path)
+    one = tmp_path / "record.json"
+    one.write_text(s.read_text())
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen([sys.executable, "-c", f"open({str(fifo)!r}, 'w').write(open({str(s)!r}).read())"])
+    try:
+        for given in (one, fifo):
+            out = tmp_path / f"out-{given.name}"
+            assert main(["evaluate", "--summaries", str(given), "--references", str(tmp_path / "refs.json"),
+                         "--provider", "mock", "--items", "filing_date", "--out", str(out)]) == 0
+            scores = pd.read_csv(out / "scores.csv", dtype={"case_id": str})
+            assert list(scores["subject"]) == ["m"] and list(scores["case_id"]) == ["1"], given
+    finally:
+        writer.kill()
+        writer.wait()
+    capsys.readouterr()
+
+
 def test_dry_run_lists_the_requests_too_long_for_the_context_window(tmp_path, capsys):
     """Qwen3-14B has a 131,072-token window: the long summary's extract and style requests are listed by
     stage, subject, case and item with the reason; the short one is priced."""
