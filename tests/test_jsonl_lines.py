@@ -6,6 +6,7 @@ from PDFs and web pages does) is one line, not three broken ones — in summarie
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,20 @@ def test_value_rows_and_references_that_are_not_text_are_one_error(tmp_path, val
     refs.write_text(f'{{"7": {{"court": {{"extracted": [{{"value": {value}}}]}}}}}}', encoding="utf-8")
     with pytest.raises(ReferenceError, match="refs.json: case 7, item 'court'"):
         read_references(refs, example)
+
+
+def test_a_requests_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, capsys):
+    """`gavel stage --requests FILE`: a missing file, a folder, bytes that are not UTF-8 ended in an
+    unexpected error (`error: stage: FileNotFoundError ...`, exit status 1) and /dev/zero was read until memory
+    ran out; each is now one line naming the file, exit status 2."""
+    from gavel.cli import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"\xff\xfe")
+    for path, said in ((tmp_path / "none.jsonl", "cannot read (No such file or directory)"),
+                       (tmp_path, "cannot read (Is a directory)"),
+                       (bad, "not UTF-8 text (byte 0xff at offset 0); save it as UTF-8"),
+                       (Path("/dev/zero"), "not a file or a pipe (a device or socket); not read")):
+        assert main(["stage", "--requests", str(path), "--provider", "mock", "--workdir", str(tmp_path / "w")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: {path}: {said}"], err

@@ -9,6 +9,8 @@ bad line, naming it. Either way the caller decides what a bad line means; nothin
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +71,32 @@ def document(text: str, where: str):
         raise JSONLError(f"{where}: {TOO_DEEP}") from None
 
 
+#: the largest input file read whole (requests, summaries: 100,000 summaries of 5,000 characters are ~500 MB)
+MAX_FILE_BYTES = 4 * 2**30
+
+
+def file_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A file's bytes: opened, then checked a file or a pipe (``<(...)`` from a shell), never a device or socket
+    (``/dev/zero`` was read until memory ran out), at most ``limit`` bytes; JSONLError naming it otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise JSONLError(f"{path}: not a file or a pipe (a device or socket); not read")
+            data = fh.read(limit + 1)
+    except OSError as err:
+        raise JSONLError(f"{path}: cannot read ({err.strerror or err})") from None
+    if len(data) > limit:
+        raise JSONLError(f"{path}: larger than {limit:,} bytes; not read (split it into several files)")
+    return data
+
+
 def read_file(path: str | Path) -> list[Line]:
-    """:func:`read` of a UTF-8 file, named by its path."""
-    return read(Path(path).read_text(encoding="utf-8"), str(path))
+    """:func:`read` of a UTF-8 file (:func:`file_bytes`), named by its path."""
+    data = file_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise JSONLError(f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); save it "
+                         "as UTF-8") from None
+    return read(text, str(path))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 from gavel.answers.scan import has_lone_surrogate
@@ -40,30 +39,12 @@ def summary_problem(subject: str, text, reference: bool = False) -> str | None:
     return None
 
 
-#: the largest summaries or references file read (100,000 summaries of 5,000 characters are some 500 MB)
-MAX_INPUT_BYTES = 4 * 2**30
-
-
-def _input_bytes(path: Path) -> bytes:
-    """A summaries file's bytes: opened, then checked a file or a pipe (``<(...)`` from a shell), never a
-    device or socket (``/dev/zero`` was read until memory ran out), at most ``MAX_INPUT_BYTES``."""
-    with open(path, "rb") as fh:
-        mode = os.fstat(fh.fileno()).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise InputError(f"{path}: not a file or a pipe (a device or socket); not read")
-        data = fh.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError(f"{path}: larger than {MAX_INPUT_BYTES // 2**30} GiB; not read (split the summaries into "
-                         "several files, each given to --summaries)")
-    return data
-
-
 def _jsonl_record(text: str) -> bool:
     """True when the text's first line is a JSONL summary record (``case_id`` and ``summary`` or ``text``),
     whatever the file is called: ``<(cat x.jsonl)`` or a record saved as ``.json`` was read as a
     ``{case_id: text}`` object of "cases" named model, case_id and summary."""
     first = text.lstrip("\ufeff").lstrip().split("\n", 1)[0]
-    if not first.startswith("{") or len(first) > MAX_INPUT_BYTES:
+    if not first.startswith("{") or len(first) > jsonl.MAX_FILE_BYTES:
         return False
     try:
         rec = json.loads(first)
@@ -96,9 +77,10 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
     if not reference and subject == REFERENCE:
         raise InputError(f"{path}: {summary_problem(subject, '')}")
     try:
-        text = _input_bytes(path).decode("utf-8")
-    except OSError as err:
-        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+        data = jsonl.file_bytes(path)
+        text = data.decode("utf-8")
+    except jsonl.JSONLError as err:
+        raise InputError(str(err)) from None
     except UnicodeDecodeError as err:
         raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
                          f"save it as UTF-8") from None
