@@ -184,6 +184,34 @@ def test_folder_without_metadata_does_not_follow_symlinks_out(tmp_path):
     assert [d.text for d in load_folder(folder).documents] == ["fine", "fine"]
 
 
+def test_a_metadata_file_or_document_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path):
+    """A case folder is someone else's: its metadata.json as a FIFO blocked the load in open(); a document
+    linked to /dev/zero would be read until memory ran out. Each is opened without waiting, then checked."""
+    import os
+    import threading
+
+    folder = _case(tmp_path, {"a.txt": "fine"})
+    os.mkfifo(folder / "metadata.json")
+    got: list = []
+
+    def load():
+        try:
+            load_folder(folder)
+        except CorpusError as err:
+            got.append(str(err))
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    t.join(60)
+    assert got == [f"{folder / 'metadata.json'}: not a regular file (a device, socket or FIFO); not read"], got
+    (folder / "metadata.json").unlink()
+    (folder / "metadata.json").write_text(json.dumps({"documents": [{"filename": "a.txt"}]}), encoding="utf-8")
+    from gavel.documents import corpus
+
+    with pytest.raises(CorpusError, match=r"a\.txt.*not a regular file \(a device, socket or FIFO\)"):
+        corpus._read_text(Path("/dev/zero"), f"{folder / 'metadata.json'}: document 1 file 'a.txt'")
+
+
 @pytest.mark.parametrize("meta,needle", [
     ("[1, 2]", "expected an object"),
     ({"documents": "a.txt"}, "`documents` must be a list"),

@@ -75,19 +75,24 @@ def document(text: str, where: str):
 MAX_FILE_BYTES = 4 * 2**30
 
 
-def file_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """A file's bytes: opened, then checked a file or a pipe (``<(...)`` from a shell), never a device or socket
-    (``/dev/zero`` was read until memory ran out), at most ``limit`` bytes; JSONLError naming it otherwise."""
+def file_bytes(path: str | Path, limit: int = MAX_FILE_BYTES, where: str | None = None, pipes: bool = True) -> bytes:
+    """A file's bytes: opened, then checked a file (or a pipe, ``<(...)`` from a shell, where ``pipes``; a file
+    in someone else's folder is opened without waiting on a FIFO and a FIFO refused), never a device or socket
+    (``/dev/zero`` was read until memory ran out), at most ``limit`` bytes; JSONLError naming it (``where``,
+    default its path) otherwise."""
+    name = where or path
+    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if pipes else os.O_NONBLOCK)
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(os.open(path, flags), "rb") as fh:
             mode = os.fstat(fh.fileno()).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-                raise JSONLError(f"{path}: not a file or a pipe (a device or socket); not read")
+            if not (stat.S_ISREG(mode) or (pipes and stat.S_ISFIFO(mode))):
+                raise JSONLError(f"{name}: not a file or a pipe (a device or socket); not read" if pipes else
+                                 f"{name}: not a regular file (a device, socket or FIFO); not read")
             data = fh.read(limit + 1)
     except OSError as err:
-        raise JSONLError(f"{path}: cannot read ({err.strerror or err})") from None
+        raise JSONLError(f"{name}: cannot read ({err.strerror or err})") from None
     if len(data) > limit:
-        raise JSONLError(f"{path}: larger than {limit:,} bytes; not read (split it into several files)")
+        raise JSONLError(f"{name}: larger than {limit:,} bytes; not read (split it into several files)")
     return data
 
 

@@ -30,6 +30,7 @@ from datetime import date
 from functools import cached_property
 from pathlib import Path
 
+from gavel.core import jsonl
 from gavel.core.jsonl import TOO_DEEP
 from gavel.core.tokens import encoding
 
@@ -263,10 +264,10 @@ def load_full_case_data(path: str | Path, case_ids=None) -> list[Corpus]:
 
 def _read_text(file: Path, where: str) -> str:
     """The UTF-8 text of ``file``; CorpusError naming ``where`` when it cannot be read or is not UTF-8 text."""
-    try:
-        data = file.read_bytes()
-    except OSError as err:
-        raise CorpusError(f"{where}: cannot read ({err.strerror or err})") from None
+    try:  # opened, then checked: a document that is a FIFO or /dev/zero is refused, not waited on or read forever
+        data = jsonl.file_bytes(file, where=where, pipes=False)
+    except jsonl.JSONLError as err:
+        raise CorpusError(str(err)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -88,8 +88,8 @@ def read_references(path: str | Path, checklist=None) -> dict:
     per line)."""
     checklist, path = gitems.load(checklist), Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = jsonl.file_bytes(path).decode("utf-8")
+    except (jsonl.JSONLError, UnicodeDecodeError) as err:
         raise ReferenceError(f"{path}: cannot read the references ({err})") from None
     if path.suffix == ".jsonl":
         out: dict = {}
@@ -115,8 +115,8 @@ def read_value_rows(paths, checklist=None) -> pd.DataFrame:
     for path in map(Path, paths):
         rows = []
         try:
-            lines = jsonl.scan(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, UnicodeDecodeError) as err:
+            lines = jsonl.scan(jsonl.file_bytes(path).decode("utf-8"), str(path))
+        except (jsonl.JSONLError, UnicodeDecodeError) as err:
             raise ReferenceError(f"{path}: cannot read the value rows ({err})") from None
         for line in lines:
             n, row = line.number, line.value
