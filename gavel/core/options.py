@@ -126,8 +126,9 @@ def recorded(parser: argparse.ArgumentParser, record, skip: tuple = ()) -> tuple
         value, said = record[a.dest], None
         if value is None:
             said = None if a.default is None and not a.required else "is null"
-        elif a.nargs == 0:  # a flag
-            said = None if type(value) is bool else "is not true or false"
+        elif a.nargs == 0:  # a flag: its default or its constant (store_true: false or true)
+            said = None if any(value == v and type(value) is type(v) for v in (a.default, a.const)) else \
+                f"is not {a.default!r} or {a.const!r}"
         elif a.nargs in ("+", "*") or isinstance(a, (argparse._AppendAction, argparse._ExtendAction)):
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
             said = None if ok and (value or a.nargs != "+") else "is not a list of strings" + (
