@@ -514,3 +514,19 @@ def test_inputs_a_shard_record_names_are_only_the_runs_own_and_never_read_withou
         err = capsys.readouterr().err
         assert said in err, (field, err)
         assert not (tmp_path / f"m{n}").exists()
+
+
+def test_every_kind_of_option_a_shard_records_passes_the_merges_check(tmp_path, capsys):
+    """The settings check refuses what `gavel evaluate` would not record; what it does record, with the
+    options of every kind set (a judge spec, choices, typed numbers, lists, a checklist, a name), merges."""
+    s, r = inputs(tmp_path, 3)
+    extra = ["--mock-judge", "noisy:seed=3,flip=0.1", "--orders", "both", "--repeats", "2", "--label-orders", "2",
+             "--max-tokens", "300", "--group-size", "1", "--seed", "7", "--alpha", "0.8", "--checklist", "legal",
+             "--name", "mm"]
+    for i in (1, 2):
+        assert evaluate(s, r, tmp_path / f"s{i}", *extra, "--shard", f"{i}/2") == 0
+    settings = json.loads((tmp_path / "s1" / "shard.json").read_text())["settings"]
+    assert settings["mock_judge"]["flip"] == 0.1 and settings["label_orders"] == 2 and settings["alpha"] == 0.8
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m")]) == 0, \
+        capsys.readouterr().err
