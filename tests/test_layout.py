@@ -247,9 +247,11 @@ def test_an_undeclared_setting_is_refused_by_name(monkeypatch):
 
 
 def test_the_longest_test_files_named_for_the_scheduler_exist():
-    """conftest.LONGEST_FIRST orders the work of `make test`'s workers: a renamed file would silently drop out."""
+    """conftest.LONGEST_FIRST orders the work of `make test`'s workers (test files and notebooks): a renamed
+    file would silently drop out."""
     tree = ast.parse((PACKAGE.parent / "conftest.py").read_text())  # read, not run: importing it has effects
     (names,) = [ast.literal_eval(n.value) for n in tree.body
                 if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "LONGEST_FIRST"]
-    missing = [n for n in names if not (PACKAGE.parent / "tests" / f"{n}.py").is_file()]
+    missing = [n for n in names if not (PACKAGE.parent / "tests" / f"{n}.py").is_file()
+               and not (PACKAGE.parent / "notebooks" / f"{n}.ipynb").is_file()]
     assert names and missing == []
