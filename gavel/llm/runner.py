@@ -76,9 +76,6 @@ def atomic_write(path: Path, text: str) -> None:
 PENDING_ERROR = "not finished (batch still running)"
 #: the start of the error of a request refused before sending (prompt + max_tokens over the context window)
 TOO_LONG_ERROR = "not sent: too long"
-#: providers that serve any registry model (the registry's own provider is not where it is served)
-
-
 
 
 class ResponseCache:
@@ -112,6 +109,14 @@ class ResponseCache:
                 if text is not None:
                     return text
             return None
+
+    def close(self) -> None:
+        """Close the pack if open (the next lookup opens it again): a run in case groups makes a cache per stage
+        and group, and each kept its pack open (a 100,000-summary merge: 219 SQLite connections and rising)."""
+        with self._pack_lock:
+            if self._pack is not None:
+                self._pack.close()
+                self._pack = None
 
     def get(self, key: str) -> Response | None:
         path = self._path(key)
@@ -268,6 +273,12 @@ class StageRunner:
         by_id: dict[str, Request] = {}
         for r in requests:
             by_id.setdefault(r.custom_id, r)
+        try:
+            return self._run(requests, by_id, mode, timeout)
+        finally:
+            self.cache.close()  # a pack this run's lookups opened is not held until the runner is dropped
+
+    def _run(self, requests: list[Request], by_id: dict, mode: str, timeout: float | None) -> RunReport:
         with self.locked():
             keys = {cid: self.key(r) for cid, r in by_id.items()}
             todo = [cid for cid in by_id if keys[cid] not in self.cache]
