@@ -552,3 +552,22 @@ def test_a_run_in_case_groups_holds_no_pack_open_once_its_stages_ran(tmp_path, c
     assert evaluate(s, r, out, "--group-size", "2") == 0
     assert "sent 0, cached " in capsys.readouterr().out  # every answer from the packs
     assert open_packs() == before
+
+
+@pytest.mark.parametrize(("key", "value"), [("references", "\ud800"), ("references", "a\x00b"),
+                                            ("summaries", ["\ud800"])], ids=["surrogate", "nul", "summaries"])
+def test_an_input_path_no_file_name_can_hold_is_one_line(shard_runs, tmp_path, capsys, key, value):
+    """Found by the settings fuzz target in CI (e675dd2): a lone surrogate as the references' path ended the
+    merge in `error: merge: UnicodeEncodeError`, exit status 1 (os.stat cannot encode it); a NUL likewise."""
+    tmp, s, r = shard_runs
+    copies = copy_shards(tmp, tmp_path)
+    for c in copies:
+        rec = json.loads(Path(c, "shard.json").read_text())
+        rec["settings"][key] = value
+        Path(c, "shard.json").write_text(json.dumps(rec))
+    capsys.readouterr()
+    assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: not merged: input ") and (
+        "cannot be read (ValueError" in err[0] or "cannot be read (UnicodeEncodeError" in err[0]), err
+    assert not (tmp_path / "m").exists()

@@ -71,7 +71,7 @@ def _inputs(settings: dict) -> dict[str, str]:
     for p in _input_files(settings):
         try:
             digests[p] = _sha256(Path(p))
-        except OSError:  # a folder (inspect logs), or not a file gavel can hash: its cases are in the record
+        except (OSError, ValueError):  # a folder (inspect logs), or no file gavel can hash: its cases are recorded
             continue
     return digests
 
@@ -193,8 +193,9 @@ def check(folders: list[Path], parser: argparse.ArgumentParser | None = None) ->
     for path in sorted(named - set(first["inputs"])):  # a folder of logs is not hashed; any other path is refused
         try:
             kind = os.stat(path).st_mode
-        except OSError as err:
-            problems.append(f"input {path[:200]!r} cannot be read ({type(err).__name__}: {err.strerror})")
+        except (OSError, ValueError) as err:  # ValueError: a NUL, or a lone surrogate no file name can hold
+            problems.append(f"input {path[:200]!r} cannot be read ({type(err).__name__}: "
+                            f"{getattr(err, 'strerror', None) or str(err)[:120]})")
             continue
         if not stat.S_ISDIR(kind):
             problems.append(f"input {path[:200]!r} has no recorded digest" + (
@@ -205,8 +206,9 @@ def check(folders: list[Path], parser: argparse.ArgumentParser | None = None) ->
             continue
         try:
             now = _sha256(Path(path))
-        except OSError as err:
-            problems.append(f"input {path} cannot be read ({type(err).__name__}: {err.strerror or err})")
+        except (OSError, ValueError) as err:
+            problems.append(f"input {path[:200]!r} cannot be read ({type(err).__name__}: "
+                            f"{getattr(err, 'strerror', None) or str(err)[:120]})")
             continue
         if now != digest:
             problems.append(f"input {path} changed since the shards ran")
