@@ -56,16 +56,17 @@ def pytest_unconfigure(config):
 _CHAINED_NOTEBOOKS = re.compile(r"notebooks[/\\](09|10|11|12)_")
 #: the test files that take longest, longest first. They are handed out first, so the short files fill the
 #: gaps at the end instead of one long file running alone while the other workers wait; every other file
-#: keeps its collection order after them. The local-model files lead (seconds of their slowest tests in the
-#: fresh-clone CI at f432f78: checklist_providers 312 over four tests, checklist_local 201, first_run_local
-#: 176, local_model 160+, stability 132+, metrics_local 143, inspect_local 120, orders 114, pipeline_local
-#: 92); the rest are from an older 2-worker run with --junitxml. `.ci/run` prints each run's per-file
-#: seconds against this list (benchmarks/suite_files.py): keep it current from there.
-LONGEST_FIRST = ("test_checklist_providers", "test_checklist_local", "test_first_run_local", "test_local_model",
-                 "test_metrics_local", "test_stability", "test_inspect_local", "test_orders", "test_annotation_browser",
-                 "test_pipeline_local", "test_providers_hardening", "test_annotation_dashboard", "test_wheel",
-                 "test_llm", "test_documents_local", "test_evaluate_hardening", "test_release_corruption_shared",
-                 "test_documents", "test_slurm")
+#: keeps its collection order after them. From the fresh-clone CI at e675dd2 (`benchmarks/suite_files.py`
+#: on its JUnit report; the machine busy with a benchmark beside it): the files of at least 40 s, 4,852 s of
+#: tests in all over 3 workers, a bound of 1,617 s that `make test` came within 4% of (1,688 s). `.ci/run`
+#: prints each run's per-file seconds against this list: keep it current from there.
+LONGEST_FIRST = ("test_checklist_providers", "test_local_model", "test_checklist_local", "test_first_run_local",
+                 "test_orders", "test_stability", "test_annotation_dashboard", "test_inspect_local",
+                 "test_annotation_browser", "test_pipeline_local", "test_documents_local", "test_annotation_processes",
+                 "test_metrics_local", "test_llm", "test_sharding", "test_wheel", "test_documents",
+                 "test_annotation_store", "test_inspect", "test_providers_hardening", "test_metaeval", "test_slurm",
+                 "test_slurm_array", "test_release_corruption_shared", "test_evaluate_hardening", "test_metrics",
+                 "test_metaeval_local")
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
