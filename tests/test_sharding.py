@@ -377,6 +377,15 @@ def test_a_shard_holding_no_case_is_complete_and_merges(tmp_path, capsys):
     assert single.keys() == merged.keys() and [k for k in single if single[k] != merged[k]] == []
 
 
+def set_everywhere(copies: list[str], key: str, value) -> list[str]:
+    """The setting ``key`` written as ``value`` into every shard's record (so that the shards still agree)."""
+    for c in copies:
+        rec = json.loads(Path(c, "shard.json").read_text())
+        rec["settings"][key] = value
+        Path(c, "shard.json").write_text(json.dumps(rec))
+    return copies
+
+
 # what a shard's settings could say instead of what `gavel evaluate` recorded: each crashed the merge
 # (TypeError, AttributeError, ValueError: exit status 1) or was taken as it was (a negative group size, a
 # usage file that is a string, a setting no option has), before the merge checked them as the command line
@@ -392,11 +401,7 @@ HOSTILE_SETTINGS = [("items", 5), ("items", [["a"]]), ("alpha", "x"), ("alpha", 
 def test_settings_a_shard_did_not_record_are_refused_in_one_line_naming_the_file(shard_runs, tmp_path, capsys,
                                                                                  key, value):
     tmp, s, r = shard_runs
-    copies = copy_shards(tmp, tmp_path)
-    for c in copies:  # every shard alike (one run's settings), so only the settings check can refuse them
-        rec = json.loads(Path(c, "shard.json").read_text())
-        rec["settings"][key] = value
-        Path(c, "shard.json").write_text(json.dumps(rec))
+    copies = set_everywhere(copy_shards(tmp, tmp_path), key, value)  # every shard alike: one run's settings
     capsys.readouterr()
     assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err.splitlines()
@@ -560,11 +565,7 @@ def test_an_input_path_no_file_name_can_hold_is_one_line(shard_runs, tmp_path, c
     """Found by the settings fuzz target in CI (e675dd2): a lone surrogate as the references' path ended the
     merge in `error: merge: UnicodeEncodeError`, exit status 1 (os.stat cannot encode it); a NUL likewise."""
     tmp, s, r = shard_runs
-    copies = copy_shards(tmp, tmp_path)
-    for c in copies:
-        rec = json.loads(Path(c, "shard.json").read_text())
-        rec["settings"][key] = value
-        Path(c, "shard.json").write_text(json.dumps(rec))
+    copies = set_everywhere(copy_shards(tmp, tmp_path), key, value)
     capsys.readouterr()
     assert main(["merge", *copies, "--out", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err.splitlines()
