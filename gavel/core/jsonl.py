@@ -96,12 +96,16 @@ def file_bytes(path: str | Path, limit: int = MAX_FILE_BYTES, where: str | None 
     return data
 
 
-def read_file(path: str | Path) -> list[Line]:
-    """:func:`read` of a UTF-8 file (:func:`file_bytes`), named by its path."""
-    data = file_bytes(path)
+def file_text(path: str | Path, **kw) -> str:
+    """The UTF-8 text of :func:`file_bytes`; JSONLError naming the file and the first byte that is not UTF-8."""
+    data = file_bytes(path, **kw)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise JSONLError(f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); save it "
-                         "as UTF-8") from None
-    return read(text, str(path))
+        raise JSONLError(f"{kw.get('where') or path}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+                         f"{err.start}); save it as UTF-8") from None
+
+
+def read_file(path: str | Path) -> list[Line]:
+    """:func:`read` of a UTF-8 file (:func:`file_text`), named by its path."""
+    return read(file_text(path), str(path))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from gavel.answers.scan import has_lone_surrogate
@@ -39,12 +40,19 @@ def summary_problem(subject: str, text, reference: bool = False) -> str | None:
     return None
 
 
+_LEAD = re.compile(r"[\ufeff \t\r\n]*")
+
+
 def _jsonl_record(text: str) -> bool:
     """True when the text's first line is a JSONL summary record (``case_id`` and ``summary`` or ``text``),
     whatever the file is called: ``<(cat x.jsonl)`` or a record saved as ``.json`` was read as a
     ``{case_id: text}`` object of "cases" named model, case_id and summary."""
-    first = text.lstrip("\ufeff").lstrip().split("\n", 1)[0]
-    if not first.startswith("{") or len(first) > jsonl.MAX_FILE_BYTES:
+    start = _LEAD.match(text).end()  # not a copy of the text
+    end = text.find("\n", start)
+    first = text[start:end if end >= 0 else len(text)]
+    # a record line holds "case_id" and at most one summary (MAX_SUMMARY_CHARS): a one-line JSON document of
+    # another shape (the release's results) is not parsed twice
+    if not first.startswith("{") or '"case_id"' not in first or len(first) > 4 * MAX_SUMMARY_CHARS:
         return False
     try:
         rec = json.loads(first)
@@ -77,13 +85,9 @@ def read_summaries(path: str | Path, subject: str | None = None, problems: list[
     if not reference and subject == REFERENCE:
         raise InputError(f"{path}: {summary_problem(subject, '')}")
     try:
-        data = jsonl.file_bytes(path)
-        text = data.decode("utf-8")
+        text = jsonl.file_text(path)
     except jsonl.JSONLError as err:
         raise InputError(str(err)) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
-                         f"save it as UTF-8") from None
     if path.suffix == ".jsonl" or _jsonl_record(text):
         out, unnamed, named = [], [], []
         for read in jsonl.scan(text, str(path)):
