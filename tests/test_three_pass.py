@@ -254,6 +254,7 @@ def test_evidence_must_be_whole_words_of_some_length_at_a_location_written_chunk
 # ---------------------------------------------------------------- issue 46 (3): a rewording keeps the meaning
 NOT_DISMISSED = "Case not dismissed; motion to dismiss denied on June 1, 2012"
 PAID = "The City paid the plaintiffs $1 million"
+LONG = " ".join(f"word{i}" for i in range(three_pass.MAX_ORDER_WORDS + 1))
 PROBE_TEXT = f"ORDER. {NOT_DISMISSED}. {PAID} in settlement."
 
 
@@ -267,6 +268,14 @@ PROBE_TEXT = f"ORDER. {NOT_DISMISSED}. {PAID} in settlement."
     ("outcome", NOT_DISMISSED, "Case not dismissed on June 1, 2012", None),  # shorter, same meaning: reworded
     ("money", PAID, "City paid plaintiffs $1 million", None),
     ("outcome", NOT_DISMISSED, "Case not dismissed\ud800 on June 1, 2012", "a lone surrogate (not text)"),
+    # a fuzz finding (CI, seed of stop 53): the words traded are said once, the word between them twice
+    ("court", "U.S. District Court for the District of Maine", "U.S. Maine Court for the District of District",
+     "words trade sides around 'court' (who did what to whom)"),
+    ("court", "District Court for the District of Maine", "District Maine for the District of Court",
+     "words trade sides around 'district' (who did what to whom)"),
+    ("outcome", "Dismissed on June 1, 2012", "On June 1, 2012, dismissed", None),  # moved, nothing traded
+    ("outcome", LONG, LONG.upper(), f"it is too long to compare its word order (over {three_pass.MAX_ORDER_WORDS} "
+                                    "words)"),
 ])
 def test_a_prune_rewording_that_changes_the_meaning_keeps_the_text(tmp_path, key, original, rewording, why):
     """The probe's cases: every word of each rewording is in the value, so the word check passed them (logged

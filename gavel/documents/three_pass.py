@@ -155,20 +155,35 @@ def _negated(text: str) -> set[tuple[str, bool]]:
     return out
 
 
+#: content words past which a rewording's word order is not compared (each check is quadratic in them); a
+#: longer rewording is refused, to be safe
+MAX_ORDER_WORDS = 200
+
+
+def _content(text: str) -> list[str]:
+    return [t for t in _tokens(text) if t[0].isalnum() and t not in _MINOR and t not in _NEGATIONS]
+
+
 def _swapped(new: str, old: str) -> str | None:
     """The word two others trade sides around (``The City paid the plaintiffs`` -> ``The plaintiffs paid the
-    City``: ``paid``), among content words said once in both texts; None when none is."""
-    def once(text):
-        words = [t for t in _tokens(text) if t[0].isalnum() and t not in _MINOR and t not in _NEGATIONS]
-        return [w for w in words if words.count(w) == 1]
-
-    a, b = once(new), once(old)
+    City``: ``paid``), or None. A pivot is a content word said as often in both texts; around each of its
+    places, one shared word that stood before it stands only after it now, and another that stood after it
+    stands only before it now. A word said twice counts on every side it stands (``District Court for the
+    District of Maine`` -> ``Maine Court for the District of District``: around the second ``district``)."""
+    a, b = _content(new), _content(old)
     shared = set(a) & set(b)
     a, b = [w for w in a if w in shared], [w for w in b if w in shared]
-    for v in a:
-        i, j = a.index(v), b.index(v)
-        if set(a[:i]) & set(b[j + 1:]) and set(a[i + 1:]) & set(b[:j]):
-            return v
+    for pivot in dict.fromkeys(a):
+        places_a = [i for i, w in enumerate(a) if w == pivot]
+        places_b = [j for j, w in enumerate(b) if w == pivot]
+        if len(places_a) != len(places_b):
+            continue
+        for i, j in zip(places_a, places_b):
+            before_a, after_a, before_b, after_b = set(a[:i]), set(a[i + 1:]), set(b[:j]), set(b[j + 1:])
+            left_before = (before_b - before_a) - {pivot}
+            left_after = (after_b - after_a) - {pivot}
+            if left_before and left_after:
+                return pivot
     return None
 
 
@@ -185,6 +200,8 @@ def meaning_changed(new: str, old: list[str]) -> str | None:
     for word, negated in sorted(_negated(new)):
         if (word, negated) not in known and (word, not negated) in known:
             return f"it {'adds a negation before' if negated else 'drops the negation of'} {word!r}"
+    if len(_content(new)) > MAX_ORDER_WORDS:
+        return f"it is too long to compare its word order (over {MAX_ORDER_WORDS} words)"
     for o in old:
         pivot = _swapped(new, o)
         if pivot:
