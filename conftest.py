@@ -59,10 +59,13 @@ _CHAINED_NOTEBOOKS = re.compile(r"notebooks[/\\](09|10|11|12)_")
 #: keeps its collection order after them. From the fresh-clone CI at e675dd2 (`benchmarks/suite_files.py`
 #: on its JUnit report; the machine busy with a benchmark beside it): the files of at least 40 s, 4,852 s of
 #: tests in all over 3 workers, a bound of 1,617 s that `make test` came within 4% of (1,688 s). `.ci/run`
-#: prints each run's per-file seconds against this list: keep it current from there.
-LONGEST_FIRST = ("test_checklist_providers", "test_local_model", "test_checklist_local", "test_first_run_local",
-                 "test_orders", "test_stability", "test_annotation_dashboard", "test_inspect_local",
-                 "test_annotation_browser", "test_pipeline_local", "test_documents_local", "test_annotation_processes",
+#: prints each run's per-file seconds against this list: keep it current from there. One exception to the
+#: order: the browser tests go third, so Chromium starts within seconds beside the first files' llama.cpp
+#: servers, and .ci/run's killed run (at servers of two kinds) is killed half a minute in, not after 150 s
+#: of the local model alone (stop 53's CI).
+LONGEST_FIRST = ("test_checklist_providers", "test_local_model", "test_annotation_browser", "test_checklist_local",
+                 "test_first_run_local", "test_orders", "test_stability", "test_annotation_dashboard",
+                 "test_inspect_local", "test_pipeline_local", "test_documents_local", "test_annotation_processes",
                  "test_metrics_local", "test_llm", "test_sharding", "test_wheel", "test_documents",
                  "test_annotation_store", "test_inspect", "test_providers_hardening", "test_metaeval", "test_slurm",
                  "test_slurm_array", "test_release_corruption_shared", "test_evaluate_hardening", "test_metrics",
