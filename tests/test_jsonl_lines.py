@@ -107,3 +107,37 @@ def test_a_requests_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, cap
         assert main(["stage", "--requests", str(path), "--provider", "mock", "--workdir", str(tmp_path / "w")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"error: {path}: {said}"], err
+
+
+def test_a_file_is_read_without_setting_aside_its_limit_first(tmp_path):
+    """``file_bytes`` asked Python for ``limit + 1`` bytes in one read: Python sets that much aside before it
+    reads (4 GiB for a 100-byte summaries file), so reading any summaries or requests file failed under a
+    memory cap (MemoryError under a 1 GiB RLIMIT_AS, where a fuzz target runs). Now, in a child process under
+    that cap: a small file, a file past ``READ_STEP``, a pipe fed in pieces and a file over a small limit each
+    read as they should."""
+    import subprocess
+    import sys
+
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * (jsonl.READ_STEP * 3 + 5))
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(b'{"a": 1}\n')
+    code = f"""
+import resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from gavel.core import jsonl
+assert jsonl.file_bytes({str(small)!r}) == b'{{"a": 1}}\\n'
+assert len(jsonl.file_bytes({str(big)!r})) == {jsonl.READ_STEP * 3 + 5}
+try:
+    jsonl.file_bytes({str(big)!r}, limit={jsonl.READ_STEP * 2})
+    raise SystemExit("over the limit, read")
+except jsonl.JSONLError as err:
+    assert "larger than" in str(err), err
+feed = subprocess.Popen([sys.executable, "-c", "import sys; [sys.stdout.buffer.write(b'y' * 300000) or "
+                         "sys.stdout.flush() for _ in range(9)]"], stdout=subprocess.PIPE)
+assert jsonl.file_bytes(f"/proc/self/fd/{{feed.stdout.fileno()}}") == b"y" * 2700000
+feed.wait()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

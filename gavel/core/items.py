@@ -418,9 +418,10 @@ def load(spec: str | Path | Checklist | None = None) -> Checklist:
             path = PACKAGED_DIR / f"{spec}.yaml"
         path = str(path.resolve())
         where = _named(path)
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise ChecklistError(f"{path}: cannot read checklist (not a regular file)")
-        with open(path, "rb") as f:
+        # opened without waiting on a FIFO, then what was opened is checked (never the path, then the path again)
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ChecklistError(f"{path}: cannot read checklist (not a regular file)")
             data = f.read(MAX_FILE_BYTES + 1)
     except ChecklistError:
         raise

@@ -88,12 +88,30 @@ def file_bytes(path: str | Path, limit: int = MAX_FILE_BYTES, where: str | None 
             if not (stat.S_ISREG(mode) or (pipes and stat.S_ISFIFO(mode))):
                 raise JSONLError(f"{name}: not a file or a pipe (a device or socket); not read" if pipes else
                                  f"{name}: not a regular file (a device, socket or FIFO); not read")
-            data = fh.read(limit + 1)
+            data = _read_at_most(fh, limit, os.fstat(fh.fileno()).st_size if stat.S_ISREG(mode) else 0)
     except OSError as err:
         raise JSONLError(f"{name}: cannot read ({err.strerror or err})") from None
     if len(data) > limit:
         raise JSONLError(f"{name}: larger than {limit:,} bytes; not read (split it into several files)")
     return data
+
+
+#: bytes asked of a pipe at a time (and of a file past the size it had when opened)
+READ_STEP = 1 << 20
+
+
+def _read_at_most(fh, limit: int, size: int) -> bytes:
+    """Up to ``limit + 1`` bytes of ``fh`` (one more tells a file over the limit), asked for in steps: a file
+    its size at once, a pipe ``READ_STEP`` at a time. Never ``read(limit + 1)`` in one call: Python sets aside
+    the whole count before reading (4 GiB for a 100-byte file), which fails under a memory cap."""
+    parts, got, step = [], 0, (size + 1 if size else READ_STEP)
+    while got <= limit:
+        chunk = fh.read(min(step, limit + 1 - got))
+        if not chunk:
+            break
+        parts.append(chunk)
+        got, step = got + len(chunk), READ_STEP
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def file_text(path: str | Path, **kw) -> str:
