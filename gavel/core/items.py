@@ -419,9 +419,11 @@ def load(spec: str | Path | Checklist | None = None) -> Checklist:
         path = str(path.resolve())
         where = _named(path)
         # opened without waiting on a FIFO, then what was opened is checked (never the path, then the path again)
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ChecklistError(f"{path}: cannot read checklist (not a regular file)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ChecklistError(f"{path}: cannot read checklist (not a regular file)")
+        with os.fdopen(fd, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except ChecklistError:
         raise
