@@ -382,12 +382,15 @@ def _evaluate_groups(groups: list, kept: dict, refs: dict, problems: list, provi
     sent, cached, costs, scores, cells, pending, done = {}, {}, [], [], [], [], []
     why = {name: [] for name in ("compare", "style", "residual_match")}
     unusable, requests, many = [], 0, len({subj for subj, _ in kept}) > 1
+    by_case: dict = {}  # each case's summaries, found once (not a pass over every summary per group)
+    for i, (k, t) in enumerate(kept.items()):
+        by_case.setdefault(k[1], []).append((i, k, t))
     for g, cases in enumerate(groups, 1):
         mine = set(cases)
         st = Stages(provider, out, s, timeout)
         try:
-            part = _evaluate_part({k: t for k, t in kept.items() if k[1] in mine}, {c: refs[c] for c in sorted(mine)},
-                                  st, s)
+            part = _evaluate_part({k: t for _, k, t in sorted(x for c in mine for x in by_case.get(c, ()))},
+                                  {c: refs[c] for c in sorted(mine)}, st, s)
         except StagePending as err:
             pending.append(err)
             continue
