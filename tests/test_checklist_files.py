@@ -207,11 +207,13 @@ def test_the_run_tables_and_figures_drawn_from_them_name_the_checklist(tmp_path)
     assert any("reconstruction rule 6" in t.get_text() for t in paper.texts)
 
 
-def test_documents_evaluate_takes_any_checklist_with_its_own_references(tmp_path, capsys):
+def test_documents_evaluate_takes_any_checklist_with_its_own_references(tmp_path, capsys, release_root):
     """Issue 32: ``documents evaluate --checklist FILE --references FILE`` scores value rows of the example
     checklist against references of its own (human.json-shaped or value rows), names the checklist in every
     table, and keeps its answers apart in the cache; the release's human.json is refused for another
-    checklist, and a value row or reference naming an unknown item is one error naming the file and line."""
+    checklist, and a value row or reference naming an unknown item is one error naming the file and line.
+    Needs the release (``release_root``: the refusal of human.json reads it; without the release the test
+    failed on the message "GAVEL release not found" instead of skipping)."""
     from gavel.documents import evaluate as devaluate
 
     rows = tmp_path / "rows.jsonl"
