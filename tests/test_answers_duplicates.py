@@ -139,3 +139,18 @@ def test_readings_with_repeated_keys_match_the_tree(tree, escape, blank, where):
         assert got == "ambiguous"
     else:
         assert got == expected
+
+
+def test_a_conflict_inside_a_value_a_repeated_key_replaces_is_still_ambiguous():
+    """A property run found it (seed of the eighth session): ``evidence`` given twice, the first value an
+    object with ``k`` given twice with different values, the second the same as the first's last reading.
+    The outer repeat looked harmless (equal values), and the decoder dropped the inner object with its
+    conflict, so the answer was read. A key given again with another value anywhere is ambiguous."""
+    inner = '{"k": 0, "k": [2, null, 0]}'
+    for where in ('{{"extracted": [{{"value": "v", "evidence": ["q"], "x": {0}}}]}}',
+                  '{{"extracted": [{{"value": "v", "evidence": ["q"]}}], "x": {0}}}'):
+        text = where.format('{"evidence": ' + inner + ', "evidence": {"k": [2, null, 0]}}')
+        assert _reason(text) == "ambiguous", text
+    # the same repeat with no conflict inside is read as once
+    clean = '{"extracted": [{"value": "v", "evidence": ["q"], "x": {"e": {"k": 1}, "e": {"k": 1}}}]}'
+    assert isinstance(_reason(clean), dict)

@@ -36,7 +36,9 @@ def _pairs(pairs) -> dict:
         return out
     out, conflicts, named = {}, [], set()
     for k, v in pairs:
-        if k in out and k not in named and out[k] != v:
+        # a value given again replaces one that differs, or one holding a conflict of its own (the decoder
+        # would drop it with its conflict: ``{"e": {"k": 0, "k": 1}, "e": {"k": 1}}`` is ambiguous too)
+        if k in out and k not in named and (out[k] != v or _holds_conflict(out[k])):
             conflicts.append(k)
             named.add(k)
         out[k] = v
@@ -45,6 +47,21 @@ def _pairs(pairs) -> dict:
         out.conflicts = conflicts
         _CONFLICTED[0] += 1
     return out
+
+
+def _holds_conflict(value) -> bool:
+    """Whether ``value`` is, or holds at any depth, a Conflicted object (walked without recursion; only for a
+    value a repeated key replaces, which the usual answer has none of)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Conflicted):
+            return True
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 #: how many objects were ever decoded: a decode that adds N made N objects (a concurrent decode elsewhere can
