@@ -188,6 +188,8 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
         write_csv(pd.DataFrame(problems, columns=["subject", "case_id", "problem"]), out / "problems.csv")
         raise InputError(no_reference_message(models, out))
     refs = {c: references[c] for c in sorted({c for _, c in kept})}
+    del models, usable_refs  # indexes of every summary and reference: not needed past here (a run in groups
+    # keeps going for hours with them otherwise: some 30 MB at 100,000 summaries)
     groups = case_groups(kept, s.chunk if s.orders == "one" and s.label_orders == 1 else 0)
     if len(groups) > 1:
         return _evaluate_groups(groups, kept, refs, problems, provider, out, s, bins, timeout)
@@ -382,15 +384,18 @@ def _evaluate_groups(groups: list, kept: dict, refs: dict, problems: list, provi
     sent, cached, costs, scores, cells, pending, done = {}, {}, [], [], [], [], []
     why = {name: [] for name in ("compare", "style", "residual_match")}
     unusable, requests, many = [], 0, len({subj for subj, _ in kept}) > 1
-    by_case: dict = {}  # each case's summaries, found once (not a pass over every summary per group)
-    for i, (k, t) in enumerate(kept.items()):
-        by_case.setdefault(k[1], []).append((i, k, t))
+    # each group's summaries found in one pass over them all (not one pass per group), in their order; a
+    # group's list is let go once it ran
+    group_of = {c: g for g, cases in enumerate(groups) for c in cases}
+    members: list = [[] for _ in groups]
+    for k in kept:
+        members[group_of[k[1]]].append(k)
+    del group_of
     for g, cases in enumerate(groups, 1):
-        mine = set(cases)
+        mine, keys, members[g - 1] = set(cases), members[g - 1], None
         st = Stages(provider, out, s, timeout)
         try:
-            part = _evaluate_part({k: t for _, k, t in sorted(x for c in mine for x in by_case.get(c, ()))},
-                                  {c: refs[c] for c in sorted(mine)}, st, s)
+            part = _evaluate_part({k: kept[k] for k in keys}, {c: refs[c] for c in sorted(mine)}, st, s)
         except StagePending as err:
             pending.append(err)
             continue
