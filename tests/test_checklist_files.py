@@ -348,10 +348,13 @@ def test_a_file_too_big_not_utf8_or_not_a_file_is_one_line(tmp_path):
     latin.write_bytes(b"name: caf\xe9\n")
     with pytest.raises(ChecklistError, match=r"latin.yaml: not UTF-8 text \(byte 9\)$"):
         gitems.load(latin)
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
     for spec, said in [({"a": 1}, "a checklist is a packaged name or a file path, not dict"),
                        ("a\x00b.yaml", "a\\x00b.yaml: cannot read checklist (embedded null byte)"),
                        ("/dev/zero", "/dev/zero: cannot read checklist (not a regular file)"),
                        (str(tmp_path), f"{tmp_path}: cannot read checklist (not a regular file)"),
+                       (str(fifo), f"{fifo}: cannot read checklist (not a regular file)"),  # opened without waiting
                        ("/" + "x" * 5000 + ".yaml", "/" + "x" * 196 + "...: cannot read checklist (File name too long)")]:
         with pytest.raises(ChecklistError) as err:
             gitems.load(spec)
