@@ -306,9 +306,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise pipeline.InputError(f"no summaries to evaluate in {', '.join(args.summaries)}")
     summaries = sharding.select(summaries, args)  # --shard I/N: its cases only
     if args.references:
-        references = {c: t for _, c, t in
-                      pipeline.read_summaries(args.references, pipeline.REFERENCE, reference=True)}
-        bins = {}
+        references, bins = {c: t for _, c, t in pipeline.read_summaries(args.references, pipeline.REFERENCE,
+                                                                          reference=True)}, {}
     else:
         from .release import load_release
 
@@ -337,7 +336,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from gavel.runs.forecast import announcer
 
         settings.pace = announcer(summaries, references, settings, provider, args.repeats, out=args.out)
-    result = repeated.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins)
+    result = repeated.evaluate_repeats(summaries, references, provider, args.out, settings, args.repeats, bins=bins,
+                                       hand_over=settings.pace is None)  # not when the local forecast reads them
     tables = result["runs"][0]
     if args.repeats > 1:
         print(stability.summary_line(result, args.out))

@@ -166,10 +166,12 @@ def no_reference_message(models: dict, out: Path) -> str:
 
 def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], provider, out: str | Path,
              settings: Settings, bins: dict[str, str] | None = None,
-             timeout: float | None = None) -> dict[str, pd.DataFrame]:
+             timeout: float | None = None, hand_over: bool = False) -> dict[str, pd.DataFrame]:
     """Evaluate ``summaries`` (subject, case_id, text) against ``references`` (case_id -> human summary).
     Bad input (an empty summary, a repeated one, a case without a usable reference) is reported in
-    ``problems`` naming the record and left out; the rest goes on."""
+    ``problems`` naming the record and left out; the rest goes on. ``hand_over``: the caller gives the list
+    and the dict up; a run in case groups then empties both once they are read and keeps the texts on disk
+    while its groups run (:mod:`gavel.runs.held`), not in memory (``gavel evaluate`` hands them over)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = settings
@@ -192,7 +194,19 @@ def evaluate(summaries: list[tuple[str, str, str]], references: dict[str, str], 
     # keeps going for hours with them otherwise: some 30 MB at 100,000 summaries)
     groups = case_groups(kept, s.chunk if s.orders == "one" and s.label_orders == 1 else 0)
     if len(groups) > 1:
-        return _evaluate_groups(groups, kept, refs, problems, provider, out, s, bins, timeout)
+        store = None
+        if hand_over:
+            from gavel.runs import held
+
+            store = held.Texts(out, kept, refs)
+            summaries.clear()
+            references.clear()
+            kept, refs = dict.fromkeys(kept), dict.fromkeys(refs)  # the keys only: the texts are on disk
+        try:
+            return _evaluate_groups(groups, kept, refs, problems, provider, out, s, bins, timeout, store)
+        finally:
+            if store is not None:
+                store.close()
     st = Stages(provider, out, s, timeout)
     part = _evaluate_part(kept, refs, st, s)
     scores = part.pop("scores")
@@ -364,7 +378,7 @@ def _evaluate_part(kept: dict, refs: dict, st: Stages, s: Settings) -> dict:
 
 
 def _evaluate_groups(groups: list, kept: dict, refs: dict, problems: list, provider, out: Path, s: Settings,
-                     bins: dict | None, timeout: float | None) -> dict:
+                     bins: dict | None, timeout: float | None, store=None) -> dict:
     """:func:`evaluate` of a run in case groups (``CHUNK_SUMMARIES``): each group's ``GROUP_TABLES``, judgments and
     texts written when it ends (under ``out/.groups``, joined at the end: the tables of the run, group by
     group), the run's own tables made at the end from what stays in memory: the summaries' scores, the rows
@@ -395,7 +409,8 @@ def _evaluate_groups(groups: list, kept: dict, refs: dict, problems: list, provi
         mine, keys, members[g - 1] = set(cases), members[g - 1], None
         st = Stages(provider, out, s, timeout)
         try:
-            part = _evaluate_part({k: kept[k] for k in keys}, {c: refs[c] for c in sorted(mine)}, st, s)
+            part = _evaluate_part(store.summaries(keys) if store else {k: kept[k] for k in keys},
+                                  store.references(sorted(mine)) if store else {c: refs[c] for c in sorted(mine)}, st, s)
         except StagePending as err:
             pending.append(err)
             continue

@@ -48,17 +48,19 @@ def repeat_folder(out: str | Path, r: int) -> Path:
 
 
 def evaluate_repeats(summaries, references, provider, out: str | Path, settings, repeats: int = 1,
-                     bins: dict | None = None, timeout: float | None = None) -> dict:
+                     bins: dict | None = None, timeout: float | None = None, hand_over: bool = False) -> dict:
     """``repeats`` evaluations (see the module); returns ``{"runs": [tables of each repeat], "judgments": every
     judgment of every repeat and order (``judgments.csv``), **report}`` (the stability report's tables only when
     ``repeats`` > 1, the order report's (``gavel.runs.orders``) only with ``settings.orders == "both"``; all
-    written to ``out``)."""
+    written to ``out``). ``hand_over``: the caller gives ``summaries`` and ``references`` up (``pipeline.evaluate``
+    may empty them; with one repeat only: every repeat reads them)."""
     if not isinstance(repeats, int) or repeats < 1:
         raise pipeline.InputError(f"--repeats must be a whole number >= 1, got {repeats!r}")
     if repeats > 1:  # the stability report compares every judgment of every repeat: one group each
         settings = replace(settings, chunk=0)
     runs = [pipeline.evaluate(summaries, references, provider, repeat_folder(out, r),
-                              repeat_settings(settings, provider, r), bins=bins, timeout=timeout)
+                              repeat_settings(settings, provider, r), bins=bins, timeout=timeout,
+                              hand_over=hand_over and repeats == 1)
             for r in range(1, repeats + 1)]
     result = {"runs": runs}
     if not runs[0]["manifest"].get("groups"):  # a run in case groups wrote judgments.csv group by group
