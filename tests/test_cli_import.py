@@ -45,3 +45,19 @@ def test_the_spreadsheet_still_reads_and_writes_frames(tmp_path):
     frame = pd.DataFrame({"name": ["=SUM(A1)", "'quoted", "plain"], "n": [1, -2, 3]})
     back = read_csv(write_csv(frame, tmp_path / "t.csv"))
     pd.testing.assert_frame_equal(back, frame)
+
+
+def test_few_collections_raises_the_young_threshold_and_puts_it_back():
+    """`gavel results` runs inside ``config.few_collections``: fewer collections while it holds the release,
+    the interpreter's own thresholds again afterwards, also when the command fails."""
+    import gc
+
+    from gavel.core import config
+
+    before = gc.get_threshold()
+    with config.few_collections():
+        assert gc.get_threshold() == (config.FEW_COLLECTIONS_GEN0, *before[1:])
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), config.few_collections():
+        raise RuntimeError("a failing command")
+    assert gc.get_threshold() == before
