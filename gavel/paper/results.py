@@ -270,6 +270,19 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
             per_model)
 
 
+def _outcome_columns(outs) -> tuple[bool, ...]:
+    """``specification_rates``' columns of one cell whose possible outcomes are ``outs`` (the first: the best
+    estimate): over, over_lo, over_hi, ref, ref_lo, ref_hi, under, r_lo, u_lo, r_hi, u_hi."""
+    best = outs[0]
+    pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
+    # lowest ratio: a reference case without under-specification, else no reference, else forced
+    low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
+    # highest ratio: an under-specified reference case, else no reference, else forced
+    high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
+    return (best.over, all(o.over for o in outs), any(o.over for o in outs), best.ref_has,
+            all(o.ref_has for o in outs), any(o.ref_has for o in outs), best.ref_has and best.under, *low, *high)
+
+
 def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     """Over- and under-specification per model and item, with bounds.
 
@@ -299,31 +312,14 @@ def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     over_j = (rel_kind & df["relation"].isin(OVER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_model > 0))
     under_j = (rel_kind & df["relation"].isin(UNDER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_ref > 0))
     # per cell: can it be over (o1), must it be (o0); (ref_has, under) choices for the ratio's extremes
-    cols = {k: [] for k in ("over", "over_lo", "over_hi", "ref", "ref_lo", "ref_hi", "under", "r_lo", "u_lo",
-                                   "r_hi", "u_hi")}
-    for i, st in enumerate(df["status"].to_numpy()):
-        if judged[i]:
-            outs = (reconstruct.Outcome(True, bool(over_j[i]), bool(under_j[i])),)
-        else:
-            outs = STATUS_OUTCOMES[Status(st)]
-        best = outs[0]
-        cols["over"].append(best.over)
-        cols["over_lo"].append(all(o.over for o in outs))
-        cols["over_hi"].append(any(o.over for o in outs))
-        cols["ref"].append(best.ref_has)
-        cols["ref_lo"].append(all(o.ref_has for o in outs))
-        cols["ref_hi"].append(any(o.ref_has for o in outs))
-        cols["under"].append(best.ref_has and best.under)
-        pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
-        # lowest ratio: a reference case without under-specification, else no reference, else forced
-        low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
-        # highest ratio: an under-specified reference case, else no reference, else forced
-        high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
-        cols["r_lo"].append(low[0])
-        cols["u_lo"].append(low[1])
-        cols["r_hi"].append(high[0])
-        cols["u_hi"].append(high[1])
-    df = df.assign(**cols)
+    names = ("over", "over_lo", "over_hi", "ref", "ref_lo", "ref_hi", "under", "r_lo", "u_lo", "r_hi", "u_hi")
+    # a cell's row depends only on its status, or for a judged cell on its two verdicts: each distinct one once
+    keys = [(True, o, u) if j else (False, st, None) for j, st, o, u in
+            zip(judged.tolist(), df["status"].to_numpy(), over_j.tolist(), under_j.tolist())]
+    seen = {k: _outcome_columns((reconstruct.Outcome(True, k[1], k[2]),) if k[0] else STATUS_OUTCOMES[Status(k[1])])
+            for k in set(keys)}
+    df = df.assign(**dict(zip(names, (list(c) for c in zip(*map(seen.__getitem__, keys)))))
+                   if keys else {k: [] for k in names})
     g = df.groupby(["model", "item"])
     out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref"].sum()})
     out["under_rate"] = g["under"].sum() / out["reference_has_item"].where(out["reference_has_item"] > 0)
