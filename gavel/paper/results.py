@@ -24,7 +24,7 @@ from gavel.core.spreadsheet import write_csv
 from gavel.core.stats import bootstrap_means, endpoint, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
-from gavel.paper import extraction_cost, reconstruct
+from gavel.paper import extraction_cost, forked, reconstruct
 from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
 from gavel.ref import grounding, scoring
 from gavel.ref.stages import score
@@ -540,20 +540,23 @@ def grounding_tables(rel) -> dict[str, pd.DataFrame]:
     return {"summary_evidence_grounding": _round(counts)}
 
 
-def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
+def compute(rel, text_metrics: bool = True, fork: bool = False) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
-    model is the slow part; its vectors are cached under data/interim/embeddings)."""
+    model is the slow part; its vectors are cached under data/interim/embeddings). ``fork``: the evidence
+    tables (grounding, residual ratios), the document tables and the costs in a child process beside the
+    summary and text tables (``forked.run_beside``; one process where there is one core); the same tables."""
     start = time.perf_counter()
-    tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
-    tables.update(case_tables(rel))
-    tables.update(summary_tables(rel, values))
-    tables.update(grounding_tables(rel))
-    if text_metrics:
-        tables.update(text_metric_tables(rel, tables["summary_case_scores"]))
-    tables.update(document_tables(rel, values))
-    tables["residual_ratio"] = residual_ratio_table(rel)
-    tables["document_extraction_cost"] = extraction_cost.table(rel)  # our computation, at dated list prices
+    def summaries() -> tuple[dict, dict]:  # the summary tables; the text metrics, which need their case scores
+        cases = {**case_tables(rel), **summary_tables(rel, values)}
+        return cases, text_metric_tables(rel, cases["summary_case_scores"]) if text_metrics else {}
+
+    def evidence() -> tuple:  # grounding, documents, residual ratios, our extraction cost at dated list prices
+        return grounding_tables(rel), document_tables(rel, values), residual_ratio_table(rel), extraction_cost.table(rel)
+
+    (ground, docs, resid, cost), (cases, summ) = (forked.run_beside(evidence, summaries) if fork
+                                                  else (evidence(), summaries()))
+    tables = {**cases, **ground, **summ, **docs, "residual_ratio": resid, "document_extraction_cost": cost}
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
     SECONDS["compute"] = time.perf_counter() - start
