@@ -40,23 +40,54 @@ def _gone(pid: int, within: float = 30.0) -> bool:
     return False
 
 
-def test_both_results_come_back_the_childs_from_another_process(two_cores):
-    theirs, mine = forked.run_beside(lambda: (os.getpid(), pd.DataFrame({"a": [1.5, 2.5]})), os.getpid)
-    assert theirs[0] != mine == os.getpid()
-    pd.testing.assert_frame_equal(theirs[1], pd.DataFrame({"a": [1.5, 2.5]}))
+def test_what_the_child_yields_comes_back_in_order_from_another_process(two_cores):
+    def child():
+        yield os.getpid()
+        yield pd.DataFrame({"a": [1.5, 2.5]})
+        yield "last"
+
+    def here(items):
+        return os.getpid(), next(items)
+
+    (mine, theirs), rest = forked.run_beside(child, here)
+    assert theirs != mine == os.getpid()
+    pd.testing.assert_frame_equal(rest[0], pd.DataFrame({"a": [1.5, 2.5]}))
+    assert rest[1:] == ["last"]
 
 
-def test_one_core_computes_both_here(monkeypatch):
+def test_one_core_or_no_fork_computes_both_here_a_step_at_a_time(monkeypatch):
+    steps = []
+
+    def child():
+        steps.append("first")
+        yield os.getpid()
+        steps.append("second")
+        yield 2
+
+    def here(items):
+        assert steps == []  # nothing runs before it is asked for
+        got = next(items)
+        assert steps == ["first"]
+        return got
+
+    assert forked.run_beside(child, here, fork=False) == (os.getpid(), [2])
     monkeypatch.setattr(forked, "cores", lambda: 1)
-    assert forked.run_beside(os.getpid, os.getpid) == (os.getpid(), os.getpid())
+    steps.clear()
+    assert forked.run_beside(child, here) == (os.getpid(), [2])
 
 
-def test_the_childs_error_is_raised_here(two_cores):
-    def fails():
+def test_the_childs_error_is_raised_here_after_what_it_yielded_before(two_cores):
+    def child():
+        yield 1
         raise ValueError("no such table")
 
     with pytest.raises(ValueError, match="no such table"):
-        forked.run_beside(fails, lambda: 1)
+        forked.run_beside(child, lambda items: next(items))
+
+
+def test_what_does_not_pickle_is_an_error_here(two_cores):
+    with pytest.raises(RuntimeError, match="does not pickle"):
+        forked.run_beside(lambda: iter([lambda: 0]), lambda items: next(items))
 
 
 def test_an_error_here_kills_and_reaps_the_child(two_cores, tmp_path):
@@ -65,8 +96,9 @@ def test_an_error_here_kills_and_reaps_the_child(two_cores, tmp_path):
     def sleeps():
         pid_file.write_text(str(os.getpid()))
         time.sleep(600)
+        yield None
 
-    def fails():
+    def fails(items):
         while not pid_file.exists() or not pid_file.read_text():
             time.sleep(0.01)
         raise RuntimeError("this side failed")
@@ -79,12 +111,22 @@ def test_an_error_here_kills_and_reaps_the_child(two_cores, tmp_path):
     assert _gone(child)
 
 
+def test_a_child_killed_midway_is_an_error_here(two_cores):
+    def dies():
+        yield 1
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield 2
+
+    with pytest.raises(RuntimeError, match="ended before it was done"):
+        forked.run_beside(dies, lambda items: next(items))
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_a_killed_parent_takes_its_child_along(tmp_path, sig):
     pid_file = tmp_path / "child.pid"
     script = (f"import os, time\nfrom gavel.paper import forked\nforked.cores = lambda: 2\n"
               f"def sleeps():\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(600)\n"
-              f"forked.run_beside(sleeps, lambda: time.sleep(600))\n")
+              f"    yield None\nforked.run_beside(sleeps, lambda items: time.sleep(600))\n")
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     try:
         end = time.monotonic() + 60

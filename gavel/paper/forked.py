@@ -1,12 +1,13 @@
-"""One function run in a child process beside this one, its result read back: `make results` computes its
-two independent groups of tables at once on a machine with two cores or more.
+"""A generator run in a child process beside this one, what it yields read back as it comes: `make results`
+computes its two independent groups of tables at once on a machine with two cores or more.
 
-The child is a fork (it sees the release already loaded, nothing is copied up front) and sends its result
-back pickled through a pipe. It never outlives the command: Linux kills it as soon as its parent dies,
-whatever killed the parent (``PR_SET_PDEATHSIG``), and the parent kills and reaps it when it stops waiting
-for it (an error, Ctrl-C). Only on Linux (elsewhere a fork of a process holding numerical libraries' threads
-is not safe, and there is no such death signal) and with two cores or more; otherwise ``run_beside`` runs
-the function in this process.
+The child is a fork (it sees the release already loaded, nothing is copied up front) and sends each item it
+yields pickled through a pipe (made as large as Linux allows, so that it rarely waits for this process to
+read). It never outlives the command: Linux kills it as soon as its parent dies, whatever killed the parent
+(``PR_SET_PDEATHSIG``), and the parent kills and reaps it when it stops reading from it (an error, Ctrl-C,
+done). Only on Linux (elsewhere a fork of a process holding numerical libraries' threads is not safe, and
+there is no such death signal) and with two cores or more; otherwise ``run_beside`` runs the generator in
+this process, one item when asked for it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+_F_SETPIPE_SZ = 1031  # fcntl(2), Linux
+PIPE_BYTES = 1 << 20  # Linux's default most for a user (/proc/sys/fs/pipe-max-size)
 
 
 def cores() -> int:
@@ -28,38 +31,46 @@ def cores() -> int:
 
 
 class Beside:
-    """``fn()`` running in a forked child; ``result()`` waits for it (re-raising its error), ``stop()`` kills it."""
+    """The generator ``fn()`` running in a forked child; ``items()`` what it yields, in order (its error raised
+    here), ``stop()`` kills it."""
 
     def __init__(self, fn):
         sys.stdout.flush()  # what this process has not written yet must not be written twice, by the child too
         sys.stderr.flush()
         parent = os.getpid()
         read, write = os.pipe()
+        try:
+            import fcntl
+
+            fcntl.fcntl(write, _F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:  # a smaller pipe: the child waits for reads sooner, nothing else
+            pass
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read)
             _child(fn, write, parent)
         os.close(write)
-        self.pid, self._read, self._done = pid, read, False
+        self.pid, self._pipe, self._done = pid, os.fdopen(read, "rb"), False
 
-    def result(self):
-        try:
-            with os.fdopen(self._read, "rb") as pipe:
-                data = pipe.read()
-            _, status = os.waitpid(self.pid, 0)
-            self._done = True
-        finally:
-            self.stop()
-        if not data:  # killed, or it could not send what it computed
-            raise RuntimeError(f"the child process computing beside this one ended without a result "
-                               f"(wait status {status})")
-        ok, value = pickle.loads(data)
-        if not ok:
-            raise value
-        return value
+    def items(self):
+        while True:
+            try:
+                kind, value = pickle.load(self._pipe)
+            except EOFError:
+                status = os.waitpid(self.pid, 0)[1]
+                self._done = True
+                self._pipe.close()
+                raise RuntimeError("the child process computing beside this one ended before it was done "
+                                   f"(wait status {status})") from None
+            if kind == "error":
+                raise value
+            if kind == "end":
+                return
+            yield value
 
     def stop(self) -> None:
         """Kill the child (if it still runs) and reap it."""
+        self._pipe.close()
         if self._done:
             return
         self._done = True
@@ -71,33 +82,35 @@ class Beside:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
-        try:
-            os.close(self._read)
-        except OSError:
-            pass
 
 
 def _child(fn, write: int, parent: int) -> None:
     code = 1
     try:
         _die_with(parent)
-        try:
-            outcome = (True, fn())
-        except KeyboardInterrupt:  # Ctrl-C reached the whole process group: the parent says it
-            os._exit(130)
-        except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
-            outcome = (False, err)
-        try:
-            data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as err:  # noqa: BLE001 -- an error that does not pickle: its text instead
-            data = pickle.dumps((False, RuntimeError(f"in the child process: {outcome[1]!r} ({err})")))
         with os.fdopen(write, "wb") as pipe:
-            pipe.write(data)
+            try:
+                for item in fn():
+                    _send(pipe, "item", item)
+                _send(pipe, "end", None)
+            except KeyboardInterrupt:  # Ctrl-C reached the whole process group: the parent says it
+                os._exit(130)
+            except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
+                _send(pipe, "error", err)
         code = 0
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _send(pipe, kind: str, value) -> None:
+    try:
+        data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as err:  # noqa: BLE001 -- what does not pickle: an error saying so
+        data = pickle.dumps(("error", RuntimeError(f"in the child process, {kind} {value!r} does not pickle: {err}")))
+    pipe.write(data)
+    pipe.flush()
 
 
 def _die_with(parent: int) -> None:
@@ -109,14 +122,19 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def run_beside(fn, here):
-    """``(fn(), here())``, ``fn`` in a forked child while this process computes ``here()`` (both in this
-    process where this is not Linux or there is only one core)."""
-    if not sys.platform.startswith("linux") or cores() < 2:
-        return fn(), here()
+def run_beside(fn, here, fork: bool = True):
+    """``(here(items), rest)``: the generator ``fn()`` runs in a forked child while this process computes
+    ``here(items)``, ``items`` iterating over what ``fn`` yields as it comes; ``rest`` is the list of what
+    ``here`` did not take. Both in this process (``fn`` then runs a step each time ``items`` is asked for
+    the next) with ``fork=False``, or where this is not Linux or there is only one core."""
+    if not fork or not sys.platform.startswith("linux") or cores() < 2:
+        items = iter(fn())
+        mine = here(items)
+        return mine, list(items)
     child = Beside(fn)
     try:
-        mine = here()
-        return child.result(), mine
+        items = child.items()
+        mine = here(items)
+        return mine, list(items)
     finally:
         child.stop()

@@ -385,10 +385,9 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
     return {"benchmark_cases": _round(by_bin.reset_index())}
 
 
-def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
-    each agrees with S_checklist (gavel.metrics.text). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
-    3) before the agreement is computed, so the committed tables reproduce exactly."""
+def text_scores(rel) -> pd.DataFrame:
+    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference (model,
+    case_id, ``metrics.TEXT_METRICS``), in the order of ``text_metric_tables``."""
     s = rel.summaries[rel.summaries["set"] == "benchmark"]
     refs = s[s["model"] == "human"].set_index("case_id")["text"]
     cand = s[s["model"] != "human"].sort_values(["model", "case_id"])
@@ -404,7 +403,15 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
     emb = metrics.embedding_similarity([p[0] for p in pairs], [p[1] for p in pairs])
     scores = cand[["model", "case_id"]].reset_index(drop=True)
     # cosine to 3 decimals: float kernels of other CPUs move it by ~1e-8, which must not flip a rounded digit
-    scores = pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
+    return pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
+
+
+def text_metric_tables(rel, case_scores: pd.DataFrame, scores: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
+    each agrees with S_checklist (gavel.metrics.text). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
+    3) before the agreement is computed, so the committed tables reproduce exactly. ``scores``: ``text_scores(rel)``
+    when the caller has it already."""
+    scores = text_scores(rel) if scores is None else scores
     scores = scores.merge(case_scores, on=["model", "case_id"], how="left")
     scores = _round(scores[["model", "case_id", "s_checklist", "s_checklist_low", "s_checklist_high",
                             *metrics.TEXT_METRICS]])
@@ -440,20 +447,23 @@ def model_means(scores: pd.DataFrame, metrics_: list[str], reference: str = "s_c
 
 def compute(rel, text_metrics: bool = True, fork: bool = False) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
-    model is the slow part; its vectors are cached under data/interim/embeddings). ``fork``: the evidence
-    tables (grounding, residual ratios), the document tables and the costs in a child process beside the
-    summary and text tables (``forked.run_beside``; one process where there is one core); the same tables."""
+    model is the slow part; its vectors are cached under data/interim/embeddings). ``fork``: the text scores,
+    the evidence tables (grounding, residual ratios), the document tables and the costs in a child process
+    beside the summary tables and the text metrics' agreement (``forked.run_beside``; one process where there
+    is one core); the same tables."""
     start = time.perf_counter()
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
-    def summaries() -> tuple[dict, dict]:  # the summary tables; the text metrics, which need their case scores
+
+    def beside():  # what the summary tables wait for first: the text scores; then the evidence, document, cost tables
+        yield text_scores(rel) if text_metrics else None
+        yield grounding_tables(rel), document_tables(rel, values), residual_ratio_table(rel), extraction_cost.table(rel)
+
+    def here(items) -> tuple[dict, dict]:  # the summary tables; the text metrics, which need their case scores
         cases = {**case_tables(rel), **summary_tables(rel, values)}
-        return cases, text_metric_tables(rel, cases["summary_case_scores"]) if text_metrics else {}
+        scores = next(items)
+        return cases, text_metric_tables(rel, cases["summary_case_scores"], scores) if text_metrics else {}
 
-    def evidence() -> tuple:  # grounding, documents, residual ratios, our extraction cost at dated list prices
-        return grounding_tables(rel), document_tables(rel, values), residual_ratio_table(rel), extraction_cost.table(rel)
-
-    (ground, docs, resid, cost), (cases, summ) = (forked.run_beside(evidence, summaries) if fork
-                                                  else (evidence(), summaries()))
+    (cases, summ), [(ground, docs, resid, cost)] = forked.run_beside(beside, here, fork=fork)
     tables = {**cases, **ground, **summ, **docs, "residual_ratio": resid, "document_extraction_cost": cost}
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
