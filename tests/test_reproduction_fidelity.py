@@ -155,3 +155,11 @@ def test_the_run_times_its_own_paired_comparisons(tables):
     assert 0 < spent < whole
     assert results.share_line(2 * whole) == (f"paired comparisons: {spent:.2f} s of this command's "
                                              f"{2 * whole:.2f} s ({100 * spent / (2 * whole):.1f}%)")
+
+
+def test_item_scores_count_the_estimated_cells_of_each_model_and_item(tables, cells):
+    """``summary_item_scores.estimated``: the cells of each (model, item) whose best value is an estimate
+    (rule 6), counted here one group at a time."""
+    got = tables["summary_item_scores"].set_index(["model", "item"])["estimated"]
+    want = {k: int((g["estimate_source"] != "").sum()) for k, g in cells.groupby(["model", "item"])}
+    assert got.to_dict() == want and got.sum() > 0
