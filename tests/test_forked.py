@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def two_cores(monkeypatch):
-    """The fork path, whatever this machine has."""
+    """The fork path, whatever this machine has and whatever else it is doing."""
     monkeypatch.setattr(forked, "cores", lambda: 2)
+    monkeypatch.setattr(forked, "idle_cores", lambda: 2.0)
 
 
 def _gone(pid: int, within: float = 30.0) -> bool:
@@ -71,9 +72,29 @@ def test_one_core_or_no_fork_computes_both_here_a_step_at_a_time(monkeypatch):
         return got
 
     assert forked.run_beside(child, here, fork=False) == (os.getpid(), [2])
+    monkeypatch.setattr(forked, "idle_cores", lambda: 2.0)
     monkeypatch.setattr(forked, "cores", lambda: 1)
     steps.clear()
     assert forked.run_beside(child, here) == (os.getpid(), [2])
+    # two cores, but the second kept busy by other work while the release loaded: one process too
+    monkeypatch.setattr(forked, "cores", lambda: 2)
+    monkeypatch.setattr(forked, "idle_cores", lambda: forked.MIN_IDLE_CORES / 2)
+    steps.clear()
+    assert forked.run_beside(child, here) == (os.getpid(), [2])
+
+
+def test_idle_cores_are_read_from_the_machines_counts(monkeypatch):
+    ticks = iter([(1_000, 4_000), (1_150, 4_200)])  # 150 of 200 ticks idle since the import
+    monkeypatch.setattr(forked, "_cpu_times", lambda: next(ticks))
+    monkeypatch.setattr(forked, "_SINCE", forked._cpu_times())
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert forked.idle_cores() == pytest.approx(1.5)
+    monkeypatch.setattr(forked, "_cpu_times", lambda: (1_001, 4_000 + forked.MIN_IDLE_TICKS - 1))  # too soon
+    assert forked.idle_cores() == 2.0
+    monkeypatch.setattr(forked, "_cpu_times", lambda: None)  # no /proc/stat
+    assert forked.idle_cores() == 2.0
+    monkeypatch.undo()
+    assert 0 <= forked.idle_cores() <= (os.cpu_count() or 1)
 
 
 def test_the_childs_error_is_raised_here_after_what_it_yielded_before(two_cores):

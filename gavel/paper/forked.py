@@ -6,8 +6,9 @@ yields pickled through a pipe (made as large as Linux allows, so that it rarely 
 read). It never outlives the command: Linux kills it as soon as its parent dies, whatever killed the parent
 (``PR_SET_PDEATHSIG``), and the parent kills and reaps it when it stops reading from it (an error, Ctrl-C,
 done). Only on Linux (elsewhere a fork of a process holding numerical libraries' threads is not safe, and
-there is no such death signal) and with two cores or more; otherwise ``run_beside`` runs the generator in
-this process, one item when asked for it.
+there is no such death signal), with two cores or more, and where the machine had a core to spare while the
+release loaded (``idle_cores``); otherwise ``run_beside`` runs the generator in this process, one item when
+asked for it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+MIN_IDLE_CORES = 0.5  # a child only where at least half a core was left idle (on average) while the release loaded
 _F_SETPIPE_SZ = 1031  # fcntl(2), Linux
 PIPE_BYTES = 1 << 20  # Linux's default most for a user (/proc/sys/fs/pipe-max-size)
 
@@ -28,6 +30,30 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle, total) time of all the machine's cores so far (Linux's /proc/stat, in clock ticks)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            ticks = [int(t) for t in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (ticks[3] + ticks[4], sum(ticks)) if len(ticks) == 8 else None
+
+
+_SINCE = _cpu_times()  # when this module was imported: `gavel results` imports it before loading the release
+MIN_IDLE_TICKS = 20  # a shorter look (Linux counts 100 ticks a second per core) says nothing
+
+
+def idle_cores() -> float:
+    """How many of the machine's cores were idle, on average, since this module was imported (a number of
+    cores; the machine's count where /proc/stat cannot say, or when too little time has passed to tell)."""
+    now = _cpu_times()
+    machine = os.cpu_count() or 1
+    if now is None or _SINCE is None or now[1] - _SINCE[1] < MIN_IDLE_TICKS:
+        return float(machine)
+    return machine * (now[0] - _SINCE[0]) / (now[1] - _SINCE[1])
 
 
 class Beside:
@@ -126,8 +152,10 @@ def run_beside(fn, here, fork: bool = True):
     """``(here(items), rest)``: the generator ``fn()`` runs in a forked child while this process computes
     ``here(items)``, ``items`` iterating over what ``fn`` yields as it comes; ``rest`` is the list of what
     ``here`` did not take. Both in this process (``fn`` then runs a step each time ``items`` is asked for
-    the next) with ``fork=False``, or where this is not Linux or there is only one core."""
-    if not fork or not sys.platform.startswith("linux") or cores() < 2:
+    the next) with ``fork=False``, where this is not Linux or there is only one core, and where the machine
+    has had less than ``MIN_IDLE_CORES`` idle since the module was imported (other work keeping the second
+    core busy: two processes would share one core, and the one doing the paired comparisons would wait)."""
+    if not fork or not sys.platform.startswith("linux") or cores() < 2 or idle_cores() < MIN_IDLE_CORES:
         items = iter(fn())
         mine = here(items)
         return mine, list(items)
