@@ -61,3 +61,15 @@ def test_few_collections_raises_the_young_threshold_and_puts_it_back():
     with pytest.raises(RuntimeError), config.few_collections():
         raise RuntimeError("a failing command")
     assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("name", ["core/models.yaml", "core/prices.yaml", "paper/paper_claims.yaml"])
+def test_the_package_yaml_files_read_as_safe_load_reads_them(name):
+    """``config.package_yaml`` (libyaml's parser where PyYAML has it) gives the values ``yaml.safe_load``
+    gives, with their types (reprs compared: 1, 1.0 and True are equal but not the same)."""
+    import yaml
+
+    from gavel.core import config
+
+    text = (REPO / "gavel" / name).read_text(encoding="utf-8")
+    assert repr(config.package_yaml(text)) == repr(yaml.safe_load(text))
