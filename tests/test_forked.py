@@ -146,7 +146,7 @@ def test_a_child_killed_midway_is_an_error_here(two_cores):
 def test_a_killed_parent_takes_its_child_along(tmp_path, sig):
     pid_file = tmp_path / "child.pid"
     script = (f"import os, time\nfrom gavel.paper import forked\nforked.cores = lambda: 2\n"
-              f"def sleeps():\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(600)\n"
+              f"forked.idle_cores = lambda: 2.0\ndef sleeps():\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(600)\n"
               f"    yield None\nforked.run_beside(sleeps, lambda items: time.sleep(600))\n")
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     try:
@@ -154,6 +154,7 @@ def test_a_killed_parent_takes_its_child_along(tmp_path, sig):
         while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < end:
             time.sleep(0.05)
         child = int(pid_file.read_text())
+        assert child != parent.pid  # a child of its own, not the parent running both
         parent.send_signal(sig)
         parent.wait(timeout=60)
         assert _gone(child)
