@@ -45,3 +45,31 @@ def test_the_spreadsheet_still_reads_and_writes_frames(tmp_path):
     frame = pd.DataFrame({"name": ["=SUM(A1)", "'quoted", "plain"], "n": [1, -2, 3]})
     back = read_csv(write_csv(frame, tmp_path / "t.csv"))
     pd.testing.assert_frame_equal(back, frame)
+
+
+def test_few_collections_raises_the_young_threshold_and_puts_it_back():
+    """`gavel results` runs inside ``config.few_collections``: fewer collections while it holds the release,
+    the interpreter's own thresholds again afterwards, also when the command fails."""
+    import gc
+
+    from gavel.core import config
+
+    before = gc.get_threshold()
+    with config.few_collections():
+        assert gc.get_threshold() == (config.FEW_COLLECTIONS_GEN0, *before[1:])
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), config.few_collections():
+        raise RuntimeError("a failing command")
+    assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("name", ["core/models.yaml", "core/prices.yaml", "paper/paper_claims.yaml"])
+def test_the_package_yaml_files_read_as_safe_load_reads_them(name):
+    """``config.package_yaml`` (libyaml's parser where PyYAML has it) gives the values ``yaml.safe_load``
+    gives, with their types (reprs compared: 1, 1.0 and True are equal but not the same)."""
+    import yaml
+
+    from gavel.core import config
+
+    text = (REPO / "gavel" / name).read_text(encoding="utf-8")
+    assert repr(config.package_yaml(text)) == repr(yaml.safe_load(text))

@@ -58,6 +58,43 @@ def test_specification_bounds_contain_the_estimate(tables):
     assert (ca["judged"] == 0).all() and (ca["over_high"] > 0.5).all()
 
 
+def test_specification_rates_equal_the_cell_by_cell_computation(shared_rel, cells):
+    """``specification_rates`` computes each distinct (status, verdicts) row once; the table is the one the
+    straightforward loop over every cell gives (restated here)."""
+    got = results.specification_rates(shared_rel, cells)
+    j = shared_rel.judgments[shared_rel.judgments["task"] == "summary"]
+    ab = set(map(tuple, j.loc[j["orientation"] == "unknown", ["model", "case_id"]].to_numpy()))
+    df = cells[[(m, c) not in ab for m, c in zip(cells["model"], cells["case_id"])]][["model", "case_id", "item", "status"]]
+    df = df.merge(j[["model", "case_id", "item", "kind", "relation", "only_in_model", "only_in_reference"]],
+                  on=["model", "case_id", "item"], how="left")
+    rows = []
+    for r in df.itertuples(index=False):
+        if r.status == Status.JUDGED:
+            rel_kind = r.kind == "relation"
+            over = r.relation in results.OVER_RELATIONS if rel_kind else bool(isinstance(r.only_in_model, list) and r.only_in_model)
+            under = r.relation in results.UNDER_RELATIONS if rel_kind else bool(
+                isinstance(r.only_in_reference, list) and r.only_in_reference)
+            outs = (reconstruct.Outcome(True, over, under),)
+        else:
+            outs = STATUS_OUTCOMES[Status(r.status)]
+        pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
+        low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
+        high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
+        rows.append({"model": r.model, "item": r.item, "over": outs[0].over, "over_lo": all(o.over for o in outs),
+                     "over_hi": any(o.over for o in outs), "ref": outs[0].ref_has,
+                     "ref_lo": all(o.ref_has for o in outs), "under": outs[0].ref_has and outs[0].under,
+                     "r_lo": low[0], "u_lo": low[1], "r_hi": high[0], "u_hi": high[1]})
+    g = pd.DataFrame(rows).groupby(["model", "item"])
+    want = pd.DataFrame({"over_rate": g["over"].mean(), "over_low": g["over_lo"].mean(),
+                         "over_high": g["over_hi"].mean(), "reference_has_item": g["ref"].sum(),
+                         "reference_cases_low": g["ref_lo"].sum(),
+                         "under_rate": g["under"].sum() / g["ref"].sum().where(g["ref"].sum() > 0),
+                         "under_low": g["u_lo"].sum() / g["r_lo"].sum().where(g["r_lo"].sum() > 0),
+                         "under_high": g["u_hi"].sum() / g["r_hi"].sum().where(g["r_hi"].sum() > 0)}).reset_index()
+    assert len(got) == len(want) > 100
+    pd.testing.assert_frame_equal(got[want.columns].reset_index(drop=True), want, check_dtype=False)
+
+
 def test_medians_use_one_item_set(tables):
     m = reproduction.Metrics(tables)
     spec = tables["summary_specification"]
@@ -118,3 +155,11 @@ def test_the_run_times_its_own_paired_comparisons(tables):
     assert 0 < spent < whole
     assert results.share_line(2 * whole) == (f"paired comparisons: {spent:.2f} s of this command's "
                                              f"{2 * whole:.2f} s ({100 * spent / (2 * whole):.1f}%)")
+
+
+def test_item_scores_count_the_estimated_cells_of_each_model_and_item(tables, cells):
+    """``summary_item_scores.estimated``: the cells of each (model, item) whose best value is an estimate
+    (rule 6), counted here one group at a time."""
+    got = tables["summary_item_scores"].set_index(["model", "item"])["estimated"]
+    want = {k: int((g["estimate_source"] != "").sum()) for k, g in cells.groupby(["model", "item"])}
+    assert got.to_dict() == want and got.sum() > 0

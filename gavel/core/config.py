@@ -7,7 +7,9 @@ repository (the folder holding ``data/``) or at ``data/`` itself. Without it, ga
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -163,10 +165,17 @@ class ModelsFileError(ValueError):
     """A malformed models file; the message names the file, the entry, the field and what to set."""
 
 
+def package_yaml(text):
+    """``yaml.safe_load(text)`` for the YAML files that ship with gavel (models.yaml, prices.yaml, the paper's
+    claims), by libyaml's C parser where PyYAML has it: the same values (tests/test_cli_import.py), ~10x
+    faster. Files a user writes go through ``yaml.safe_load``, whose error messages the docs quote."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 -- a safe loader
+
+
 @lru_cache(maxsize=1)
 def _package_registry() -> dict:
     with open(Path(__file__).with_name("models.yaml"), encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return package_yaml(fh)
 
 
 def models_file() -> Path | None:
@@ -314,3 +323,21 @@ def model_label(release_name: str) -> str:
 
 def document_extraction_models() -> dict[str, list[str]]:
     return dict(_registry()["document_extraction"])
+
+
+#: objects allocated between two young-generation collections inside ``few_collections`` (Python's default: 700)
+FEW_COLLECTIONS_GEN0 = 100_000
+
+
+@contextmanager
+def few_collections():
+    """Python's cycle collector, run less often for a while: a command that holds the whole release (about a
+    million Python objects, few of them in cycles) spends ~1 s of `make results` in collections at the default
+    thresholds, each older-generation pass walking every object it holds. Between collections at most
+    ``FEW_COLLECTIONS_GEN0`` new objects wait; nothing else changes, and the thresholds are put back after."""
+    before = gc.get_threshold()
+    gc.set_threshold(FEW_COLLECTIONS_GEN0, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)

@@ -225,7 +225,7 @@ def read(path: str | Path) -> Table:
 
 @lru_cache(maxsize=4)
 def _package(_stamp: int, user_key: str) -> Table:
-    data = yaml.safe_load(PATH.read_text(encoding="utf-8"))
+    data = config.package_yaml(PATH.read_text(encoding="utf-8"))
     registry = config._registry()
     return parse(data, "gavel/core/prices.yaml", registry.get("user_prices") or [], str(config.models_file() or ""),
                  registry.get("user_gpu_hour_usd") or {})

@@ -18,7 +18,6 @@ import math
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from gavel.core import config
 
@@ -28,7 +27,7 @@ DOC = config.DOCS_DIR / "REPRODUCTION.md"
 
 def load_claims() -> list[dict]:
     with open(CLAIMS_FILE, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)["claims"]
+        return config.package_yaml(fh)["claims"]
 
 
 class Metrics:

@@ -24,9 +24,10 @@ from gavel.core.spreadsheet import write_csv
 from gavel.core.stats import bootstrap_means, endpoint, resamples
 from gavel.core.tokens import LENGTH_BINS
 from gavel.metrics import text as metrics
-from gavel.paper import extraction_cost, reconstruct
+from gavel.paper import extraction_cost, forked, reconstruct
+from gavel.paper.evidence import R_VARIANTS, grounding_tables, residual_ratio_table  # noqa: F401 -- read as results.*
 from gavel.paper.reconstruct import STATUS_OUTCOMES, Status
-from gavel.ref import grounding, scoring
+from gavel.ref import scoring
 from gavel.ref.stages import score
 from gavel.release.judge import RELATIONS
 
@@ -116,9 +117,9 @@ def summary_tables(rel, values: dict | None = None) -> dict[str, pd.DataFrame]:
     ci, diffs = bootstrap_tables(pc, order, labels)
 
     # item-level matching scores (Figures 10-12) and groups (Figure 3)
-    item_scores = (cells.groupby(["model", "item"])
+    item_scores = (cells.assign(estimated=(cells["estimate_source"] != "").astype(int)).groupby(["model", "item"])
                    .agg(score=("best", "mean"), low=("low", "mean"), high=("high", "mean"),
-                        applicable=("best", "count"), estimated=("estimate_source", lambda x: int((x != "").sum())))
+                        applicable=("best", "count"), estimated=("estimated", "sum"))  # cells with an estimate
                    .reset_index())
     item_scores["label"] = item_scores["model"].map(labels)
     group_of = {it.key: it.group for it in ITEMS}
@@ -270,6 +271,19 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
             per_model)
 
 
+def _outcome_columns(outs) -> tuple[bool, ...]:
+    """``specification_rates``' columns of one cell whose possible outcomes are ``outs`` (the first: the best
+    estimate): over, over_lo, over_hi, ref, ref_lo, ref_hi, under, r_lo, u_lo, r_hi, u_hi."""
+    best = outs[0]
+    pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
+    # lowest ratio: a reference case without under-specification, else no reference, else forced
+    low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
+    # highest ratio: an under-specified reference case, else no reference, else forced
+    high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
+    return (best.over, all(o.over for o in outs), any(o.over for o in outs), best.ref_has,
+            all(o.ref_has for o in outs), any(o.ref_has for o in outs), best.ref_has and best.under, *low, *high)
+
+
 def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     """Over- and under-specification per model and item, with bounds.
 
@@ -299,31 +313,14 @@ def specification_rates(rel, cells: pd.DataFrame) -> pd.DataFrame:
     over_j = (rel_kind & df["relation"].isin(OVER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_model > 0))
     under_j = (rel_kind & df["relation"].isin(UNDER_RELATIONS).to_numpy()) | (~rel_kind & (n_only_ref > 0))
     # per cell: can it be over (o1), must it be (o0); (ref_has, under) choices for the ratio's extremes
-    cols = {k: [] for k in ("over", "over_lo", "over_hi", "ref", "ref_lo", "ref_hi", "under", "r_lo", "u_lo",
-                                   "r_hi", "u_hi")}
-    for i, st in enumerate(df["status"].to_numpy()):
-        if judged[i]:
-            outs = (reconstruct.Outcome(True, bool(over_j[i]), bool(under_j[i])),)
-        else:
-            outs = STATUS_OUTCOMES[Status(st)]
-        best = outs[0]
-        cols["over"].append(best.over)
-        cols["over_lo"].append(all(o.over for o in outs))
-        cols["over_hi"].append(any(o.over for o in outs))
-        cols["ref"].append(best.ref_has)
-        cols["ref_lo"].append(all(o.ref_has for o in outs))
-        cols["ref_hi"].append(any(o.ref_has for o in outs))
-        cols["under"].append(best.ref_has and best.under)
-        pairs = {(o.ref_has, o.ref_has and o.under) for o in outs}
-        # lowest ratio: a reference case without under-specification, else no reference, else forced
-        low = (True, False) if (True, False) in pairs else (False, False) if (False, False) in pairs else (True, True)
-        # highest ratio: an under-specified reference case, else no reference, else forced
-        high = (True, True) if (True, True) in pairs else (False, False) if (False, False) in pairs else (True, False)
-        cols["r_lo"].append(low[0])
-        cols["u_lo"].append(low[1])
-        cols["r_hi"].append(high[0])
-        cols["u_hi"].append(high[1])
-    df = df.assign(**cols)
+    names = ("over", "over_lo", "over_hi", "ref", "ref_lo", "ref_hi", "under", "r_lo", "u_lo", "r_hi", "u_hi")
+    # a cell's row depends only on its status, or for a judged cell on its two verdicts: each distinct one once
+    keys = [(True, o, u) if j else (False, st, None) for j, st, o, u in
+            zip(judged.tolist(), df["status"].to_numpy(), over_j.tolist(), under_j.tolist())]
+    seen = {k: _outcome_columns((reconstruct.Outcome(True, k[1], k[2]),) if k[0] else STATUS_OUTCOMES[Status(k[1])])
+            for k in set(keys)}
+    df = df.assign(**dict(zip(names, (list(c) for c in zip(*map(seen.__getitem__, keys)))))
+                   if keys else {k: [] for k in names})
     g = df.groupby(["model", "item"])
     out = pd.DataFrame({"cases": g.size(), "over_rate": g["over"].mean(), "reference_has_item": g["ref"].sum()})
     out["under_rate"] = g["under"].sum() / out["reference_has_item"].where(out["reference_has_item"] > 0)
@@ -388,70 +385,9 @@ def case_tables(rel) -> dict[str, pd.DataFrame]:
     return {"benchmark_cases": _round(by_bin.reset_index())}
 
 
-#: r's matching variants (``gavel.ref.grounding.uncovered_spans``): (column suffix, match, values_first). The
-#: paper leaves open how spans are matched; the first is our default (``r_percent``), the rest bound r.
-R_VARIANTS = tuple((f"{match}_{'value_then_evidence' if first else 'evidence_only'}", match, first)
-                   for first in (True, False) for match in ("fuzzy", "normalized", "exact"))
-
-
-def residual_ratio_table(rel) -> pd.DataFrame:
-    """Residual ratio r (%) from the released evidence: the deterministic first step of the residual stage
-    (``gavel.ref.grounding.uncovered_spans``) on every summary whose checklist the release holds: the 12 models'
-    benchmark summaries (GPT-oss 20B extractions) and the 40 human summaries of ``human.json``.
-
-    r depends on how spans are matched, which the paper does not say: ``r_<match>_<order>_percent`` is r
-    under each of ``R_VARIANTS`` (exact / normalised / fuzzy evidence matching; a value found in the summary
-    covering its own words first, or evidence only), ``r_low_percent``/``r_high_percent`` their range;
-    ``r_percent`` and the spread columns are the default (fuzzy, value then evidence). Rows per ``subset``:
-    ``all`` the summaries the model has, ``part1``/``part2`` the benchmark's two 50-case halves (models with
-    one released checklist half are compared with others on the same half)."""
-    cv = rel.checklist_values
-    sel = cv[cv["origin"] == "summary"]
-    s = rel.summaries
-    keep = ((s["model"] == "human") & (s["set"] == "human_eval")) | ((s["model"] != "human") & (s["set"] == "benchmark"))
-    texts = {(m, c): t for m, c, t in reconstruct.records(s.loc[keep, ["model", "case_id", "text"]], named=False)}
-    values: dict = {}
-    for m, c, v, e in reconstruct.records(sel[["model", "case_id", "value", "evidence"]], named=False):
-        values.setdefault((m, c), []).append((v, list(e)))
-    per = None
-    every = pd.DataFrame(grounding.residual_ratios(texts, values, variants=[(m, f) for _, m, f in R_VARIANTS]))
-    for n, (name, _, _) in enumerate(R_VARIANTS):
-        one = every[every["variant"] == n].drop(columns="variant").reset_index(drop=True)
-        one = one.rename(columns={"r": f"r_{name}", "spans": f"spans_{name}"})
-        per = one if per is None else per.merge(one, on=["who", "case_id"], how="outer")
-    default = R_VARIANTS[0][0]
-    per = per.rename(columns={f"r_{default}": "r", f"spans_{default}": "spans"})
-    per["r_" + default] = per["r"]
-    part = rel.cases[rel.cases["set"] == "benchmark"].set_index("case_id")["part"]
-    per["part"] = per["case_id"].map(part)
-    per.loc[per["who"] == "human", "part"] = np.nan
-    frames = [per.assign(subset="all")]
-    for p in (1, 2):
-        frames.append(per[per["part"] == p].assign(subset=f"part{p}"))
-    per = pd.concat(frames, ignore_index=True)
-    g = per.groupby(["who", "subset"])
-    out = pd.DataFrame({"summaries": g.size(), "r_percent": 100 * g["r"].mean(), "r_median_percent": 100 * g["r"].median(),
-                        "r_q1_percent": 100 * g["r"].quantile(0.25), "r_q3_percent": 100 * g["r"].quantile(0.75),
-                        "residual_spans_per_summary": g["spans"].mean()})
-    variant_cols = []
-    for name, _, _ in R_VARIANTS:
-        out[f"r_{name}_percent"] = 100 * g[f"r_{name}"].mean()
-        variant_cols.append(f"r_{name}_percent")
-    out["r_low_percent"] = out[variant_cols].min(axis=1)
-    out["r_high_percent"] = out[variant_cols].max(axis=1)
-    out = out.reset_index().rename(columns={"who": "model"})
-    out["set"] = out["model"].map(lambda m: "human_eval" if m == "human" else "benchmark")
-    out["case_parts"] = out["model"].map(per[per["subset"] == "all"].groupby("who")["part"].agg(
-        lambda x: "+".join(str(int(p)) for p in sorted(x.dropna().unique())))).fillna("")
-    out["subset_order"] = out["subset"].map({"all": 0, "part1": 1, "part2": 2})
-    out = out.sort_values(["model", "subset_order"]).drop(columns="subset_order").reset_index(drop=True)
-    return _round(out)
-
-
-def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
-    each agrees with S_checklist (gavel.metrics.text). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
-    3) before the agreement is computed, so the committed tables reproduce exactly."""
+def text_scores(rel) -> pd.DataFrame:
+    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference (model,
+    case_id, ``metrics.TEXT_METRICS``), in the order of ``text_metric_tables``."""
     s = rel.summaries[rel.summaries["set"] == "benchmark"]
     refs = s[s["model"] == "human"].set_index("case_id")["text"]
     cand = s[s["model"] != "human"].sort_values(["model", "case_id"])
@@ -467,7 +403,15 @@ def text_metric_tables(rel, case_scores: pd.DataFrame) -> dict[str, pd.DataFrame
     emb = metrics.embedding_similarity([p[0] for p in pairs], [p[1] for p in pairs])
     scores = cand[["model", "case_id"]].reset_index(drop=True)
     # cosine to 3 decimals: float kernels of other CPUs move it by ~1e-8, which must not flip a rounded digit
-    scores = pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
+    return pd.concat([scores, rouge], axis=1).assign(embedding=emb.astype(float).round(3))
+
+
+def text_metric_tables(rel, case_scores: pd.DataFrame, scores: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """ROUGE-1/2/L and embedding similarity of every model summary against its human reference, and how
+    each agrees with S_checklist (gavel.metrics.text). Scores are rounded (ROUGE to 4 decimals, embedding cosine to
+    3) before the agreement is computed, so the committed tables reproduce exactly. ``scores``: ``text_scores(rel)``
+    when the caller has it already."""
+    scores = text_scores(rel) if scores is None else scores
     scores = scores.merge(case_scores, on=["model", "case_id"], how="left")
     scores = _round(scores[["model", "case_id", "s_checklist", "s_checklist_low", "s_checklist_high",
                             *metrics.TEXT_METRICS]])
@@ -501,63 +445,26 @@ def model_means(scores: pd.DataFrame, metrics_: list[str], reference: str = "s_c
     return means
 
 
-def grounding_tables(rel) -> dict[str, pd.DataFrame]:
-    """Where each evidence snippet of the released summary checklists occurs in the summary it was extracted
-    from (gavel.ref.grounding): counts and shares per model and item, and per model over all items (``all``).
-
-    Evidence is counted once per released entry: an entry whose ``value`` is a list becomes one value row
-    per value (``checklist_values``), every row carrying the entry's evidence; only its first row counts."""
-    bench = rel.summaries[rel.summaries["set"] == "benchmark"]
-    s = dict(zip(zip(bench["model"], bench["case_id"]), bench["text"]))
-    v = rel.checklist_values
-    v = v[(v["origin"] == "summary") & (v["method"] == "llm")]
-    v = v.drop_duplicates(subset=["model", "unit", "part", "case_id", "item", "entry"])
-    rows = []
-    no_summary: set = set()
-    for r in reconstruct.records(v[["model", "case_id", "item", "evidence"]]):
-        snippets = r.evidence if isinstance(r.evidence, list) else []
-        if not snippets:
-            rows.append({"model": r.model, "item": r.item, "status": "no_evidence"})
-            continue
-        text = s.get((r.model, r.case_id))
-        if text is None:  # a damaged copy of the release: counted and said, not located
-            no_summary.add((r.model, r.case_id))
-            continue
-        for snippet in snippets:
-            hit = grounding.located(snippet, text)
-            rows.append({"model": r.model, "item": r.item, "status": hit.status})
-    if no_summary:
-        print(f"evidence grounding: checklists of {len(no_summary)} (model, case) pairs have no summary in the "
-              f"release and are left out: {sorted(no_summary)}; see the audit", file=sys.stderr)
-    df = pd.DataFrame(rows)
-    both = pd.concat([df, df.assign(item="all")], ignore_index=True)
-    counts = both.pivot_table(index=["model", "item"], columns="status", aggfunc="size", fill_value=0)
-    for col in (*grounding.STATUSES, "no_evidence"):
-        if col not in counts:
-            counts[col] = 0
-    counts = counts[[*grounding.STATUSES, "no_evidence"]].reset_index()
-    counts.columns.name = None
-    counts["snippets"] = counts[list(grounding.STATUSES)].sum(axis=1)
-    for col in grounding.STATUSES:
-        counts[f"share_{col}"] = counts[col] / counts["snippets"].where(counts["snippets"] > 0)
-    counts["label"] = counts["model"].map(config.model_label)
-    return {"summary_evidence_grounding": _round(counts)}
-
-
-def compute(rel, text_metrics: bool = True) -> dict[str, pd.DataFrame]:
+def compute(rel, text_metrics: bool = True, fork: bool = False) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
-    model is the slow part; its vectors are cached under data/interim/embeddings)."""
+    model is the slow part; its vectors are cached under data/interim/embeddings). ``fork``: the text scores,
+    the evidence tables (grounding, residual ratios), the document tables and the costs in a child process
+    beside the summary tables and the text metrics' agreement (``forked.run_beside``; one process where there
+    is one core); the same tables."""
     start = time.perf_counter()
-    tables = {}
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
-    tables.update(case_tables(rel))
-    tables.update(summary_tables(rel, values))
-    tables.update(grounding_tables(rel))
-    if text_metrics:
-        tables.update(text_metric_tables(rel, tables["summary_case_scores"]))
-    tables.update(document_tables(rel, values))
-    tables["residual_ratio"] = residual_ratio_table(rel)
-    tables["document_extraction_cost"] = extraction_cost.table(rel)  # our computation, at dated list prices
+
+    def beside():  # what the summary tables wait for first: the text scores; then the evidence, document, cost tables
+        yield text_scores(rel) if text_metrics else None
+        yield grounding_tables(rel), document_tables(rel, values), residual_ratio_table(rel), extraction_cost.table(rel)
+
+    def here(items) -> tuple[dict, dict]:  # the summary tables; the text metrics, which need their case scores
+        cases = {**case_tables(rel), **summary_tables(rel, values)}
+        scores = next(items)
+        return cases, text_metric_tables(rel, cases["summary_case_scores"], scores) if text_metrics else {}
+
+    (cases, summ), [(ground, docs, resid, cost)] = forked.run_beside(beside, here, fork=fork)
+    tables = {**cases, **ground, **summ, **docs, "residual_ratio": resid, "document_extraction_cost": cost}
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
     SECONDS["compute"] = time.perf_counter() - start

@@ -236,16 +236,23 @@ def _residual(text: str, hits: list[tuple], match: str, values_first: bool) -> l
         if values_first and value is not None:
             spans.append(value)
         else:
-            spans.extend(e[m] for e in evidence if e[m] is not None)
+            for e in evidence:
+                if e[m] is not None:
+                    spans.append(e[m])
+    spans.sort()
+    spans.append((len(text), len(text) + 1))  # the gap after the last span
     out = []
     at = 0
-    for start, end in sorted(s for s in spans if s[1] > s[0]) + [(len(text), len(text) + 1)]:
+    for start, end in spans:
+        if end <= start:  # an empty span covers nothing
+            continue
         if start > at:  # a gap: residual if it holds enough words
             piece = text[at:start]
             if len(_WORD.findall(piece)) >= MIN_SPAN_WORDS:
                 lead = len(piece) - len(piece.lstrip())
                 out.append((at + lead, at + len(piece.rstrip())))
-        at = max(at, end)
+        if end > at:
+            at = end
     return out
 
 
