@@ -169,7 +169,7 @@ def test_planted_key_never_written(tmp_path, monkeypatch):
         assert srv.headers_seen.get("Authorization", srv.headers_seen.get("authorization")) == f"Bearer {KEY}"
     written = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert written and not any(KEY in p.read_text(errors="ignore") for p in written)
-    from gavel.llm.runner import scrub
+    from gavel.llm.secrets import scrub
     assert scrub(f"error: bad key {KEY}") == "error: bad key <OPENAI_API_KEY>"
 
 

@@ -5,6 +5,7 @@ import json
 import os
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -252,3 +253,25 @@ def test_a_pack_that_cannot_be_written_is_named_and_removes_nothing(tmp_path, mo
         packs.pack(folder)
     monkeypatch.setattr(packs.sqlite3, "connect", real)
     assert len(list(packs.loose(folder))) == 50 and sorted(p.name for p in folder.iterdir() if p.is_file()) == []
+
+
+def test_an_answer_folder_a_packing_removes_under_a_writer_is_made_again(tmp_path, monkeypatch):
+    """What CI met once (c8d54a0's run: answers 247-249 of the test above lost): a packing removes the answer
+    folders it emptied, one went between a writer making it and opening its temporary file there, the
+    writer's ``open`` failed (FileNotFoundError) and its thread stopped. Now the folder is made again. Here the
+    folder is removed at that very moment, each of the first two times."""
+    from gavel.llm import atomic
+
+    folder = tmp_path / "cache"
+    cache = ResponseCache(folder)
+    real, removed = open, []
+
+    def packer_between(path, *args, **kwargs):
+        if len(removed) < 2:
+            Path(path).parent.rmdir()  # empty: what a packing removes
+            removed.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(atomic, "open", packer_between, raising=False)
+    cache.put(answer(7), key(7))
+    assert len(removed) == 2 and cache.get(key(7)) == answer(7)

@@ -54,22 +54,12 @@ from gavel.core import config, options, prices
 
 from . import ledger, measured, packs
 from . import usage as usage_of
+from .atomic import atomic_write
 from .lock import WorkdirBusyError, hold  # noqa: F401 (WorkdirBusyError: the runner's error)
 from .records import MAX_CUSTOM_ID, Request, Response, canonical_json, repeats
 from .registry import llm_model
-from .secrets import scrub
 
 DEFAULT_RUNS_DIR = config.INTERIM_DIR / "runs"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(scrub(text))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 #: the error of a response whose batch has not ended yet (a later run collects it; nothing is resent)
