@@ -321,11 +321,40 @@ def _spoil(run: Path, name: str, column: str, row: int, value) -> None:
     ("values.csv", "evidence", "not a list", "row 2: `evidence` is 'not a list', not a list"),
     ("values.csv", "evidence", "[1e999]", "row 2: `evidence`: holds 'inf', not text"),
     ("values.csv", "index", "nan", "row 2: `index` is 'nan', not a finite number"),
+    # a comparison is always of an item (stop 54's CI: an empty one ended `gavel report` in an AttributeError)
+    ("compare.csv", "item", "", "row 2: `item` is empty"),
+    ("values.csv", "item", "", "row 2: `item` is empty"),
+    # a column of numbers the report does not name (pandas read it as numbers): finite ones too
+    ("residual.csv", "facts", "inf", "row 2: `facts` is 'inf', not a finite number"),
 ])
 def test_a_bad_cell_is_one_line_naming_the_file_and_row(run, capsys, name, column, value, expected):
     _spoil(run, name, column, 1, value)
     line = report_error(run, capsys)
     assert f"{run / name}, {expected}" in line, line
+
+
+@pytest.mark.parametrize("name, column", [("answers.csv", "finish_reason"), ("style.csv", "detail"),
+                                          ("compare.csv", "problems"), ("residual_match.csv", "detail")])
+@pytest.mark.parametrize("text", ["inf", "-Infinity", "1e999", "007"])
+def test_a_text_cell_that_reads_like_a_number_is_kept_as_written(run, name, column, text):
+    """Stop 54's CI: a text column with one cell `inf` among empty ones was read as a column of floats, and
+    the page's JSON (no infinity allowed) ended `gavel report` in a ValueError. Text columns are read as text:
+    the page is made and holds the cell as written (`007` no longer 7)."""
+    for row in (0, 1):
+        _spoil(run, name, column, row, text)
+    data = report.run_data(run)
+    page = report.render(data)
+    assert json.dumps(text) in json.dumps(data, allow_nan=False), (name, column)
+    assert "<html" in page.lower()
+
+
+def test_an_answer_of_no_item_is_read_as_such(run):
+    """An answer of the residual or style stage is of no item: its empty `item` cell is no error (it is for a
+    comparison and a value)."""
+    answers = read_csv(run / "answers.csv", dtype=str)
+    none = answers[answers["item"].isna()]
+    assert len(none) and set(none["stage"]) <= {"residual", "style"}, none
+    report.render(report.run_data(run))
 
 
 @pytest.mark.parametrize("name, column", [("scores.csv", "subject"), ("compare.csv", "status"),

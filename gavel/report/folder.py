@@ -184,12 +184,16 @@ def json_file(folder: Path, name: str | Path, limit: int | None = None):
 
 
 def tables(folder: Path) -> dict[str, pd.DataFrame]:
-    """The run's tables (``gavel.ref.tables.TABLES``), each file checked by :func:`regular_file` first."""
+    """The run's tables (``gavel.ref.tables.TABLES``), each file checked by :func:`regular_file` first; the
+    ``TEXT`` columns read as the text they are (an empty cell missing), the others by pandas' inference
+    (:func:`check` then refuses a number that is not finite). Read by inference, a text column holding one
+    ``inf`` among empty cells became a float column holding infinity, and a case id written ``007`` the
+    number 7."""
     out = {}
     for name in TABLES:
         path = regular_file(folder, f"{name}.csv")
         if path is not None:
-            out[name] = table(path)
+            out[name] = table(path, dtype=dict.fromkeys(TEXT, str))
     return out
 
 
@@ -229,6 +233,13 @@ NUMBERS = {"compare": ("score", "n_model", "n_reference"),
            "residual_facts": ("index",), "residual_match": ("score",),
            "style": ("s_style", "readability_jargon", "narrative_order", "sentence_structure", "formatting_layout",
                      "citation_style")}
+#: the columns of text in any of the run's tables (what `gavel evaluate` writes), never read as numbers
+TEXT = ("checklist", "subject", "case_id", "item", "stage", "status", "gate", "custom_id", "value", "relation",
+        "detail", "problems", "problem", "finish_reason", "answer_ab", "fact", "label", "interval_levels")
+#: the key cells no row of any table leaves empty, and per table the others its rows always have (a comparison
+#: and a value are of an item; an answer of the residual or style stage is of none)
+KEYS = ("subject", "case_id", "stage", "status")
+KEYED = {"compare": ("item",), "values": ("item",)}
 #: list cells: (column, what each element is) -- "span": [start, end] character offsets, "text", "any"
 LISTS = {"compare": (("pairs", "any"),), "values": (("evidence", "text"), ("evidence_spans", "span"),
                                                      ("evidence_grounding", "any")),
@@ -256,9 +267,13 @@ def check(folder: Path, frames: dict[str, pd.DataFrame]) -> None:
         for col, kind in LISTS.get(name, ()):
             if col in frame.columns:
                 frame[col] = [list_cell(v, kind, path, n, col) for n, v in enumerate(frame[col], 1)]
+        for col in frame.columns:  # a column pandas read as numbers (one not named above): finite numbers
+            if col not in NUMBERS.get(name, ()) and pd.api.types.is_float_dtype(frame[col]):
+                numbers(frame[col], path, col)
+        needed = KEYS + KEYED.get(name, ())
         for col in ("subject", "case_id", "item", "stage", "status", "gate"):
             if col in frame.columns:
-                frame[col] = [_label(v, path, n, col) for n, v in enumerate(frame[col], 1)]
+                frame[col] = [_label(v, path, n, col, col in needed) for n, v in enumerate(frame[col], 1)]
 
 
 def numbers(column: pd.Series, path: Path, col: str) -> pd.Series:
@@ -271,10 +286,11 @@ def numbers(column: pd.Series, path: Path, col: str) -> pd.Series:
     return out
 
 
-def _label(value, path: Path, n: int, col: str):
-    """A key cell (subject, case, item, stage, status, gate): text, or a number written as text."""
+def _label(value, path: Path, n: int, col: str, needed: bool):
+    """A key cell (subject, case, item, stage, status, gate): text, or a number written as text; an empty one
+    is None where the cell may be empty (not ``needed``), else refused naming its row."""
     if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value) and col not in ("subject", "case_id", "stage", "status"):
+        if math.isnan(value) and not needed:
             return None
         raise ReportInputError(f"{path}, row {n}: `{col}` is {'empty' if math.isnan(value) else value}")
     if hasattr(value, "item") and not isinstance(value, str):
