@@ -286,6 +286,34 @@ def test_verdicts_are_compare_s_columns_and_ranks_are_scipy_s():
     assert np.array_equal(paired._min_ranks(x), rankdata(-x, axis=1, method="min"))
 
 
+def test_many_scores_at_once_are_each_score_alone():
+    """paired.compare_many and verdicts_many (`make results` puts every score's tables together once) give
+    each score's rows exactly as a call of compare or verdicts on that score alone: values, dtypes, the
+    models table's order (a model with no case last, its ranks missing), scores of other case counts and
+    of several cells, and a score of one model with a value."""
+    rng = np.random.default_rng(11)
+    names = ["m0", "m1", "m2", "m3"]
+    scores = [planted(rng, [3.0, 0.0, 0.0, -2.0], cases=30), planted(rng, [0.0, 1.0, 5.0, 0.0], cases=12, cells=3)]
+    scores[0][rng.random(scores[0].shape) < 0.2] = np.nan
+    scores.append(scores[0].copy())
+    scores[2][1] = np.nan  # m1 has no case here
+    scores.append(np.full((4, 5, 1), np.nan))
+    scores[3][2, :, 0] = 50.0  # one model alone has values
+    pairs, models, sizes = paired.compare_many(scores, names, seed=3, n=150)
+    alone = [paired.compare(v, names, seed=3, n=150) for v in scores]
+    assert sizes == [(len(p), len(m)) for p, m in alone]
+    for got, want in ((pairs, pd.concat([p for p, _ in alone], ignore_index=True)),
+                      (models, pd.concat([m for _, m in alone], ignore_index=True))):
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert models["rank"].dtype == "Int64" and models.iloc[11]["model"] == "m1" and pd.isna(models.iloc[11]["rank"])
+    many, rows = paired.verdicts_many(scores, names)
+    assert rows == [len(p) for p, _ in alone]
+    pd.testing.assert_frame_equal(many, pd.concat([paired.verdicts(v, names) for v in scores], ignore_index=True),
+                                  check_exact=True)
+    assert len(paired.compare_many([], names)[0]) == 0 and list(paired.verdicts_many([], names)[0]) == \
+        paired.VERDICT_COLUMNS
+
+
 @pytest.mark.parametrize("cells", [1, 7, 1000, 1 << 20])
 def test_bootstrap_means_in_blocks_are_the_means_of_one_draw(cells, monkeypatch):
     """A bootstrap drawn a block of resamples at a time (bounded memory, issue 48) gives the means of the

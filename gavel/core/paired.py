@@ -50,6 +50,7 @@ PAIR_COLUMNS = ["model_a", "model_b", "cases", "mean_a", "mean_b", "difference",
 #: the columns computed once the family's p-values are known
 POWER_COLUMNS = ("p_holm", "verdict", "family", "holm_level", "detectable_difference", "cases_needed",
                  "resolution_ratio")
+VERDICT_COLUMNS = ["model_a", "model_b", "cases", "difference", "p_value", "p_holm", "verdict"]
 MODEL_COLUMNS = ["model", "cases", "cells", "mean", "ci_low", "ci_high", "rank", "rank_low", "rank_high",
                  "group", "variance_cases_share", "variance_within_share"]
 
@@ -318,6 +319,17 @@ def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFram
     """The columns ``model_a, model_b, cases, difference, p_value, p_holm, verdict`` of :func:`compare`'s
     pairs (the same values, in the same order), without the draws, intervals, power or model table: what a
     comparison under another choice of cells needs (``gavel.paper.results.release_comparisons``)."""
+    return verdicts_many([values], models, alpha)[0]
+
+
+def verdicts_many(scores, models: Sequence[str], alpha: float = ALPHA) -> tuple[pd.DataFrame, list[int]]:
+    """:func:`verdicts` of each of ``scores`` (each models x cases x cells, its own family) as one table, the
+    scores' rows one after the other, and how many rows each has: the same values as a call per score."""
+    parts = [_verdict_columns(values, models, alpha) for values in scores]
+    return _frame(parts, VERDICT_COLUMNS), [len(p["model_a"]) for p in parts]
+
+
+def _verdict_columns(values, models: Sequence[str], alpha: float) -> dict:
     v = np.asarray(values, dtype=float)
     if v.shape[0] != len(models):
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
@@ -330,9 +342,24 @@ def verdicts(values, models: Sequence[str], alpha: float = ALPHA) -> pd.DataFram
         difference[ks] = np.ascontiguousarray(gaps[np.ix_(ks, common)]).mean(axis=1)
     p = _paired_ps(gaps)
     holm, verdict = _holm_verdicts(p, difference, alpha)
-    return pd.DataFrame({"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of],
-                         "cases": cases.astype(int), "difference": difference, "p_value": p, "p_holm": holm,
-                         "verdict": verdict})
+    return {"model_a": [models[a] for a in a_of], "model_b": [models[b] for b in b_of],
+            "cases": cases.astype(int), "difference": difference, "p_value": p, "p_holm": holm, "verdict": verdict}
+
+
+def _frame(parts: list[dict], columns: list[str], integers: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One table of the column dicts ``parts`` (numpy arrays or lists), each column put together once: one
+    DataFrame, not one per score and a concat (pandas' construction was a fifth of `make results`'
+    comparisons). ``integers``: float columns (NaN where none) made nullable integers (``Int64``)."""
+    out = {}
+    for c in columns:
+        cells = [p[c] for p in parts]
+        if cells and all(isinstance(x, np.ndarray) for x in cells):
+            out[c] = np.concatenate(cells)
+        else:
+            out[c] = [x for cell in cells for x in (cell.tolist() if isinstance(cell, np.ndarray) else cell)]
+        if c in integers:
+            out[c] = pd.array(np.asarray(out[c], dtype=float), dtype="Int64")
+    return pd.DataFrame(out, columns=columns)
 
 
 def _count_matrix(cases: int, seed: int, n: int) -> np.ndarray:
@@ -468,6 +495,22 @@ def _pair_values(case_means: np.ndarray, a_of: np.ndarray, b_of: np.ndarray) -> 
 def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
             alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(pairs, models) tables of one score (see the module); ``values``: models x cases x cells."""
+    pairs, table, _ = compare_many([values], models, seed, n, alpha)
+    return pairs, table
+
+
+def compare_many(scores, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTRAP_RESAMPLES,
+                 alpha: float = ALPHA) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[int, int]]]:
+    """:func:`compare` of each of ``scores`` (each models x cases x cells, its own family and draws from
+    ``seed``) as one pairs table and one models table, the scores' rows one after the other, and how many
+    rows (pairs, models) each score has: the same values as a call per score."""
+    parts = [_compare_columns(values, models, seed, n, alpha) for values in scores]
+    return (_frame([p for p, _ in parts], PAIR_COLUMNS),
+            _frame([m for _, m in parts], MODEL_COLUMNS, ("rank", "rank_low", "rank_high")),
+            [(len(p["model_a"]), len(m["model"])) for p, m in parts])
+
+
+def _compare_columns(values, models: Sequence[str], seed: int, n: int, alpha: float) -> tuple[dict, dict]:
     v = np.asarray(values, dtype=float)
     if v.shape[0] != len(models):
         raise ValueError(f"{len(models)} model names for {v.shape[0]} models of values")
@@ -494,7 +537,6 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
                "family": np.full(len(a_of), int((~np.isnan(p_values)).sum())), "holm_level": level,
                "detectable_difference": detectable, "cases_needed": needed, "resolution_ratio": n_cases / needed,
                "neighbours": np.array([pb == pa + 1 for pa, pb in pair_list], dtype=bool)}
-    pairs = pd.DataFrame({c: columns[c] for c in PAIR_COLUMNS})
     letters = groups([o for o in order if not np.isnan(means[index[o]])],
                      {frozenset((a, b)): v != "indistinguishable"
                       for a, b, v in zip(columns["model_a"], columns["model_b"], verdict)})
@@ -502,12 +544,14 @@ def compare(values, models: Sequence[str], seed: int = 0, n: int = stats.BOOTSTR
                            else np.zeros((2, len(models))))
     none = np.isnan(means)  # no case: no rank, no group (never rank 1 or last by default)
     shares = [variance_shares(v[i]) for i in range(len(models))]
-    table = pd.DataFrame({
-        "model": list(models), "cases": (~np.isnan(case_means)).sum(axis=1).astype(int),
-        "cells": (~np.isnan(v)).sum(axis=(1, 2)).astype(int), "mean": means, "ci_low": mean_low, "ci_high": mean_high,
-        **{c: pd.array([pd.NA if no else int(r) for no, r in zip(none.tolist(), x.tolist())], dtype="Int64")
-           for c, x in (("rank", point_rank), ("rank_low", rank_low), ("rank_high", rank_high))},
-        "group": [letters.get(m, "") for m in models], "variance_cases_share": [a for a, _ in shares],
-        "variance_within_share": [b for _, b in shares]}, columns=MODEL_COLUMNS)
-    table = table.sort_values(["rank", "model"], kind="stable", na_position="last")
-    return pairs, table.reset_index(drop=True)
+    table = {"model": list(models), "cases": (~np.isnan(case_means)).sum(axis=1).astype(int),
+             "cells": (~np.isnan(v)).sum(axis=(1, 2)).astype(int), "mean": means, "ci_low": mean_low,
+             "ci_high": mean_high,
+             **{c: np.where(none, np.nan, x).astype(float)  # made Int64 (NA where none) by _frame
+                for c, x in (("rank", point_rank), ("rank_low", rank_low), ("rank_high", rank_high))},
+             "group": [letters.get(m, "") for m in models], "variance_cases_share": [a for a, _ in shares],
+             "variance_within_share": [b for _, b in shares]}
+    # by rank, then name; a model without a rank last (what sort_values(["rank", "model"]) gave)
+    at = sorted(range(len(models)), key=lambda i: (bool(none[i]), 0 if none[i] else int(point_rank[i]), models[i]))
+    table = {c: x[at] if isinstance(x, np.ndarray) else [x[i] for i in at] for c, x in table.items()}
+    return columns, table

@@ -211,7 +211,7 @@ VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
 
 def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> list[pd.DataFrame]:
     """[pairs, models] of every score (and item), ``score`` and ``item`` first; ``full=False``: ``paired.verdicts``."""
-    found, keys, index = ([], []), [], pd.Index(models)
+    keys, scores, index = [], [], pd.Index(models)
     for (score_, item), g in long.groupby(["score", "item"], sort=False):
         case = pd.factorize(g["case_id"].to_numpy(), sort=True)[0]  # every case of the score, sorted
         model, value = index.get_indexer(g["model"]), g["value"].to_numpy(float)
@@ -219,11 +219,16 @@ def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> l
         first = np.flatnonzero((model >= 0) & ~np.isnan(value))[::-1]  # written last to first: the first stays
         values[model[first], case[first], 0] = value[first]
         keys.append((score_, item))
-        for out, table in zip(found, paired.compare(values, models, seed=SEED) if full else [paired.verdicts(values, models)]):
-            out.append(table)
-    for t, parts in zip(tables := [pd.concat(t, ignore_index=True) for t in found if t], found):
+        scores.append(values)
+    if full:  # every score's tables put together once (paired.compare_many), not a table per score
+        pairs, per_model, sizes = paired.compare_many(scores, models, seed=SEED)
+        tables, sizes = [pairs, per_model], [[a for a, _ in sizes], [b for _, b in sizes]]
+    else:
+        pairs, sizes = paired.verdicts_many(scores, models)
+        tables, sizes = [pairs], [sizes]
+    for t, rows in zip(tables, sizes):
         for at, name in ((1, "item"), (0, "score")):  # the keys once per table, not an assign per score
-            t.insert(0, name, np.repeat([k[at] for k in keys], [len(x) for x in parts]))
+            t.insert(0, name, np.repeat([k[at] for k in keys], rows))
     return tables
 
 
