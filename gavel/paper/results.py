@@ -211,14 +211,25 @@ VARIANT_COLUMNS = ["cases", "difference", "p_value", "p_holm", "verdict"]
 
 def _compare_long(long: pd.DataFrame, models: list[str], full: bool = True) -> list[pd.DataFrame]:
     """[pairs, models] of every score (and item), ``score`` and ``item`` first; ``full=False``: ``paired.verdicts``."""
-    keys, scores, index = [], [], pd.Index(models)
-    for (score_, item), g in long.groupby(["score", "item"], sort=False):
-        case = pd.factorize(g["case_id"].to_numpy(), sort=True)[0]  # every case of the score, sorted
-        model, value = index.get_indexer(g["model"]), g["value"].to_numpy(float)
-        values = np.full((len(models), case.max(initial=-1) + 1, 1), np.nan)  # models x cases x 1
+    # every column coded once (not a groupby and a factorize per score): the scores in the order they first
+    # appear, each one's rows in their order, its cases sorted (the codes of cases sorted once are in order)
+    score_code, score_names = pd.factorize(long["score"])
+    item_code, item_names = pd.factorize(long["item"])
+    group = score_code * len(item_names) + item_code
+    case_code = pd.factorize(long["case_id"], sort=True)[0]
+    if (case_code < 0).any():
+        raise ValueError(f"a score without a case id: {long[case_code < 0].head(3).to_dict('records')}")
+    model_code, value_of = pd.Index(models).get_indexer(long["model"]), long["value"].to_numpy(float)
+    rows_of = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[rows_of])) + 1
+    keys, scores = [], []
+    for rows in sorted(np.split(rows_of, bounds), key=lambda r: r[0]) if len(rows_of) else []:
+        cases, case = np.unique(case_code[rows], return_inverse=True)  # every case of the score, sorted
+        model, value = model_code[rows], value_of[rows]
+        values = np.full((len(models), len(cases), 1), np.nan)  # models x cases x 1
         first = np.flatnonzero((model >= 0) & ~np.isnan(value))[::-1]  # written last to first: the first stays
         values[model[first], case[first], 0] = value[first]
-        keys.append((score_, item))
+        keys.append((score_names[score_code[rows[0]]], item_names[item_code[rows[0]]]))
         scores.append(values)
     if full:  # every score's tables put together once (paired.compare_many), not a table per score
         pairs, per_model, sizes = paired.compare_many(scores, models, seed=SEED)
