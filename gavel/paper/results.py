@@ -264,8 +264,10 @@ def release_comparisons(pc: pd.DataFrame, cells: pd.DataFrame, items: bool = Tru
     (or ``b better``) on the best estimates and the same under every variant. ``items=False``: S_checklist only."""
     models = sorted(pc["model"].unique())
     pairs, per_model = _compare_long(_long(pc, cells, "s_checklist", "best", items), models)
-    estimated = cells.loc[cells["status"].isin(UNRELEASED), ["model", "case_id"]].drop_duplicates()
-    kept = cells.merge(estimated, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
+    # a model's case with any estimated cell drops out whole (its rows' codes, not a merge of the tables)
+    case = pd.factorize(cells["model"])[0] * (len(cells) + 1) + pd.factorize(cells["case_id"])[0]
+    estimated = np.unique(case[cells["status"].isin(UNRELEASED).to_numpy()])
+    kept = cells[~np.isin(case, estimated)].reset_index(drop=True)
     inputs = {"released": _long(per_case(kept, ["model"]), kept, "s_checklist", "best", items),
               "low": _long(pc, cells, "s_checklist_low", "low", items),
               "high": _long(pc, cells, "s_checklist_high", "high", items)}
