@@ -465,23 +465,27 @@ def model_means(scores: pd.DataFrame, metrics_: list[str], reference: str = "s_c
 
 def compute(rel, text_metrics: bool = True, fork: bool = False) -> dict[str, pd.DataFrame]:
     """Every result table. ``text_metrics=False`` leaves out ROUGE and embedding similarity (the embedding
-    model is the slow part; its vectors are cached under data/interim/embeddings). ``fork``: the text scores,
-    the evidence tables (grounding, residual ratios), the document tables and the costs in a child process
-    beside the summary tables and the text metrics' agreement (``forked.run_beside``; one process where there
-    is one core); the same tables."""
+    model is the slow part; its vectors are cached under data/interim/embeddings). ``fork``: the text scores
+    and the evidence tables (grounding, residual ratios) in a child process beside the summary tables, the
+    text metrics' agreement, the document tables and the costs (``forked.run_beside``; one process where
+    there is one core); the same tables."""
     start = time.perf_counter()
     values = reconstruct.value_sets(rel.checklist_values)  # computed once, used by both tasks
 
-    def beside():  # what the summary tables wait for first: the text scores; then the evidence, document, cost tables
+    # the two sides about even (the child was the longer one by some 0.5-0.9 s, the parent waiting for it):
+    # the child the text scores, grounding and residual ratios; the parent the summary tables, the text
+    # metrics' agreement, the document tables and the costs
+    def beside():  # what the summary tables wait for first: the text scores; then the evidence tables
         yield text_scores(rel) if text_metrics else None
-        yield grounding_tables(rel), document_tables(rel, values), residual_ratio_table(rel), extraction_cost.table(rel)
+        yield grounding_tables(rel), residual_ratio_table(rel)
 
-    def here(items) -> tuple[dict, dict]:  # the summary tables; the text metrics, which need their case scores
+    def here(items) -> tuple[dict, dict, dict, pd.DataFrame]:  # the text metrics need the summary case scores
         cases = {**case_tables(rel), **summary_tables(rel, values)}
         scores = next(items)
-        return cases, text_metric_tables(rel, cases["summary_case_scores"], scores) if text_metrics else {}
+        summ = text_metric_tables(rel, cases["summary_case_scores"], scores) if text_metrics else {}
+        return cases, summ, document_tables(rel, values), extraction_cost.table(rel)
 
-    (cases, summ), [(ground, docs, resid, cost)] = forked.run_beside(beside, here, fork=fork)
+    (cases, summ, docs, cost), [(ground, resid)] = forked.run_beside(beside, here, fork=fork)
     tables = {**cases, **ground, **summ, **docs, "residual_ratio": resid, "document_extraction_cost": cost}
     audit = rel.audit_summary()[["defect", "records", "files"]]
     tables["release_audit"] = audit
